@@ -1,0 +1,64 @@
+"""Per-site politeness: each site gets its own download slot (its ``delay``, one request at
+a time), its user agent and cookies, and may opt out of robots.txt.
+
+Runs before Scrapy's robots.txt (100), user-agent (500) and cookies (700) middlewares, so
+what it sets is what they see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request
+from scrapy.settings import BaseSettings
+
+from zeroarchive.archive_spider import ArchiveSpider
+
+
+@dataclass(frozen=True)
+class SitePolicyConfig:
+    concurrency: int
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SitePolicyConfig:
+        if not settings.getbool("SITE_POLICY_ENABLED"):
+            raise NotConfigured("SITE_POLICY_ENABLED is off")
+        concurrency = settings.getint("SITE_POLICY_CONCURRENCY")
+        if concurrency < 1:
+            raise ValueError("SITE_POLICY_CONCURRENCY must be at least 1")
+        return cls(concurrency)
+
+
+class SitePolicyDownloaderMiddleware:
+    def __init__(self, crawler: Crawler, config: SitePolicyConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SitePolicyDownloaderMiddleware:
+        return cls(crawler, SitePolicyConfig.from_settings(crawler.settings))
+
+    def process_request(self, request: Request) -> None:
+        spider = self.crawler.spider
+        if not isinstance(spider, ArchiveSpider):
+            return
+        site = spider.site_of(request)
+        if site is None:
+            return
+        slot = f"site-{site.site_id}"
+        request.meta["download_slot"] = slot
+        downloader: Any = self.crawler.engine.downloader if self.crawler.engine else None
+        if downloader is not None and slot not in downloader.per_slot_settings:
+            downloader.per_slot_settings[slot] = {
+                "delay": site.config.delay,
+                "concurrency": self.config.concurrency,
+            }
+        if site.config.ua:
+            request.headers["User-Agent"] = site.config.ua
+        for name, value in site.config.cookies.items():
+            request.cookies.setdefault(name, value)  # type: ignore[union-attr]
+        if not site.config.robots:
+            request.meta["dont_obey_robotstxt"] = True

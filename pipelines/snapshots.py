@@ -1,0 +1,110 @@
+"""Stores fetched pages as snapshots (and failed fetches as back-offs), in batches.
+
+Pages are written in one transaction per batch, flushed when the batch is full, holds too
+many bytes, or has waited ``ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS``. A page still in the batch
+when the process is killed is not lost: its article stays leased and is due again later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
+
+from zeroarchive.archive import Archive, open_archive
+from zeroarchive.items import FailedFetch, FetchedPage
+from zeroarchive.stats import count
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    max_items: int
+    max_bytes: int
+    flush_seconds: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> BatchConfig:
+        config = cls(
+            max_items=settings.getint("ZEROARCHIVE_SNAPSHOT_BATCH"),
+            max_bytes=settings.getint("ZEROARCHIVE_SNAPSHOT_BATCH_BYTES"),
+            flush_seconds=settings.getfloat("ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS"),
+        )
+        if config.max_items < 1 or config.max_bytes < 1 or config.flush_seconds <= 0:
+            raise ValueError(f"ZEROARCHIVE_SNAPSHOT_BATCH* settings must be positive: {config}")
+        return config
+
+
+class SnapshotsPipeline:
+    def __init__(self, crawler: Crawler, archive: Archive, config: BatchConfig) -> None:
+        self.crawler = crawler
+        self.archive = archive
+        self.config = config
+        self.pending: list[FetchedPage | FailedFetch] = []
+        self.pending_bytes = 0
+        self._lock = asyncio.Lock()
+        self._timer: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SnapshotsPipeline:
+        return cls(
+            crawler, open_archive(crawler.settings), BatchConfig.from_settings(crawler.settings)
+        )
+
+    async def open_spider(self) -> None:
+        self._timer = asyncio.get_running_loop().create_task(self._flush_periodically())
+
+    async def close_spider(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+        await self.flush()
+
+    async def process_item(self, item: Any) -> Any:
+        if not isinstance(item, FetchedPage | FailedFetch):
+            return item
+        self.pending.append(item)
+        if isinstance(item, FetchedPage):
+            self.pending_bytes += len(item.body)
+        if (
+            len(self.pending) >= self.config.max_items
+            or self.pending_bytes >= self.config.max_bytes
+        ):
+            await self.flush()
+        return item
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.flush_seconds)
+            await self.flush()
+
+    async def flush(self) -> None:
+        async with self._lock:
+            batch, self.pending, self.pending_bytes = self.pending, [], 0
+            if not batch:
+                return
+            pages = [item for item in batch if isinstance(item, FetchedPage)]
+            failures = [item for item in batch if isinstance(item, FailedFetch)]
+            try:
+                results = await asyncio.to_thread(self.archive.snapshots.save, pages)
+                stopped = await asyncio.to_thread(self.archive.snapshots.record_failures, failures)
+            except Exception:
+                # The articles stay leased, so they are due again when the lease runs out.
+                logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
+                count(self.crawler.stats, "errors/db_write", n=len(batch))
+                return
+        stats = self.crawler.stats
+        for page, result in zip(pages, results, strict=True):
+            count(stats, f"snapshots_{result.outcome}", page.site_id)
+            count(stats, "snapshot_bytes_raw", page.site_id, len(page.body))
+            count(stats, "snapshot_bytes_stored", page.site_id, result.stored_bytes)
+        for failure, (_, stop_reason) in zip(failures, stopped, strict=True):
+            if stop_reason:
+                count(stats, "articles_stopped", failure.site_id)

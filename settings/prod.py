@@ -1,0 +1,19 @@
+"""Production: everything that differs between deployments comes from the environment.
+
+ZEROARCHIVE_DB_URL   e.g. mysql+pymysql://user:password@db-host:3306/archive (required)
+ZEROARCHIVE_*        any setting of settings/base.py, e.g. ZEROARCHIVE_DUE_BATCH=1000
+REDIS_URL, AIRTABLE_API_KEY, AIRTABLE_BASE_ID, ...  read by the components that use them
+"""
+
+import os
+
+from settings.base import *  # noqa: F403
+
+ZEROARCHIVE_DB_URL = os.environ.get("ZEROARCHIVE_DB_URL", "")
+if not ZEROARCHIVE_DB_URL:
+    raise RuntimeError("settings.prod needs ZEROARCHIVE_DB_URL in the environment")
+
+for _name, _value in os.environ.items():
+    if _name.startswith("ZEROARCHIVE_") and _name != "ZEROARCHIVE_DB_URL":
+        globals()[_name] = _value
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")

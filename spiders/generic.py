@@ -1,0 +1,182 @@
+"""News sites, content farms, government pages and YouTube lists: any site described by
+an ``article`` regex (what to archive) and a ``following`` regex (which list pages to walk).
+
+    scrapy crawl generic                          every due generic site
+    scrapy crawl generic -a site=3                one site, due or not
+    scrapy crawl generic -a url=https://news.example/list -a article='/story/\\d+'
+                         [-a following='/list\\?page=\\d+'] [-a depth=2] [-a type=news]
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from parsel import Selector
+from scrapy.exceptions import CloseSpider
+from scrapy.http import HtmlResponse, Request, Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+
+from zeroarchive.archive_spider import META_KEY, ArchiveSpider, now
+from zeroarchive.canonical import declared_urls, moved_to
+from zeroarchive.encoding import detect_encoding
+from zeroarchive.items import ArticleLinks, FetchedPage
+from zeroarchive.schedule import plan_for
+from zeroarchive.sites import GENERIC_TYPES, Site, SiteConfigError, parse_spec
+from zeroarchive.stats import count
+from zeroarchive.storage.articles import DueArticle
+from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
+
+logger = logging.getLogger(__name__)
+
+ARTICLE_TYPE = "Article"
+
+
+def decoded(response: Response) -> TextResponse:
+    """The response as text in the encoding detected from its bytes (Big5 without a
+    charset header included), whatever content type the server claimed."""
+    encoding = detect_encoding(response.body, _content_type(response))
+    return HtmlResponse(
+        response.url,
+        status=response.status,
+        body=response.body,
+        encoding=encoding,
+        request=response.request,
+    )
+
+
+def _content_type(response: Response) -> str | None:
+    value = response.headers.get("Content-Type")
+    return value.decode("latin-1") if value else None
+
+
+class GenericSpider(ArchiveSpider):
+    name = "generic"
+    site_types = GENERIC_TYPES
+
+    def __init__(
+        self,
+        *args: Any,
+        url: str | None = None,
+        article: str | None = None,
+        following: str | None = None,
+        depth: str | None = None,
+        type: str = "news",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.adhoc = {"url": url, "article": article, "following": following, "depth": depth}
+        self.adhoc_type = type
+        self.links = LinkExtractor(tags=("a", "area"), attrs=("href",), canonicalize=False)
+
+    def adhoc_site(self) -> Site | None:
+        url = self.adhoc["url"]
+        if url is None:
+            if self.adhoc["article"] is not None:
+                logger.error("-a article=... needs -a url=... (or use -a site=...)")
+                raise CloseSpider("bad_arguments")
+            return None
+        config: dict[str, Any] = {"article": self.adhoc["article"]}
+        if self.adhoc["following"]:
+            config["following"] = self.adhoc["following"]
+        if self.adhoc["depth"] is not None:
+            try:
+                config["depth"] = int(self.adhoc["depth"])
+            except ValueError:
+                logger.error("-a depth must be a whole number, got %r", self.adhoc["depth"])
+                raise CloseSpider("bad_arguments") from None
+        try:
+            spec = parse_spec({"name": url, "url": url, "type": self.adhoc_type, "config": config})
+        except SiteConfigError as exc:
+            logger.error("Bad ad-hoc site: %s", exc)
+            raise CloseSpider("bad_arguments") from None
+        site_id, action = self.archive.sites.upsert(spec, now())
+        logger.info("Ad-hoc site %s (#%d) %s", spec.name, site_id, action)
+        site = self.archive.sites.get(site_id)
+        assert site is not None
+        return site
+
+    def discovery_requests(self, site: Site) -> Iterator[Request]:
+        yield self._list_request(site, site.url, depth=0)
+
+    def _list_request(self, site: Site, url: str, depth: int) -> Request:
+        return Request(
+            url,
+            callback=self.parse_list,
+            errback=self.list_failed,
+            meta=self.request_meta(site, "list", depth=depth),
+            # List pages are walked every round, whatever was fetched before.
+            dont_filter=depth == 0,
+        )
+
+    def parse_list(self, response: Response) -> Iterator[Any]:
+        site = self.response_site(response)
+        stats = self.crawler.stats
+        count(stats, "list_pages", site.site_id)
+        depth = response.meta[META_KEY]["depth"]
+        page = decoded(response)
+        articles: list[str] = []
+        follow: list[str] = []
+        for link in self.links.extract_links(page):
+            try:
+                url = canonicalize_url(link.url, site.config.url_rules)
+            except UrlRejected as exc:
+                count(stats, f"urls_rejected/{exc.reason}", site.site_id)
+                continue
+            if not is_on_site(url, site.url):
+                continue
+            if site.config.is_article(url):
+                articles.append(url)
+            elif depth < site.config.depth and site.config.is_following(url):
+                follow.append(url)
+        if articles:
+            yield ArticleLinks(
+                site.site_id, ARTICLE_TYPE, response.url, tuple(dict.fromkeys(articles))
+            )
+        for url in dict.fromkeys(follow):
+            yield self._list_request(site, url, depth + 1)
+
+    def snapshot_request(self, site: Site, article: DueArticle) -> Request:
+        return Request(
+            article.url,
+            callback=self.parse_snapshot,
+            errback=self.snapshot_failed,
+            meta=self.request_meta(
+                site,
+                "snapshot",
+                article_id=article.article_id,
+                article_url=article.url,
+                article_type=article.article_type,
+            ),
+            # Snapshots are taken again on schedule: never drop one as a duplicate.
+            dont_filter=True,
+        )
+
+    def parse_snapshot(self, response: Response) -> Iterator[FetchedPage]:
+        site = self.response_site(response)
+        meta = response.meta[META_KEY]
+        page = decoded(response)
+        assert isinstance(page.encoding, str)
+        declared = declared_urls(Selector(text=page.text)) if page.text else []
+        moved = moved_to(
+            meta["article_url"], response.url, declared, site.url, site.config.url_rules
+        )
+        if moved is not None:
+            count(self.crawler.stats, "canonical_redirects", site.site_id)
+        yield FetchedPage(
+            article_id=meta["article_id"],
+            site_id=site.site_id,
+            article_type=meta["article_type"],
+            fetched_at=now(),
+            status=response.status,
+            final_url=response.url,
+            headers={
+                key.decode("latin-1"): [v.decode("latin-1") for v in values]
+                for key, values in response.headers.items()
+            },
+            encoding=page.encoding,
+            body=response.body,
+            plan=plan_for(site.type),
+            moved_to=moved,
+        )

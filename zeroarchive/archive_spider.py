@@ -1,0 +1,229 @@
+"""The base of every source spider: picks the sites to work on, walks their list pages,
+then snapshots their due articles. Source spiders only say how to fetch and read pages.
+
+Arguments common to every spider: ``-a site=<id or name>`` (one site, even if not due),
+``-a mode=discover|snapshot|all`` (default all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import scrapy
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.http import Request, Response
+from twisted.python.failure import Failure
+
+from zeroarchive.archive import Archive, open_archive
+from zeroarchive.errors import error_kind
+from zeroarchive.items import FailedFetch
+from zeroarchive.runlock import SiteRunLocks, default_lock_dir
+from zeroarchive.schedule import next_list_crawl_at, plan_for
+from zeroarchive.sites import Site, SiteConfigError
+from zeroarchive.stats import count, site_metrics
+from zeroarchive.storage.articles import DueArticle
+from zeroarchive.storage.sites import site_from_row
+
+logger = logging.getLogger(__name__)
+
+MODES = ("discover", "snapshot", "all")
+META_KEY = "zeroarchive"
+
+
+def now() -> int:
+    return int(time.time())
+
+
+class ArchiveSpider(scrapy.Spider):
+    #: The site types this spider crawls.
+    site_types: ClassVar[tuple[str, ...]] = ()
+
+    archive: Archive
+    locks: SiteRunLocks
+
+    def __init__(self, *args: Any, site: str | None = None, mode: str = "all", **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.site_key = site
+        self.mode = mode
+        self.sites: dict[int, Site] = {}
+        self.due_batch = 500
+        self.lease = 3600
+        self._snapshots_exhausted = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        spider.archive = open_archive(settings)
+        lock_dir = settings.get("ZEROARCHIVE_LOCK_DIR")
+        spider.locks = SiteRunLocks(
+            Path(lock_dir) if lock_dir else default_lock_dir(spider.archive.url)
+        )
+        spider.due_batch = settings.getint("ZEROARCHIVE_DUE_BATCH")
+        spider.lease = settings.getint("ZEROARCHIVE_LEASE_SECONDS")
+        crawler.signals.connect(spider._on_idle, signals.spider_idle)
+        crawler.signals.connect(spider._on_closed, signals.spider_closed)
+        return spider
+
+    # --- hooks for source spiders -------------------------------------------------------
+
+    def adhoc_site(self) -> Site | None:
+        """A site defined by spider arguments (generic: ``-a url=...``), stored first."""
+        return None
+
+    def discovery_requests(self, site: Site) -> Iterable[Request]:
+        raise NotImplementedError
+
+    def snapshot_request(self, site: Site, article: DueArticle) -> Request:
+        raise NotImplementedError
+
+    # --- shared machinery ---------------------------------------------------------------
+
+    def site_of(self, request: Request) -> Site | None:
+        """The site a request belongs to (loaded from the database on first sight)."""
+        site_id = request.meta.get(META_KEY, {}).get("site_id")
+        if site_id is None:
+            return None
+        if site_id not in self.sites:
+            site = self.archive.sites.get(int(site_id))
+            if site is None:
+                return None
+            self.sites[site.site_id] = site
+        return self.sites[site_id]
+
+    def request_meta(self, site: Site, kind: str, **fields: Any) -> dict[str, Any]:
+        return {META_KEY: {"site_id": site.site_id, "kind": kind, **fields}}
+
+    def _choose_sites(self) -> tuple[bool, list[Site]]:
+        """(explicitly asked for, sites): the requested site, else every due site."""
+        adhoc = self.adhoc_site()
+        if adhoc is not None:
+            return True, [adhoc]
+        if self.site_key is not None:
+            site = self.archive.sites.get(self.site_key)
+            if site is None or site.type not in self.site_types:
+                logger.error(
+                    "No %s site %r: see `scrapy sites` for ids and names",
+                    "/".join(self.site_types),
+                    self.site_key,
+                )
+                raise CloseSpider("unknown_site")
+            return True, [site]
+        sites = []
+        for row in self.archive.sites.due_rows(self.site_types, now()):
+            try:
+                sites.append(site_from_row(row))
+            except SiteConfigError as exc:
+                logger.error("Skipping a site with a bad stored config: %s", exc)
+                count(self.crawler.stats, "errors/bad_site_config", row["site_id"])
+        return False, sites
+
+    async def start(self) -> AsyncIterator[Any]:
+        if self.mode not in MODES:
+            logger.error("Unknown mode %r: use one of %s", self.mode, ", ".join(MODES))
+            raise CloseSpider("bad_arguments")
+        explicit, sites = await asyncio.to_thread(self._choose_sites)
+        for site in sites:
+            if not self.locks.acquire(site.site_id):
+                holder = self.locks.holder(site.site_id)
+                if explicit:
+                    logger.error(
+                        "Site %s (#%d) is already being crawled (process %s); exiting",
+                        site.name,
+                        site.site_id,
+                        holder,
+                    )
+                    raise CloseSpider("site_locked")
+                logger.warning(
+                    "Skipping site %s (#%d): another run (process %s) is crawling it",
+                    site.name,
+                    site.site_id,
+                    holder,
+                )
+                count(self.crawler.stats, "sites_skipped_locked", site.site_id)
+                continue
+            self.sites[site.site_id] = site
+        logger.info(
+            "Working on %d site(s), mode %s: %s",
+            len(self.sites),
+            self.mode,
+            ", ".join(f"{s.name} (#{s.site_id})" for s in self.sites.values()) or "none due",
+        )
+        if self.mode == "snapshot":
+            return
+        for site in list(self.sites.values()):
+            started = now()
+            next_at = next_list_crawl_at(plan_for(site.type), started)
+            await asyncio.to_thread(
+                self.archive.sites.mark_list_crawl, site.site_id, started, next_at
+            )
+            for request in self.discovery_requests(site):
+                yield request
+
+    def _on_idle(self) -> None:
+        """Hand out the next batch of due articles once discovery is done.
+
+        The claim is one short indexed query per batch, so it runs on the reactor thread.
+        """
+        if self.mode == "discover" or self._snapshots_exhausted or not self.sites:
+            return
+        due = self.archive.articles.claim_due(list(self.sites), now(), self.due_batch, self.lease)
+        if not due:
+            self._snapshots_exhausted = True
+            return
+        logger.info("Snapshotting %d due article(s)", len(due))
+        for article in due:
+            self.crawler.engine.crawl(self.snapshot_request(self.sites[article.site_id], article))
+        raise DontCloseSpider
+
+    def snapshot_failed(self, failure: Failure) -> Iterable[FailedFetch]:
+        """Errback of snapshot requests: count the error and back the article off."""
+        request = failure.request  # type: ignore[attr-defined]
+        meta = request.meta[META_KEY]
+        kind, status = error_kind(failure)
+        count(self.crawler.stats, f"errors/{kind}", meta["site_id"])
+        count(self.crawler.stats, "snapshot_failures", meta["site_id"])
+        logger.warning("Snapshot of %s failed: %s", request.url, kind)
+        yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
+
+    def list_failed(self, failure: Failure) -> None:
+        """Errback of list page requests: count the error; the next round walks again."""
+        request = failure.request  # type: ignore[attr-defined]
+        kind, _ = error_kind(failure)
+        site_id = request.meta[META_KEY]["site_id"]
+        count(self.crawler.stats, f"errors/{kind}", site_id)
+        count(self.crawler.stats, "list_page_failures", site_id)
+        logger.warning("List page %s failed: %s", request.url, kind)
+
+    def _on_closed(self, reason: str) -> None:
+        self.locks.release_all()
+        stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
+        for site in self.sites.values():
+            metrics = site_metrics(stats, site.site_id)
+            errors = sum(v for k, v in metrics.items() if k.startswith("errors/"))
+            logger.info(
+                "Site %s (#%d): %d list pages, %d article links (%d new), "
+                "%d snapshots saved, %d unchanged, %d moved, %d failed, %d errors",
+                site.name,
+                site.site_id,
+                metrics.get("list_pages", 0),
+                metrics.get("articles_found", 0),
+                metrics.get("articles_new", 0),
+                metrics.get("snapshots_saved", 0),
+                metrics.get("snapshots_unchanged", 0),
+                metrics.get("canonical_redirects", 0),
+                metrics.get("snapshot_failures", 0),
+                errors,
+            )
+
+    def response_site(self, response: Response) -> Site:
+        site = self.site_of(response.request)  # type: ignore[arg-type]
+        assert site is not None, f"request without a site: {response.request}"
+        return site

@@ -1,0 +1,73 @@
+"""Which URL a fetched page belongs to: the server's redirect target or the page's own
+``og:url`` / ``rel=canonical`` claim, when that claim is credible."""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin, urlsplit
+
+from parsel import Selector
+
+from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url, is_on_site
+
+
+def declared_urls(selector: Selector) -> list[str]:
+    """The page's ``rel=canonical`` and ``og:url`` values, in that order.
+
+    >>> html = '<link rel="canonical" href="/a?x=1"><meta property="og:url" content="https://s/a">'
+    >>> declared_urls(Selector(text=html))
+    ['/a?x=1', 'https://s/a']
+    """
+    found = selector.xpath(
+        "//link[contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')]/@href"
+        " | //meta[@property='og:url']/@content"
+    ).getall()
+    return [value.strip() for value in found if value.strip()]
+
+
+def moved_to(
+    article_url: str,
+    final_url: str,
+    declared: list[str],
+    site_url: str,
+    rules: UrlRules,
+) -> str | None:
+    """The canonical URL the page belongs to if it is not ``article_url``, else None.
+
+    A server redirect (``final_url``) counts first; then a declared URL, but only one on the
+    site's own domain that is not the site's front page (some sites declare their home page
+    as the canonical of every article).
+
+    >>> site, rules = "http://s.tw/", UrlRules()
+    >>> moved_to("http://s.tw/a/1", "http://s.tw/a/1", ["/a/1?ref=x"], site, rules)
+    'http://s.tw/a/1?ref=x'
+    >>> moved_to("http://s.tw/a/1", "http://s.tw/a/1", ["http://s.tw/"], site, rules) is None
+    True
+    >>> moved_to("http://s.tw/a/1", "http://s.tw/a/2", [], site, rules)
+    'http://s.tw/a/2'
+    """
+    candidates = [final_url, *(_absolute(final_url, value) for value in declared)]
+    front_pages = {_canonical(site_url, rules), _canonical(_root(site_url), rules)}
+    for index, candidate in enumerate(candidates):
+        canonical = _canonical(candidate, rules)
+        if canonical is None or canonical == article_url:
+            continue
+        if index > 0 and (not is_on_site(canonical, site_url) or canonical in front_pages):
+            continue
+        return canonical
+    return None
+
+
+def _canonical(url: str, rules: UrlRules) -> str | None:
+    try:
+        return canonicalize_url(url, rules)
+    except UrlRejected:
+        return None
+
+
+def _absolute(base: str, value: str) -> str:
+    return urljoin(base, value)
+
+
+def _root(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/"

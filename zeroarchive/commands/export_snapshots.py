@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import IO
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.archive import open_archive
+from zeroarchive.encoding import decode_body
+from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
+
+
+def snapshot_record(exported: ExportedSnapshot) -> dict[str, object]:
+    """One line of the export: the snapshot's facts and its page as decoded text."""
+    snapshot = exported.snapshot
+    return {
+        "article_id": snapshot.article_id,
+        "site_id": exported.site_id,
+        "url": exported.url,
+        "snapshot_at": snapshot.snapshot_at,
+        "status": snapshot.status,
+        "content_hash": snapshot.content_hash.hex(),
+        "encoding": snapshot.encoding,
+        "html": decode_body(snapshot.raw, snapshot.encoding),
+    }
+
+
+def open_output(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "wt", encoding="utf-8")
+    return path.open("w", encoding="utf-8")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "--out FILE.jsonl[.gz] [--site S] [--since UNIX]"
+
+    def short_desc(self) -> str:
+        return "Export snapshots as JSON lines, one object per snapshot"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--out", required=True, help="output file (.jsonl or .jsonl.gz)")
+        parser.add_argument("--site", help="only this site (id or name)")
+        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        archive = open_archive(self.settings)
+        site_id = None
+        if opts.site is not None:
+            site = archive.sites.get(opts.site)
+            if site is None:
+                raise UsageError(f"no site {opts.site!r}")
+            site_id = site.site_id
+        out = Path(opts.out)
+        written = 0
+        with open_output(out) as handle:
+            for exported in iter_snapshots(archive.engine, site_id=site_id, since=opts.since):
+                handle.write(json.dumps(snapshot_record(exported), ensure_ascii=False))
+                handle.write("\n")
+                written += 1
+        print(f"{written} snapshot(s) written to {out}", file=sys.stderr)

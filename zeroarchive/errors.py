@@ -1,0 +1,45 @@
+"""Error kinds: one short name per way a fetch can fail, used in stats and stop reasons."""
+
+from __future__ import annotations
+
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
+
+_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (HttpError, "http"),
+    (DownloadTimeoutError, "timeout"),
+    (CannotResolveHostError, "dns"),
+    (DownloadConnectionRefusedError, "connection_refused"),
+    # Scrapy cancels a download that passes DOWNLOAD_MAXSIZE.
+    (DownloadCancelledError, "too_large"),
+    (ResponseDataLossError, "data_loss"),
+    (DownloadFailedError, "download_failed"),
+)
+
+
+def error_kind(failure: Failure) -> tuple[str, int | None]:
+    """``(kind, http_status)`` of a request failure."""
+    for exc_type, kind in _KINDS:
+        if failure.check(exc_type):
+            if kind == "http":
+                assert isinstance(failure.value, HttpError)
+                status = failure.value.response.status
+                return f"http_{status}", status
+            return kind, None
+    if failure.check(IgnoreRequest):
+        message = str(failure.value).lower()
+        if "robots.txt" in message:
+            return "robots_disallowed", None
+        if "max redirect" in message or "redirect" in message:
+            return "redirect_loop", None
+        return "ignored", None
+    return type(failure.value).__name__.lower(), None

@@ -1,0 +1,48 @@
+"""What spiders hand to the pipelines: found article links, fetched pages, failed fetches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from zeroarchive.schedule import Plan
+
+
+@dataclass(frozen=True)
+class ArticleLinks:
+    """Canonical article URLs found on one list page."""
+
+    site_id: int
+    article_type: str
+    source_url: str
+    urls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    """One successful fetch of an article, as the spider saw it."""
+
+    article_id: int
+    site_id: int
+    article_type: str
+    fetched_at: int
+    status: int
+    final_url: str
+    headers: Mapping[str, Sequence[str]]
+    encoding: str
+    body: bytes = field(repr=False)
+    plan: Plan
+    # The canonical URL the page belongs to, when it differs from the article's own URL
+    # (server redirect, og:url or rel=canonical).
+    moved_to: str | None = None
+
+
+@dataclass(frozen=True)
+class FailedFetch:
+    """A snapshot fetch that failed after retries; ``reason`` is an error kind."""
+
+    article_id: int
+    site_id: int
+    failed_at: int
+    reason: str
+    status: int | None = None

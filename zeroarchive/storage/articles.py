@@ -1,0 +1,131 @@
+"""Reading and writing Article rows: discovery inserts, due-work selection, redirects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from zeroarchive.schedule import STOP
+from zeroarchive.storage.dialect import insert_ignore
+from zeroarchive.storage.schema import article
+from zeroarchive.urls import url_hash
+
+DEFAULT_LEASE = 3600
+
+
+@dataclass(frozen=True)
+class DueArticle:
+    """An article handed to a spider for a snapshot, under a lease."""
+
+    article_id: int
+    site_id: int
+    url: str
+    article_type: str
+
+
+def insert_new(
+    conn: Connection, site_id: int, article_type: str, urls: Iterable[str], now: int
+) -> dict[str, int]:
+    """Insert the canonical ``urls`` that are not known yet (due now); return {url: id} of all."""
+    by_hash = {url_hash(url): url for url in urls}
+    if not by_hash:
+        return {}
+    query = select(article.c.url_hash, article.c.article_id).where(
+        article.c.url_hash.in_(list(by_hash))
+    )
+    known = {bytes(row.url_hash): row.article_id for row in conn.execute(query)}
+    missing = [h for h in by_hash if h not in known]
+    if missing:
+        conn.execute(
+            insert_ignore(conn, article),
+            [
+                {
+                    "site_id": site_id,
+                    "url": by_hash[h],
+                    "url_hash": h,
+                    "article_type": article_type,
+                    "created_at": now,
+                    "next_snapshot_at": now,
+                }
+                for h in missing
+            ],
+        )
+        query = select(article.c.url_hash, article.c.article_id).where(
+            article.c.url_hash.in_(missing)
+        )
+        known.update({bytes(row.url_hash): row.article_id for row in conn.execute(query)})
+    return {by_hash[h]: article_id for h, article_id in known.items()}
+
+
+class ArticleStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def add(self, site_id: int, article_type: str, urls: Sequence[str], now: int) -> int:
+        """Record canonical article URLs found on a list page; return how many were new."""
+        unique = list(dict.fromkeys(urls))
+        with self.engine.begin() as conn:
+            before = conn.execute(
+                select(article.c.url_hash).where(
+                    article.c.url_hash.in_([url_hash(url) for url in unique])
+                )
+            ).all()
+            insert_new(conn, site_id, article_type, unique, now)
+        return len(unique) - len(before)
+
+    def claim_due(
+        self, site_ids: Sequence[int], now: int, limit: int, lease: int = DEFAULT_LEASE
+    ) -> list[DueArticle]:
+        """Due articles of these sites, oldest due first, leased until ``now + lease``.
+
+        The one selection of due snapshots; a leased article is not handed out again until
+        its snapshot is recorded or the lease runs out (a worker died holding it).
+        """
+        if not site_ids:
+            return []
+        due = and_(
+            article.c.site_id.in_(list(site_ids)),
+            article.c.next_snapshot_at != STOP,
+            article.c.next_snapshot_at <= now,
+            article.c.redirect_to.is_(None),
+            article.c.lease_until <= now,
+        )
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                select(
+                    article.c.article_id,
+                    article.c.site_id,
+                    article.c.url,
+                    article.c.article_type,
+                )
+                .where(due)
+                .order_by(article.c.next_snapshot_at, article.c.article_id)
+                .limit(limit)
+            ).all()
+            if not rows:
+                return []
+            ids = [row.article_id for row in rows]
+            conn.execute(
+                update(article)
+                .where(article.c.article_id.in_(ids), article.c.lease_until <= now)
+                .values(lease_until=now + lease)
+            )
+        return [DueArticle(row.article_id, row.site_id, row.url, row.article_type) for row in rows]
+
+    def count_due(self, site_ids: Sequence[int], now: int) -> int:
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count())
+                    .select_from(article)
+                    .where(
+                        article.c.site_id.in_(list(site_ids)),
+                        article.c.next_snapshot_at != STOP,
+                        article.c.next_snapshot_at <= now,
+                        article.c.redirect_to.is_(None),
+                    )
+                ).scalar_one()
+            )

@@ -1,0 +1,33 @@
+"""Compression of raw snapshot bytes; the codec name is stored beside the data."""
+
+from __future__ import annotations
+
+import zlib
+
+import zstandard
+
+ZSTD_LEVEL = 12
+_compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+_decompressor = zstandard.ZstdDecompressor()
+
+
+def compress(raw: bytes) -> tuple[bytes, str]:
+    """Compress ``raw`` and return ``(data, codec)``.
+
+    >>> data, codec = compress(b"<html>" * 1000)
+    >>> codec, len(data) < 100, decompress(data, codec) == b"<html>" * 1000
+    ('zstd', True, True)
+    """
+    return _compressor.compress(raw), "zstd"
+
+
+def decompress(data: bytes, codec: str) -> bytes:
+    """Return the original bytes of ``data`` compressed with ``codec``."""
+    if codec == "zstd":
+        # Frames written by compress() carry their content size, so no max size is needed.
+        return _decompressor.decompress(data)
+    if codec == "zlib":
+        return zlib.decompress(data)
+    if codec == "none":
+        return data
+    raise ValueError(f"unknown snapshot codec {codec!r}")

@@ -1,0 +1,95 @@
+"""Database URL, engine and schema migrations, for SQLite (embedded) and MySQL/MariaDB."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+DEFAULT_DB_URL = "sqlite:///zeroarchive.db"
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+
+def db_url_from(settings: BaseSettings | None = None) -> str:
+    """The database URL: the ``ZEROARCHIVE_DB_URL`` environment variable, else the
+    setting of that name, else the embedded SQLite file.
+
+    >>> db_url_from(None) if "ZEROARCHIVE_DB_URL" not in os.environ else DEFAULT_DB_URL
+    'sqlite:///zeroarchive.db'
+    """
+    from_env = os.environ.get("ZEROARCHIVE_DB_URL")
+    if from_env:
+        return from_env
+    if settings is not None and settings.get("ZEROARCHIVE_DB_URL"):
+        return str(settings.get("ZEROARCHIVE_DB_URL"))
+    return DEFAULT_DB_URL
+
+
+def safe_url(url: str) -> str:
+    """The URL with its password hidden, for logs.
+
+    >>> safe_url("mysql+pymysql://arch:s3cret@db:3306/archive")
+    'mysql+pymysql://arch:***@db:3306/archive'
+    """
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets `scrapy sites` or an export read while a crawl writes.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` with the options each backend needs."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_backend_name() in ("mysql", "mariadb"):
+        if "charset" not in parsed.query:
+            parsed = parsed.update_query_dict({"charset": "utf8mb4"})
+        return create_engine(parsed, pool_pre_ping=True, pool_recycle=3600)
+    return create_engine(parsed, pool_pre_ping=True)
+
+
+def _alembic_config(engine: Engine) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["engine"] = engine
+    return config
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision the database is at (None for an empty database)."""
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def head_revision() -> str:
+    """The newest schema revision this code knows."""
+    head = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    assert head is not None
+    return head
+
+
+def migrate(engine: Engine) -> tuple[str | None, str]:
+    """Create or upgrade the schema to the newest revision; return (before, after)."""
+    before = current_revision(engine)
+    if before != head_revision():
+        command.upgrade(_alembic_config(engine), "head")
+    return before, head_revision()

@@ -1,0 +1,137 @@
+"""Reading and writing Site rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Engine, RowMapping
+
+from zeroarchive.sites import Site, SiteConfigError, SiteSpec, parse_config
+from zeroarchive.storage.schema import article, site
+
+
+@dataclass(frozen=True)
+class SiteRow:
+    """A site as the `scrapy sites` listing shows it."""
+
+    site_id: int
+    name: str
+    type: str
+    url: str
+    is_active: bool
+    articles: int
+    last_crawl_at: int
+    next_crawl_at: int
+
+
+def site_from_row(row: RowMapping) -> Site:
+    """The typed Site of a database row; raises SiteConfigError if its config is bad."""
+    try:
+        raw = json.loads(row["config"] or "{}")
+    except json.JSONDecodeError as exc:
+        raise SiteConfigError(row["name"], "config", f"not valid JSON: {exc}") from exc
+    return Site(
+        site_id=row["site_id"],
+        name=row["name"],
+        url=row["url"],
+        type=row["type"],
+        config=parse_config(raw, row["name"]),
+        is_active=bool(row["is_active"]),
+    )
+
+
+class SiteStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def upsert(self, spec: SiteSpec, now: int) -> tuple[int, str]:
+        """Insert or update the site named ``spec.name``.
+
+        Returns the site id and what happened: "added", "updated" or "unchanged".
+        """
+        values = {
+            "url": spec.url,
+            "type": spec.type,
+            "config": spec.config_json(),
+            "is_active": spec.is_active,
+        }
+        if spec.airtable_id is not None:
+            values["airtable_id"] = spec.airtable_id
+        with self.engine.begin() as conn:
+            existing = conn.execute(select(site).where(site.c.name == spec.name)).mappings().first()
+            if existing is None:
+                result = conn.execute(
+                    site.insert().values(name=spec.name, created_at=now, updated_at=now, **values)
+                )
+                key = result.inserted_primary_key
+                assert key is not None
+                return int(key[0]), "added"
+            if all(existing[key] == value for key, value in values.items()):
+                return int(existing["site_id"]), "unchanged"
+            conn.execute(
+                update(site)
+                .where(site.c.site_id == existing["site_id"])
+                .values(updated_at=now, **values)
+            )
+            return int(existing["site_id"]), "updated"
+
+    def get(self, key: int | str) -> Site | None:
+        """The site with this id or name (a numeric string is tried as an id first)."""
+        with self.engine.connect() as conn:
+            row = None
+            if isinstance(key, int) or key.isdigit():
+                by_id = select(site).where(site.c.site_id == int(key))
+                row = conn.execute(by_id).mappings().first()
+            if row is None:
+                by_name = select(site).where(site.c.name == str(key))
+                row = conn.execute(by_name).mappings().first()
+        return site_from_row(row) if row is not None else None
+
+    def active_rows(self, types: tuple[str, ...]) -> list[RowMapping]:
+        with self.engine.connect() as conn:
+            query = (
+                select(site)
+                .where(site.c.is_active.is_(True), site.c.type.in_(types))
+                .order_by(site.c.site_id)
+            )
+            return list(conn.execute(query).mappings())
+
+    def due_rows(self, types: tuple[str, ...], now: int) -> list[RowMapping]:
+        """Active sites of these types whose list pages are due: the due-work selection."""
+        return [row for row in self.active_rows(types) if row["next_crawl_at"] <= now]
+
+    def mark_list_crawl(self, site_id: int, now: int, next_at: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(site)
+                .where(site.c.site_id == site_id)
+                .values(last_crawl_at=now, next_crawl_at=next_at)
+            )
+
+    def listing(self) -> list[SiteRow]:
+        counts = (
+            select(article.c.site_id, func.count().label("n"))
+            .group_by(article.c.site_id)
+            .subquery()
+        )
+        query = (
+            select(site, func.coalesce(counts.c.n, 0).label("articles"))
+            .outerjoin(counts, counts.c.site_id == site.c.site_id)
+            .order_by(site.c.site_id)
+        )
+        with self.engine.connect() as conn:
+            return [
+                SiteRow(
+                    site_id=row["site_id"],
+                    name=row["name"],
+                    type=row["type"],
+                    url=row["url"],
+                    is_active=bool(row["is_active"]),
+                    articles=int(row["articles"]),
+                    last_crawl_at=row["last_crawl_at"],
+                    next_crawl_at=row["next_crawl_at"],
+                )
+                for row in conn.execute(query).mappings()
+            ]

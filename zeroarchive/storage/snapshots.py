@@ -1,0 +1,252 @@
+"""Writing snapshots (and the article schedule they move), reading them back, exporting."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection, Engine
+
+from zeroarchive.items import FailedFetch, FetchedPage
+from zeroarchive.schedule import STOP, next_after_failure, next_snapshot_at
+from zeroarchive.storage.articles import insert_new
+from zeroarchive.storage.compression import compress, decompress
+from zeroarchive.storage.schema import article, article_snapshot
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    article_id: int
+    outcome: str  # "saved", "unchanged", "duplicate"
+    moved_from: int | None
+    stored_bytes: int
+
+
+@dataclass(frozen=True)
+class StoredSnapshot:
+    article_id: int
+    snapshot_at: int
+    status: int
+    final_url: str
+    headers: dict[str, list[str]]
+    encoding: str
+    content_hash: bytes
+    raw: bytes
+
+
+def content_hash(raw: bytes) -> bytes:
+    """SHA-256 of the raw page bytes: equal hashes mean an unchanged page."""
+    return hashlib.sha256(raw).digest()
+
+
+def _date(ts: int) -> dt.date:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).date()
+
+
+class SnapshotStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def save(self, pages: Sequence[FetchedPage]) -> list[SaveResult]:
+        """Store a batch of fetched pages in one transaction and reschedule their articles."""
+        results = []
+        with self.engine.begin() as conn:
+            for page in pages:
+                results.append(self._save_one(conn, page))
+        return results
+
+    def _resolve_move(self, conn: Connection, page: FetchedPage) -> tuple[int, int | None]:
+        if page.moved_to is None:
+            return page.article_id, None
+        ids = insert_new(conn, page.site_id, page.article_type, [page.moved_to], page.fetched_at)
+        target = ids[page.moved_to]
+        if target == page.article_id:
+            return target, None
+        conn.execute(
+            update(article)
+            .where(article.c.article_id == page.article_id)
+            .values(
+                redirect_to=target,
+                next_snapshot_at=STOP,
+                stop_reason="moved",
+                lease_until=0,
+            )
+        )
+        return target, page.article_id
+
+    def _save_one(self, conn: Connection, page: FetchedPage) -> SaveResult:
+        article_id, moved_from = self._resolve_move(conn, page)
+        row = conn.execute(
+            select(
+                article.c.created_at,
+                article.c.first_snapshot_at,
+                article.c.snapshot_count,
+                article.c.last_content_hash,
+                article.c.last_snapshot_at,
+            ).where(article.c.article_id == article_id)
+        ).one()
+        if row.last_snapshot_at == page.fetched_at:
+            # Two fetches of one article within a second (a redirect target that was also
+            # queued itself): the first one stands.
+            return SaveResult(article_id, "duplicate", moved_from, 0)
+        digest = content_hash(page.body)
+        unchanged = row.last_content_hash is not None and bytes(row.last_content_hash) == digest
+        data, codec = (None, None) if unchanged else compress(page.body)
+        conn.execute(
+            article_snapshot.insert().values(
+                article_id=article_id,
+                snapshot_at=page.fetched_at,
+                snapshot_at_date=_date(page.fetched_at),
+                status=page.status,
+                final_url=page.final_url[:2048],
+                headers=json.dumps(page.headers, ensure_ascii=False),
+                encoding=page.encoding,
+                content_hash=digest,
+                raw_size=len(page.body),
+                raw_data=data,
+                codec=codec,
+            )
+        )
+        conn.execute(
+            update(article)
+            .where(article.c.article_id == article_id)
+            .values(
+                first_snapshot_at=row.first_snapshot_at or page.fetched_at,
+                last_snapshot_at=page.fetched_at,
+                next_snapshot_at=next_snapshot_at(page.plan, row.created_at, page.fetched_at),
+                snapshot_count=row.snapshot_count + 1,
+                failure_count=0,
+                last_content_hash=digest,
+                lease_until=0,
+            )
+        )
+        return SaveResult(
+            article_id, "unchanged" if unchanged else "saved", moved_from, len(data or b"")
+        )
+
+    def record_failures(self, failures: Sequence[FailedFetch]) -> list[tuple[int, str | None]]:
+        """Back off or stop articles whose fetch failed; return (article_id, stop_reason)."""
+        results = []
+        with self.engine.begin() as conn:
+            for failure in failures:
+                count = (
+                    conn.execute(
+                        select(article.c.failure_count).where(
+                            article.c.article_id == failure.article_id
+                        )
+                    ).scalar_one()
+                    + 1
+                )
+                next_at, stop_reason = next_after_failure(count, failure.failed_at, failure.status)
+                conn.execute(
+                    update(article)
+                    .where(article.c.article_id == failure.article_id)
+                    .values(
+                        failure_count=count,
+                        next_snapshot_at=next_at,
+                        stop_reason=stop_reason or f"last_error:{failure.reason}",
+                        lease_until=0,
+                    )
+                )
+                results.append((failure.article_id, stop_reason))
+        return results
+
+
+def _raw_bytes(conn: Connection, article_id: int, digest: bytes) -> bytes:
+    row = conn.execute(
+        select(article_snapshot.c.raw_data, article_snapshot.c.codec)
+        .where(
+            article_snapshot.c.article_id == article_id,
+            article_snapshot.c.content_hash == digest,
+            article_snapshot.c.raw_data.is_not(None),
+        )
+        .limit(1)
+    ).one_or_none()
+    if row is None:
+        raise LookupError(f"no stored bytes for article {article_id} hash {digest.hex()}")
+    return decompress(bytes(row.raw_data), row.codec)
+
+
+def _stored(row: object, raw: bytes) -> StoredSnapshot:
+    return StoredSnapshot(
+        article_id=row.article_id,  # type: ignore[attr-defined]
+        snapshot_at=row.snapshot_at,  # type: ignore[attr-defined]
+        status=row.status,  # type: ignore[attr-defined]
+        final_url=row.final_url,  # type: ignore[attr-defined]
+        headers=json.loads(row.headers),  # type: ignore[attr-defined]
+        encoding=row.encoding,  # type: ignore[attr-defined]
+        content_hash=bytes(row.content_hash),  # type: ignore[attr-defined]
+        raw=raw,
+    )
+
+
+def read_snapshot(engine: Engine, article_id: int, snapshot_at: int) -> StoredSnapshot:
+    """The original bytes of one snapshot and the encoding to decode them with.
+
+    This is the one way to read a snapshot back: an unchanged snapshot stores no bytes of
+    its own, and this returns the bytes of the earlier snapshot it repeats.
+    """
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(article_snapshot).where(
+                article_snapshot.c.article_id == article_id,
+                article_snapshot.c.snapshot_at == snapshot_at,
+            )
+        ).one()
+        if row.raw_data is not None:
+            raw = decompress(bytes(row.raw_data), row.codec)
+        else:
+            raw = _raw_bytes(conn, article_id, bytes(row.content_hash))
+    return _stored(row, raw)
+
+
+@dataclass(frozen=True)
+class ExportedSnapshot:
+    site_id: int
+    url: str
+    snapshot: StoredSnapshot
+
+
+def iter_snapshots(
+    engine: Engine, site_id: int | None = None, since: int | None = None, batch: int = 200
+) -> Iterator[ExportedSnapshot]:
+    """Every snapshot (oldest article first), with the article's site and URL, in batches."""
+    last_key = (-1, -1)
+    while True:
+        query = (
+            select(article_snapshot, article.c.site_id, article.c.url)
+            .join(article, article.c.article_id == article_snapshot.c.article_id)
+            .where(
+                (article_snapshot.c.article_id > last_key[0])
+                | (
+                    (article_snapshot.c.article_id == last_key[0])
+                    & (article_snapshot.c.snapshot_at > last_key[1])
+                )
+            )
+            .order_by(article_snapshot.c.article_id, article_snapshot.c.snapshot_at)
+            .limit(batch)
+        )
+        if site_id is not None:
+            query = query.where(article.c.site_id == site_id)
+        if since is not None:
+            query = query.where(article_snapshot.c.snapshot_at >= since)
+        with engine.connect() as conn:
+            rows = conn.execute(query).all()
+            if not rows:
+                return
+            cache: dict[tuple[int, bytes], bytes] = {}
+            for row in rows:
+                digest = bytes(row.content_hash)
+                if row.raw_data is not None:
+                    raw = decompress(bytes(row.raw_data), row.codec)
+                    cache[(row.article_id, digest)] = raw
+                else:
+                    raw = cache.get((row.article_id, digest)) or _raw_bytes(
+                        conn, row.article_id, digest
+                    )
+                yield ExportedSnapshot(row.site_id, row.url, _stored(row, raw))
+        last_key = (rows[-1].article_id, rows[-1].snapshot_at)
