@@ -83,7 +83,8 @@ class SnapshotsPipeline:
     async def _flush_periodically(self) -> None:
         while True:
             await asyncio.sleep(self.config.flush_seconds)
-            await self.flush()
+            # Shielded: cancelling this timer at close must not abandon a write half done.
+            await asyncio.shield(self.flush())
 
     async def flush(self) -> None:
         async with self._lock:

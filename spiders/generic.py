@@ -106,8 +106,6 @@ class GenericSpider(ArchiveSpider):
             callback=self.parse_list,
             errback=self.list_failed,
             meta=self.request_meta(site, "list", depth=depth),
-            # List pages are walked every round, whatever was fetched before.
-            dont_filter=depth == 0,
         )
 
     def parse_list(self, response: Response) -> Iterator[Any]:

@@ -115,6 +115,12 @@ def _number(value: Any, site: str, name: str, low: float, high: float) -> float:
     return value
 
 
+def _whole(value: float, site: str) -> int:
+    if value != int(value):
+        raise SiteConfigError(site, "depth", f"must be a whole number, got {value!r}")
+    return int(value)
+
+
 def _flag(value: Any, site: str, name: str) -> bool:
     if not isinstance(value, bool):
         raise SiteConfigError(site, name, f"must be true or false, got {value!r}")
@@ -153,7 +159,8 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         rules = UrlRules(
             strip_www=rules_raw.get("strip_www", False),
             trailing_slash=rules_raw.get("trailing_slash", "keep"),
-            ignore_params=tuple(rules_raw.get("ignore_params", ())),
+            # Not tuple(): that would turn a lone string "ref" into ("r", "e", "f").
+            ignore_params=rules_raw.get("ignore_params", ()),
             keep_fragment=rules_raw.get("keep_fragment", False),
         )
     except (TypeError, ValueError) as exc:
@@ -161,7 +168,7 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
     return SiteConfig(
         article=split_patterns(raw.get("article"), site, "article"),
         following=split_patterns(raw.get("following"), site, "following"),
-        depth=int(_number(raw.get("depth", DEFAULT_DEPTH), site, "depth", 0, MAX_DEPTH)),
+        depth=_whole(_number(raw.get("depth", DEFAULT_DEPTH), site, "depth", 0, MAX_DEPTH), site),
         delay=float(_number(raw.get("delay", DEFAULT_DELAY), site, "delay", 0, 3600)),
         ua=ua,
         cookies={k: str(v) for k, v in cookies.items()},

@@ -104,6 +104,9 @@ class ArticleStore:
                 .where(due)
                 .order_by(article.c.next_snapshot_at, article.c.article_id)
                 .limit(limit)
+                # MySQL: rows another worker is claiming are skipped, not waited for and then
+                # handed out twice (SQLite ignores this; its runs are serialised per site).
+                .with_for_update(skip_locked=True)
             ).all()
             if not rows:
                 return []

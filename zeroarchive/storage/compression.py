@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import threading
 import zlib
 
 import zstandard
 
 ZSTD_LEVEL = 12
-_compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
-_decompressor = zstandard.ZstdDecompressor()
+# zstd contexts must never be shared between threads (pipelines write from worker threads).
+_contexts = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    if not hasattr(_contexts, "compressor"):
+        _contexts.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    return _contexts.compressor
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    if not hasattr(_contexts, "decompressor"):
+        _contexts.decompressor = zstandard.ZstdDecompressor()
+    return _contexts.decompressor
 
 
 def compress(raw: bytes) -> tuple[bytes, str]:
@@ -18,14 +31,14 @@ def compress(raw: bytes) -> tuple[bytes, str]:
     >>> codec, len(data) < 100, decompress(data, codec) == b"<html>" * 1000
     ('zstd', True, True)
     """
-    return _compressor.compress(raw), "zstd"
+    return _compressor().compress(raw), "zstd"
 
 
 def decompress(data: bytes, codec: str) -> bytes:
     """Return the original bytes of ``data`` compressed with ``codec``."""
     if codec == "zstd":
         # Frames written by compress() carry their content size, so no max size is needed.
-        return _decompressor.decompress(data)
+        return _decompressor().decompress(data)
     if codec == "zlib":
         return zlib.decompress(data)
     if codec == "none":

@@ -120,6 +120,7 @@ class SnapshotStore:
                 next_snapshot_at=next_snapshot_at(page.plan, row.created_at, page.fetched_at),
                 snapshot_count=row.snapshot_count + 1,
                 failure_count=0,
+                stop_reason=None,
                 last_content_hash=digest,
                 lease_until=0,
             )

@@ -1,0 +1,99 @@
+"""Shared fixtures: databases (SQLite file, real MariaDB), and running the real CLI.
+
+Tests that need MariaDB skip when it does not answer, except when
+ZEROARCHIVE_REQUIRE_SERVICES=1 (set by .ci/run): then they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from zeroarchive.archive import close_archives
+
+REPO = Path(__file__).resolve().parents[1]
+CORPORA = REPO.parent / "shared" / "corpora"
+MARIADB_SERVER = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
+REQUIRE_SERVICES = os.environ.get("ZEROARCHIVE_REQUIRE_SERVICES") == "1"
+
+
+def _mariadb_answers() -> str | None:
+    try:
+        engine = create_engine(f"{MARIADB_SERVER}/test")
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        engine.dispose()
+    except Exception as exc:
+        return str(exc)
+    return None
+
+
+def require_service(name: str, error: str | None) -> None:
+    if error is None:
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{name} is required (ZEROARCHIVE_REQUIRE_SERVICES=1) but: {error}")
+    pytest.skip(f"{name} not available: {error}")
+
+
+@pytest.fixture(params=["sqlite", "mariadb"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty archive database: a SQLite file, or a fresh MariaDB database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'archive.db'}"
+        close_archives()
+        return
+    require_service("MariaDB", _mariadb_answers())
+    name = f"zeroarchive_test_{secrets.token_hex(4)}"
+    admin = create_engine(f"{MARIADB_SERVER}/test")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+    try:
+        yield f"{MARIADB_SERVER}/{name}"
+    finally:
+        close_archives()
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        admin.dispose()
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def scrapy(
+    *args: str, db_url: str, cwd: Path, extra_env: dict[str, str] | None = None, timeout: int = 240
+) -> Run:
+    """Run ``scrapy ARGS`` from the project, as a user would, against ``db_url``."""
+    env = {
+        **os.environ,
+        "ZEROARCHIVE_DB_URL": db_url,
+        "PYTHONPATH": str(REPO),
+        "SCRAPY_SETTINGS_MODULE": "settings.base",
+        **(extra_env or {}),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)

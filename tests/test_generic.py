@@ -1,0 +1,228 @@
+"""End-to-end crawls of replayed real sites through the real `scrapy` command line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import yaml
+from sqlalchemy import create_engine, func, select
+
+from tests.conftest import Run, scrapy
+from tests.replay import ReplayServer, iana_routes, tw_news_pages, tw_news_routes
+from zeroarchive.runlock import SiteRunLocks, default_lock_dir
+from zeroarchive.storage.schema import article, article_snapshot
+
+HREF = re.compile(rb'href="([^"]+)"')
+IANA_FOLLOWING = r"^http://127\.0\.0\.1:\d+/(domains)?$"
+NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"
+
+
+def write_sites(path: Path, sites: list[dict[str, object]]) -> Path:
+    path.write_text(yaml.safe_dump(sites, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def load_and_crawl(
+    db_url: str, tmp_path: Path, sites: list[dict[str, object]], *crawl_args: str
+) -> Run:
+    loaded = scrapy(
+        "load_sites", str(write_sites(tmp_path / "sites.yaml", sites)), db_url=db_url, cwd=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.output
+    return crawl(db_url, tmp_path, *crawl_args)
+
+
+def crawl(db_url: str, tmp_path: Path, *args: str) -> Run:
+    run = scrapy("crawl", "generic", *args, db_url=db_url, cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    assert "Traceback" not in run.output, run.output
+    return run
+
+
+def stat(run: Run, key: str) -> int:
+    """A counter from the stats dump at the end of a crawl log (0 when absent)."""
+    found = re.search(rf"'{re.escape(key)}': (\d+)", run.output)
+    return int(found.group(1)) if found else 0
+
+
+def table_counts(db_url: str) -> tuple[int, int]:
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        articles = conn.execute(select(func.count()).select_from(article)).scalar_one()
+        snapshots = conn.execute(select(func.count()).select_from(article_snapshot)).scalar_one()
+    engine.dispose()
+    return articles, snapshots
+
+
+def articles_by_url(db_url: str) -> dict[str, dict[str, object]]:
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        rows = conn.execute(select(article)).mappings().all()
+    engine.dispose()
+    return {row["url"]: dict(row) for row in rows}
+
+
+def export(db_url: str, tmp_path: Path, *args: str) -> list[dict[str, object]]:
+    out = tmp_path / "export.jsonl.gz"
+    run = scrapy("export_snapshots", "--out", str(out), *args, db_url=db_url, cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    with gzip.open(out, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def linked_articles(server: ReplayServer, list_paths: list[str], pattern: str) -> set[str]:
+    """What a reader finds by hand: links on the given list pages that match ``pattern``."""
+    found = set()
+    for path in list_paths:
+        page_url = server.url(path)
+        body = re.sub(rb"<!--.*?-->", b"", server.routes[path].body, flags=re.DOTALL)
+        for href in HREF.findall(body):
+            url = urljoin(page_url, href.decode()).split("#")[0]
+            if urlsplit(url).netloc == urlsplit(page_url).netloc and re.search(pattern, url):
+                found.add(url)
+    return found
+
+
+def test_iana_crawl_archives_every_article_once(db_url: str, tmp_path: Path) -> None:
+    with ReplayServer(iana_routes()) as server:
+        site = {
+            "name": "iana",
+            "url": server.url("/"),
+            "type": "gov",
+            "config": {"article": "/domains/", "following": IANA_FOLLOWING, "delay": 0},
+        }
+        first = load_and_crawl(db_url, tmp_path, [site])
+
+        expected = linked_articles(server, ["/", "/domains"], "/domains/")
+        stored = articles_by_url(db_url)
+        assert expected <= set(stored)
+        served = {url for url in expected if server.routes.get(urlsplit(url).path, None)}
+        for url in expected:
+            path = urlsplit(url).path
+            assert server.hits[path] == 1, (path, server.hits[path])
+            row = stored[url]
+            route = server.routes.get(path)
+            if route is None:
+                assert row["stop_reason"] == "gone:http_404"
+                assert row["next_snapshot_at"] == 0
+            elif route.status == 200:
+                assert row["snapshot_count"] == 1, url
+                # gov pages are archived once.
+                assert row["next_snapshot_at"] == 0
+        assert stat(first, "zeroarchive/snapshots_saved") == len(
+            [u for u in served if server.routes[urlsplit(u).path].status == 200]
+        )
+        assert stat(first, "zeroarchive/errors/http_404") == len(expected - served)
+        assert "Site iana (#1):" in first.output
+
+        counts = table_counts(db_url)
+        hits = server.hits.copy()
+        again = crawl(db_url, tmp_path)
+        assert "none due" in again.output
+        walked = crawl(db_url, tmp_path, "-a", "site=iana")
+        assert stat(walked, "zeroarchive/list_pages") == 2
+        assert stat(walked, "zeroarchive/articles_new") == 0
+        assert table_counts(db_url) == counts
+        assert {p: n for p, n in server.hits.items() if "/domains/" in p} == {
+            p: n for p, n in hits.items() if "/domains/" in p
+        }
+
+    records = export(db_url, tmp_path, "--site", "iana")
+    assert len(records) == counts[1]
+    root = next(r for r in records if str(r["url"]).endswith("/domains/root"))
+    assert "Root Zone Database" in str(root["html"])
+    assert {r["encoding"] for r in records} == {"utf-8"}
+
+
+def test_tw_news_crawl_decodes_every_page(db_url: str, tmp_path: Path) -> None:
+    pages = tw_news_pages()
+    with ReplayServer(tw_news_routes()) as server:
+        site = {
+            "name": "tw-news",
+            "url": server.url("/news/"),
+            "type": "news",
+            "config": {
+                "article": NEWS_ARTICLE,
+                "following": r"/news/list-\d+\.html$",
+                "depth": 5,
+                "delay": 0,
+            },
+        }
+        first = load_and_crawl(db_url, tmp_path, [site])
+        assert stat(first, "zeroarchive/list_pages") == 4
+        assert stat(first, "zeroarchive/articles_new") == len(pages)
+        assert stat(first, "zeroarchive/snapshots_saved") == len(pages)
+        for page in pages:
+            assert server.hits[server.route_key(page.path)] == 1, page.name
+        assert table_counts(db_url) == (len(pages), len(pages))
+
+        again = crawl(db_url, tmp_path, "-a", "site=tw-news")
+        assert stat(again, "zeroarchive/articles_new") == 0
+        assert stat(again, "zeroarchive/snapshots_saved") == 0
+        assert table_counts(db_url) == (len(pages), len(pages))
+
+    records = {}
+    for record in export(db_url, tmp_path):
+        parts = urlsplit(str(record["url"]))
+        records[server.route_key(parts.path + (f"?{parts.query}" if parts.query else ""))] = record
+    for page in pages:
+        record = records[page.path]
+        html = str(record["html"])
+        assert page.title in html, page.name
+        for snippet in page.body_snippets:
+            assert snippet in html, (page.name, snippet)
+        assert record["status"] == 200
+
+
+def test_run_lock_refuses_a_second_run_of_a_site(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    with ReplayServer(iana_routes()) as server:
+        site = {
+            "name": "iana",
+            "url": server.url("/"),
+            "type": "gov",
+            "config": {"article": "/domains/", "following": IANA_FOLLOWING, "delay": 0},
+        }
+        loaded = scrapy(
+            "load_sites", str(write_sites(tmp_path / "s.yaml", [site])), db_url=db_url, cwd=tmp_path
+        )
+        assert loaded.returncode == 0
+        locks = SiteRunLocks(default_lock_dir(db_url))
+        assert locks.acquire(1)
+        try:
+            refused = scrapy("crawl", "generic", "-a", "site=iana", db_url=db_url, cwd=tmp_path)
+            assert refused.returncode == 2
+            assert "is already being crawled" in refused.output
+            skipped = crawl(db_url, tmp_path)
+            assert "Skipping site iana (#1): another run" in skipped.output
+        finally:
+            locks.release_all()
+        assert sum(server.hits.values()) == 0
+        crawl(db_url, tmp_path, "-a", "site=iana")
+        assert server.hits["/domains"] == 1
+
+
+def test_bad_arguments_exit_non_zero(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    unknown = scrapy("crawl", "generic", "-a", "site=nowhere", db_url=db_url, cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "No news/content_farm/gov/youtube site 'nowhere'" in unknown.output
+    bad_regex = scrapy(
+        "crawl",
+        "generic",
+        "-a",
+        "url=http://127.0.0.1:9/",
+        "-a",
+        "article=(unclosed",
+        db_url=db_url,
+        cwd=tmp_path,
+    )
+    assert bad_regex.returncode == 2
+    assert "article: bad regex '(unclosed'" in bad_regex.output
+    bad_mode = scrapy("crawl", "generic", "-a", "mode=everything", db_url=db_url, cwd=tmp_path)
+    assert bad_mode.returncode == 2
+    assert "Unknown mode 'everything'" in bad_mode.output
