@@ -9,9 +9,11 @@ import os
 
 from settings.base import *  # noqa: F403
 
-ZEROARCHIVE_DB_URL = os.environ.get("ZEROARCHIVE_DB_URL", "")
-if not ZEROARCHIVE_DB_URL:
+# The database URL holds a password: it is read from the environment where it is used and
+# never copied into settings, which Scrapy logs at start.
+if not os.environ.get("ZEROARCHIVE_DB_URL"):
     raise RuntimeError("settings.prod needs ZEROARCHIVE_DB_URL in the environment")
+ZEROARCHIVE_DB_URL = None
 
 for _name, _value in os.environ.items():
     if _name.startswith("ZEROARCHIVE_") and _name != "ZEROARCHIVE_DB_URL":

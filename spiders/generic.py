@@ -121,6 +121,7 @@ class GenericSpider(ArchiveSpider):
                 url = canonicalize_url(link.url, site.config.url_rules)
             except UrlRejected as exc:
                 count(stats, f"urls_rejected/{exc.reason}", site.site_id)
+                logger.warning("Ignoring a link on %s: %s", response.url, exc)
                 continue
             if not is_on_site(url, site.url):
                 continue

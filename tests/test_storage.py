@@ -290,6 +290,28 @@ def test_due_rows_respect_next_crawl_at_is_active_and_type(archive: Archive) -> 
     assert inactive not in due(("news", "gov", "ptt"), NOW + 10**6)
 
 
+def test_due_rows_with_snapshots_adds_sites_whose_articles_are_due(archive: Archive) -> None:
+    walked = add_site(archive, "walked")
+    leased = add_site(archive, "leased")
+    idle = add_site(archive, "idle")
+    for site_id in (walked, leased, idle):
+        archive.sites.mark_list_crawl(site_id, NOW, NOW + 600)
+    add_articles(archive, walked, ["https://walked.example/news/1"])
+    add_articles(archive, leased, ["https://leased.example/news/1"])
+    assert archive.articles.claim_due([leased], NOW, 10, lease=300)
+
+    def due(now: int, **which: bool) -> list[int]:
+        return [row["site_id"] for row in archive.sites.due_rows(("news",), now, **which)]
+
+    assert due(NOW) == []
+    assert due(NOW, snapshots=True) == [walked]
+    assert due(NOW, lists=False, snapshots=True) == [walked]
+    assert due(NOW + 300, lists=False, snapshots=True) == [walked, leased]
+    assert due(NOW + 600, lists=False, snapshots=True) == [walked, leased]
+    assert due(NOW + 600, snapshots=True) == [walked, leased, idle]
+    assert due(NOW + 600, lists=False) == []
+
+
 def test_mark_list_crawl_and_listing_counts_articles(archive: Archive) -> None:
     cna = add_site(archive, "cna")
     udn = add_site(archive, "udn")

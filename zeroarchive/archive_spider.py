@@ -23,7 +23,7 @@ from twisted.python.failure import Failure
 
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.errors import error_kind
-from zeroarchive.items import FailedFetch
+from zeroarchive.items import ArticleLinks, FailedFetch
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.schedule import next_list_crawl_at, plan_for
 from zeroarchive.sites import Site, SiteConfigError
@@ -69,6 +69,7 @@ class ArchiveSpider(scrapy.Spider):
         spider.due_batch = settings.getint("ZEROARCHIVE_DUE_BATCH")
         spider.lease = settings.getint("ZEROARCHIVE_LEASE_SECONDS")
         crawler.signals.connect(spider._on_idle, signals.spider_idle)
+        crawler.signals.connect(spider._on_item_scraped, signals.item_scraped)
         crawler.signals.connect(spider._on_closed, signals.spider_closed)
         return spider
 
@@ -101,11 +102,12 @@ class ArchiveSpider(scrapy.Spider):
     def request_meta(self, site: Site, kind: str, **fields: Any) -> dict[str, Any]:
         return {META_KEY: {"site_id": site.site_id, "kind": kind, **fields}}
 
-    def _choose_sites(self) -> tuple[bool, list[Site]]:
-        """(explicitly asked for, sites): the requested site, else every due site."""
+    def _choose_sites(self) -> tuple[bool, list[Site], set[int]]:
+        """(explicitly asked for, sites, ids of the sites whose list pages to walk): the
+        requested site, walked due or not, else every site with due work for this mode."""
         adhoc = self.adhoc_site()
         if adhoc is not None:
-            return True, [adhoc]
+            return True, [adhoc], {adhoc.site_id}
         if self.site_key is not None:
             site = self.archive.sites.get(self.site_key)
             if site is None or site.type not in self.site_types:
@@ -115,21 +117,30 @@ class ArchiveSpider(scrapy.Spider):
                     self.site_key,
                 )
                 raise CloseSpider("unknown_site")
-            return True, [site]
-        sites = []
-        for row in self.archive.sites.due_rows(self.site_types, now()):
+            return True, [site], {site.site_id}
+        started = now()
+        lists, snapshots = self.mode != "snapshot", self.mode != "discover"
+        sites: list[Site] = []
+        walk: set[int] = set()
+        for row in self.archive.sites.due_rows(
+            self.site_types, started, lists=lists, snapshots=snapshots
+        ):
             try:
-                sites.append(site_from_row(row))
+                site = site_from_row(row)
             except SiteConfigError as exc:
                 logger.error("Skipping a site with a bad stored config: %s", exc)
                 count(self.crawler.stats, "errors/bad_site_config", row["site_id"])
-        return False, sites
+                continue
+            sites.append(site)
+            if lists and row["next_crawl_at"] <= started:
+                walk.add(site.site_id)
+        return False, sites, walk
 
     async def start(self) -> AsyncIterator[Any]:
         if self.mode not in MODES:
             logger.error("Unknown mode %r: use one of %s", self.mode, ", ".join(MODES))
             raise CloseSpider("bad_arguments")
-        explicit, sites = await asyncio.to_thread(self._choose_sites)
+        explicit, sites, walk = await asyncio.to_thread(self._choose_sites)
         for site in sites:
             if not self.locks.acquire(site.site_id):
                 holder = self.locks.holder(site.site_id)
@@ -159,6 +170,8 @@ class ArchiveSpider(scrapy.Spider):
         if self.mode == "snapshot":
             return
         for site in list(self.sites.values()):
+            if site.site_id not in walk:
+                continue
             started = now()
             next_at = next_list_crawl_at(plan_for(site.type), started)
             await asyncio.to_thread(
@@ -166,6 +179,22 @@ class ArchiveSpider(scrapy.Spider):
             )
             for request in self.discovery_requests(site):
                 yield request
+
+    async def _on_item_scraped(self, item: Any) -> None:
+        """Snapshot new articles as soon as their list page is stored, while discovery goes
+        on, instead of waiting for the engine's idle check (up to 5 s after the last page)."""
+        if self.mode != "all" or not isinstance(item, ArticleLinks):
+            return
+        due = await asyncio.to_thread(
+            self.archive.articles.claim_due, [item.site_id], now(), self.due_batch, self.lease
+        )
+        self._crawl_due(due)
+
+    def _crawl_due(self, due: list[DueArticle]) -> None:
+        if due:
+            logger.info("Snapshotting %d due article(s)", len(due))
+        for article in due:
+            self.crawler.engine.crawl(self.snapshot_request(self.sites[article.site_id], article))
 
     def _on_idle(self) -> None:
         """Hand out the next batch of due articles once discovery is done.
@@ -178,9 +207,7 @@ class ArchiveSpider(scrapy.Spider):
         if not due:
             self._snapshots_exhausted = True
             return
-        logger.info("Snapshotting %d due article(s)", len(due))
-        for article in due:
-            self.crawler.engine.crawl(self.snapshot_request(self.sites[article.site_id], article))
+        self._crawl_due(due)
         raise DontCloseSpider
 
     def snapshot_failed(self, failure: Failure) -> Iterable[FailedFetch]:

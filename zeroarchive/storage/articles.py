@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import ColumnElement, and_, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.schedule import STOP
@@ -24,6 +25,16 @@ class DueArticle:
     site_id: int
     url: str
     article_type: str
+
+
+def due_for_snapshot(now: int) -> ColumnElement[bool]:
+    """The condition on Article rows whose snapshot is due at ``now`` and not leased out."""
+    return and_(
+        article.c.next_snapshot_at != STOP,
+        article.c.next_snapshot_at <= now,
+        article.c.redirect_to.is_(None),
+        article.c.lease_until <= now,
+    )
 
 
 def insert_new(
@@ -86,13 +97,7 @@ class ArticleStore:
         """
         if not site_ids:
             return []
-        due = and_(
-            article.c.site_id.in_(list(site_ids)),
-            article.c.next_snapshot_at != STOP,
-            article.c.next_snapshot_at <= now,
-            article.c.redirect_to.is_(None),
-            article.c.lease_until <= now,
-        )
+        due = and_(article.c.site_id.in_(list(site_ids)), due_for_snapshot(now))
         with self.engine.begin() as conn:
             rows = conn.execute(
                 select(
@@ -110,13 +115,27 @@ class ArticleStore:
             ).all()
             if not rows:
                 return []
+            # Only the rows this claim's UPDATE actually leased are returned: a concurrent
+            # claim that read the same rows finds its token absent from them.
+            token = secrets.token_hex(8)
             ids = [row.article_id for row in rows]
             conn.execute(
                 update(article)
                 .where(article.c.article_id.in_(ids), article.c.lease_until <= now)
-                .values(lease_until=now + lease)
+                .values(lease_until=now + lease, lease_owner=token)
             )
-        return [DueArticle(row.article_id, row.site_id, row.url, row.article_type) for row in rows]
+            mine = set(
+                conn.execute(
+                    select(article.c.article_id).where(
+                        article.c.article_id.in_(ids), article.c.lease_owner == token
+                    )
+                ).scalars()
+            )
+        return [
+            DueArticle(row.article_id, row.site_id, row.url, row.article_type)
+            for row in rows
+            if row.article_id in mine
+        ]
 
     def count_due(self, site_ids: Sequence[int], now: int) -> int:
         with self.engine.connect() as conn:

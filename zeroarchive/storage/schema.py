@@ -65,6 +65,7 @@ article = Table(
     Column("last_content_hash", ContentHash, nullable=True),
     # Due work is leased when it is handed to a spider, so it is not handed out twice.
     Column("lease_until", BigInteger, nullable=False, default=0),
+    Column("lease_owner", String(16), nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
     Index("ix_Article_next", "next_snapshot_at"),
 )

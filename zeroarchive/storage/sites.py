@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, update
+from sqlalchemy import exists, func, or_, select, update
 from sqlalchemy.engine import Engine, RowMapping
 
 from zeroarchive.sites import Site, SiteConfigError, SiteSpec, parse_config
+from zeroarchive.storage.articles import due_for_snapshot
 from zeroarchive.storage.schema import article, site
 
 
@@ -98,9 +99,28 @@ class SiteStore:
             )
             return list(conn.execute(query).mappings())
 
-    def due_rows(self, types: tuple[str, ...], now: int) -> list[RowMapping]:
-        """Active sites of these types whose list pages are due: the due-work selection."""
-        return [row for row in self.active_rows(types) if row["next_crawl_at"] <= now]
+    def due_rows(
+        self, types: tuple[str, ...], now: int, *, lists: bool = True, snapshots: bool = False
+    ) -> list[RowMapping]:
+        """Active sites of these types with due work: the due-work selection.
+
+        A site is due when its list pages are (``lists``) or, with ``snapshots``, when one
+        of its articles is: article schedules do not follow the list page schedule.
+        """
+        due = []
+        if lists:
+            due.append(site.c.next_crawl_at <= now)
+        if snapshots:
+            due.append(exists().where(article.c.site_id == site.c.site_id, due_for_snapshot(now)))
+        if not due:
+            return []
+        query = (
+            select(site)
+            .where(site.c.is_active.is_(True), site.c.type.in_(types), or_(*due))
+            .order_by(site.c.site_id)
+        )
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).mappings())
 
     def mark_list_crawl(self, site_id: int, now: int, next_at: int) -> None:
         with self.engine.begin() as conn:
