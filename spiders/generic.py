@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from parsel import Selector
 from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
@@ -157,7 +156,7 @@ class GenericSpider(ArchiveSpider):
         meta = response.meta[META_KEY]
         page = decoded(response)
         assert isinstance(page.encoding, str)
-        declared = declared_urls(Selector(text=page.text)) if page.text else []
+        declared = declared_urls(page.text)
         moved = moved_to(
             meta["article_url"], response.url, declared, site.url, site.config.url_rules
         )

@@ -3,24 +3,38 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urljoin, urlsplit
 
 from parsel import Selector
 
 from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url, is_on_site
 
+HEAD_END = re.compile(r"</head\s*>", re.IGNORECASE)
+HEAD_LIMIT = 256 * 1024
 
-def declared_urls(selector: Selector) -> list[str]:
+
+def declared_urls(html: str) -> list[str]:
     """The page's ``rel=canonical`` and ``og:url`` values, in that order.
 
+    Only the head is parsed: both live there, and the body can be megabytes.
+
     >>> html = '<link rel="canonical" href="/a?x=1"><meta property="og:url" content="https://s/a">'
-    >>> declared_urls(Selector(text=html))
+    >>> declared_urls(html)
     ['/a?x=1', 'https://s/a']
     """
-    found = selector.xpath(
-        "//link[contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')]/@href"
-        " | //meta[@property='og:url']/@content"
-    ).getall()
+    end = HEAD_END.search(html, 0, HEAD_LIMIT)
+    head = html[: end.start() if end else HEAD_LIMIT]
+    if not head.strip():
+        return []
+    found = (
+        Selector(text=head)
+        .xpath(
+            "//link[contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')]/@href"
+            " | //meta[@property='og:url']/@content"
+        )
+        .getall()
+    )
     return [value.strip() for value in found if value.strip()]
 
 
