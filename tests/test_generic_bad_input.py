@@ -342,7 +342,9 @@ def test_robots_txt_is_obeyed_unless_the_site_opts_out(tmp_path: Path) -> None:
     rows = articles_by_url(db_url)
     refused = rows[obeys.url("/private/x")]
     assert refused["snapshot_count"] == 0
-    assert refused["stop_reason"] == "last_error:robots_disallowed"
+    # Retrying cannot help until the site's config changes: it stops at once.
+    assert refused["stop_reason"] == "forbidden:robots_disallowed"
+    assert refused["next_snapshot_at"] == 0
     assert rows[ignores.url("/private/x")]["snapshot_count"] == 1
     assert stat(run, "zeroarchive/errors/robots_disallowed") == 1
     assert f"Snapshot of {obeys.url('/private/x')} failed: robots_disallowed" in run.output

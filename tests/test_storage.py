@@ -683,7 +683,7 @@ def test_failures_back_off_then_stop(archive: Archive) -> None:
         at = row.next_snapshot_at
 
     results = archive.snapshots.record_failures([failure(aid, cna, at)])
-    assert results == [(aid, f"failed_{MAX_FAILURES}_times:error")]
+    assert results == [(aid, f"failed_{MAX_FAILURES}_times:timeout")]
     row = article_row(archive, aid)
     assert (row.failure_count, row.next_snapshot_at) == (MAX_FAILURES, STOP)
     assert row.stop_reason == f"failed_{MAX_FAILURES}_times:error"

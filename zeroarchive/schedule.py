@@ -18,6 +18,8 @@ MAX_FAILURES = 5
 FAILURE_BACKOFF_BASE = 5 * MINUTE
 FAILURE_BACKOFF_MAX = DAY
 GONE_STATUSES = frozenset({404, 410})
+# Retrying these cannot help until a person changes the site's config.
+FORBIDDEN_KINDS = frozenset({"robots_disallowed"})
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,12 @@ def next_snapshot_at(plan: Plan, first_seen_at: int, now: int) -> int:
 
 
 def next_after_failure(
-    failures: int, now: int, status: int | None = None
+    failures: int, now: int, status: int | None = None, kind: str = "error"
 ) -> tuple[int, str | None]:
-    """``(next_at, stop_reason)`` after the ``failures``-th failure in a row.
+    """``(next_at, stop_reason)`` after the ``failures``-th failure in a row of ``kind``.
 
-    Back off exponentially; stop after MAX_FAILURES, and at once when the page is gone.
+    Back off exponentially; stop after MAX_FAILURES, and at once when the page is gone or
+    the site forbids fetching it.
 
     >>> next_after_failure(1, 0)
     (300, None)
@@ -108,11 +111,17 @@ def next_after_failure(
     (0, 'failed_5_times:http_503')
     >>> next_after_failure(1, 0, 404)
     (0, 'gone:http_404')
+    >>> next_after_failure(MAX_FAILURES, 0, kind="redirect_loop")
+    (0, 'failed_5_times:redirect_loop')
+    >>> next_after_failure(1, 0, kind="robots_disallowed")
+    (0, 'forbidden:robots_disallowed')
     """
     if status in GONE_STATUSES:
         return STOP, f"gone:http_{status}"
+    if kind in FORBIDDEN_KINDS:
+        return STOP, f"forbidden:{kind}"
     if failures >= MAX_FAILURES:
-        last = f"http_{status}" if status else "error"
+        last = f"http_{status}" if status else kind
         return STOP, f"failed_{failures}_times:{last}"
     delay = min(FAILURE_BACKOFF_BASE * 2 ** (failures - 1), FAILURE_BACKOFF_MAX)
     return now + delay, None

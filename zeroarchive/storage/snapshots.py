@@ -111,16 +111,17 @@ class SnapshotStore:
                 codec=codec,
             )
         )
+        next_at = next_snapshot_at(page.plan, row.created_at, page.fetched_at)
         conn.execute(
             update(article)
             .where(article.c.article_id == article_id)
             .values(
                 first_snapshot_at=row.first_snapshot_at or page.fetched_at,
                 last_snapshot_at=page.fetched_at,
-                next_snapshot_at=next_snapshot_at(page.plan, row.created_at, page.fetched_at),
+                next_snapshot_at=next_at,
                 snapshot_count=row.snapshot_count + 1,
                 failure_count=0,
-                stop_reason=None,
+                stop_reason="plan_complete" if next_at == STOP else None,
                 last_content_hash=digest,
                 lease_until=0,
             )
@@ -142,7 +143,9 @@ class SnapshotStore:
                     ).scalar_one()
                     + 1
                 )
-                next_at, stop_reason = next_after_failure(count, failure.failed_at, failure.status)
+                next_at, stop_reason = next_after_failure(
+                    count, failure.failed_at, failure.status, failure.reason
+                )
                 conn.execute(
                     update(article)
                     .where(article.c.article_id == failure.article_id)
