@@ -686,7 +686,7 @@ def test_failures_back_off_then_stop(archive: Archive) -> None:
     assert results == [(aid, f"failed_{MAX_FAILURES}_times:timeout")]
     row = article_row(archive, aid)
     assert (row.failure_count, row.next_snapshot_at) == (MAX_FAILURES, STOP)
-    assert row.stop_reason == f"failed_{MAX_FAILURES}_times:error"
+    assert row.stop_reason == f"failed_{MAX_FAILURES}_times:timeout"
     assert archive.articles.claim_due([cna], NOW + 10**6, 10) == []
 
 
