@@ -75,21 +75,24 @@ def _alembic_config(engine: Engine) -> Config:
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The schema revision the database is at (None for an empty database)."""
+    """The schema revision(s) the database is at, joined with "+" (None when empty)."""
     with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        heads = MigrationContext.configure(connection).get_current_heads()
+    return "+".join(sorted(heads)) or None
 
 
 def head_revision() -> str:
-    """The newest schema revision this code knows."""
-    head = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
-    assert head is not None
-    return head
+    """The newest schema revision(s) this code knows, joined with "+".
+
+    Features add migrations that branch from the revision they need, so there may be
+    several heads; all of them are applied.
+    """
+    return "+".join(sorted(ScriptDirectory(str(MIGRATIONS_DIR)).get_heads()))
 
 
 def migrate(engine: Engine) -> tuple[str | None, str]:
-    """Create or upgrade the schema to the newest revision; return (before, after)."""
+    """Create or upgrade the schema to the newest revisions; return (before, after)."""
     before = current_revision(engine)
     if before != head_revision():
-        command.upgrade(_alembic_config(engine), "head")
+        command.upgrade(_alembic_config(engine), "heads")
     return before, head_revision()
