@@ -18,6 +18,19 @@ ZEROARCHIVE_LOCK_DIR = None
 ZEROARCHIVE_SNAPSHOT_BATCH = 50
 ZEROARCHIVE_SNAPSHOT_BATCH_BYTES = 16 * 1024 * 1024
 ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS = 2.0
+# PTT/Dcard list walks stop after this many pages in a row with nothing new (0 = never).
+ZEROARCHIVE_STALE_LIST_PAGES = 2
+
+# --- Airtable (scrapy sync_sites; the key only from the AIRTABLE_API_KEY environment) ----
+AIRTABLE_BASE_ID = None
+AIRTABLE_ENDPOINT_URL = "https://api.airtable.com"
+AIRTABLE_MAX_RETRIES = 5
+AIRTABLE_PAGE_SIZE = 100
+AIRTABLE_RATE_LIMIT_WAIT = 30.0
+AIRTABLE_REQUESTS_PER_SECOND = 5.0
+AIRTABLE_TABLE = "Sites"
+AIRTABLE_TIMEOUT = 30.0
+AIRTABLE_VIEW = None
 
 # --- Politeness and safety -------------------------------------------------------------
 CONCURRENT_REQUESTS = 32
@@ -32,19 +45,35 @@ RETRY_TIMES = 3
 ROBOTSTXT_OBEY = True
 SITE_POLICY_CONCURRENCY = 2
 SITE_POLICY_ENABLED = True
+THROTTLE_BASE = 5.0
+THROTTLE_ENABLED = True
+THROTTLE_HTTP_CODES = [429]
+THROTTLE_MAX = 600.0
+THROTTLE_TIMES = 5
 USER_AGENT = "zeroarchive/0.1 (web archive for disinformation research)"
 
 # --- Components ------------------------------------------------------------------------
+ADDONS = {"zeroarchive.distributed.DistributedAddon": 0}
 DOWNLOADER_MIDDLEWARES = {
     "middlewares.url_guard.UrlGuardDownloaderMiddleware": 40,
     "middlewares.site_policy.SitePolicyDownloaderMiddleware": 50,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.retry_backoff.BackoffRetryDownloaderMiddleware": 550,
+    "middlewares.throttle.ThrottleDownloaderMiddleware": 560,
 }
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,
 }
+
+# --- Distributed mode (on when REDIS_URL is set) ----------------------------------------
+# REDIS_URL (environment or -s) turns it on; zeroarchive.distributed then sets SCHEDULER
+# and DUPEFILTER_CLASS, so neither is set here.
+REDIS_URL = None
+ZEROARCHIVE_DISTRIBUTED_DUPEFILTER = "zeroarchive.bloom_dupefilter.BloomDupeFilter"
+# A worker waits for work for ever (scrapyd), unless this many idle seconds pass (0 = never).
+ZEROARCHIVE_IDLE_LIMIT = 0
+ZEROARCHIVE_QUEUE_HIGH_WATER = 20000
 
 # --- Operations ------------------------------------------------------------------------
 FEED_EXPORT_ENCODING = "utf-8"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
@@ -24,8 +25,9 @@ from twisted.python.failure import Failure
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.errors import error_kind
 from zeroarchive.items import ArticleLinks, FailedFetch
+from zeroarchive.redis_queue import redis_url_from
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
-from zeroarchive.schedule import next_list_crawl_at, plan_for
+from zeroarchive.schedule import next_list_crawl_at, plan_for_site
 from zeroarchive.sites import Site, SiteConfigError
 from zeroarchive.stats import count, site_metrics
 from zeroarchive.storage.articles import DueArticle
@@ -37,8 +39,17 @@ MODES = ("discover", "snapshot", "all")
 META_KEY = "zeroarchive"
 
 
+FAKE_NOW_ENV = "ZEROARCHIVE_FAKE_NOW"
+
+
 def now() -> int:
-    return int(time.time())
+    """The crawl's clock: unix seconds, or ``ZEROARCHIVE_FAKE_NOW`` when set.
+
+    The fake clock is for tests only (schedules are replayed over days in seconds); never
+    set it on a real archive, every timestamp written would be the fake one.
+    """
+    fake = os.environ.get(FAKE_NOW_ENV)
+    return int(fake) if fake else int(time.time())
 
 
 class ArchiveSpider(scrapy.Spider):
@@ -56,6 +67,9 @@ class ArchiveSpider(scrapy.Spider):
         self.due_batch = 500
         self.lease = 3600
         self._snapshots_exhausted = False
+        self.distributed = False
+        self.idle_limit = 0
+        self._idle_since: float | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
@@ -68,9 +82,13 @@ class ArchiveSpider(scrapy.Spider):
         )
         spider.due_batch = settings.getint("ZEROARCHIVE_DUE_BATCH")
         spider.lease = settings.getint("ZEROARCHIVE_LEASE_SECONDS")
+        # Read here, not from the add-on's settings: Scrapy builds the spider before add-ons.
+        spider.distributed = redis_url_from(settings) is not None
+        spider.idle_limit = settings.getint("ZEROARCHIVE_IDLE_LIMIT")
         crawler.signals.connect(spider._on_idle, signals.spider_idle)
         crawler.signals.connect(spider._on_item_scraped, signals.item_scraped)
         crawler.signals.connect(spider._on_closed, signals.spider_closed)
+        crawler.signals.connect(spider._on_activity, signals.request_reached_downloader)
         return spider
 
     # --- hooks for source spiders -------------------------------------------------------
@@ -140,6 +158,13 @@ class ArchiveSpider(scrapy.Spider):
         if self.mode not in MODES:
             logger.error("Unknown mode %r: use one of %s", self.mode, ", ".join(MODES))
             raise CloseSpider("bad_arguments")
+        if self.distributed:
+            # Workers only take work from the shared queue; `scrapy schedule` decides when.
+            logger.info(
+                "Distributed worker: waiting for requests (idle limit: %s)",
+                f"{self.idle_limit} s" if self.idle_limit else "none",
+            )
+            return
         explicit, sites, walk = await asyncio.to_thread(self._choose_sites)
         for site in sites:
             if not self.locks.acquire(site.site_id):
@@ -173,17 +198,20 @@ class ArchiveSpider(scrapy.Spider):
             if site.site_id not in walk:
                 continue
             started = now()
-            next_at = next_list_crawl_at(plan_for(site.type), started)
+            next_at = next_list_crawl_at(plan_for_site(site), started)
             await asyncio.to_thread(
                 self.archive.sites.mark_list_crawl, site.site_id, started, next_at
             )
             for request in self.discovery_requests(site):
                 yield request
 
+    def _on_activity(self) -> None:
+        self._idle_since = None
+
     async def _on_item_scraped(self, item: Any) -> None:
         """Snapshot new articles as soon as their list page is stored, while discovery goes
         on, instead of waiting for the engine's idle check (up to 5 s after the last page)."""
-        if self.mode != "all" or not isinstance(item, ArticleLinks):
+        if self.mode != "all" or self.distributed or not isinstance(item, ArticleLinks):
             return
         due = await asyncio.to_thread(
             self.archive.articles.claim_due, [item.site_id], now(), self.due_batch, self.lease
@@ -200,7 +228,15 @@ class ArchiveSpider(scrapy.Spider):
         """Hand out the next batch of due articles once discovery is done.
 
         The claim is one short indexed query per batch, so it runs on the reactor thread.
+        A distributed worker instead keeps waiting for its queue, up to its idle limit.
         """
+        if self.distributed:
+            idle_since = self._idle_since or time.monotonic()
+            self._idle_since = idle_since
+            if self.idle_limit and time.monotonic() - idle_since >= self.idle_limit:
+                logger.info("Idle for %d s: closing", self.idle_limit)
+                return
+            raise DontCloseSpider
         if self.mode == "discover" or self._snapshots_exhausted or not self.sites:
             return
         due = self.archive.articles.claim_due(list(self.sites), now(), self.due_batch, self.lease)

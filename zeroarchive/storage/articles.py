@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.schedule import STOP
 from zeroarchive.storage.dialect import insert_ignore
-from zeroarchive.storage.schema import article
+from zeroarchive.storage.schema import article, site
 from zeroarchive.urls import url_hash
 
 DEFAULT_LEASE = 3600
@@ -151,3 +151,18 @@ class ArticleStore:
                     )
                 ).scalar_one()
             )
+
+    def release_leases(self, site_types: Sequence[str], now: int) -> int:
+        """Make every article leased out to sites of these types due again; return how many.
+
+        For when the work they were leased for is known to be lost (the queue's redis came
+        back empty): re-queueing now beats waiting for the leases to run out.
+        """
+        sites_of_types = select(site.c.site_id).where(site.c.type.in_(list(site_types)))
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(article)
+                .where(article.c.lease_until > now, article.c.site_id.in_(sites_of_types))
+                .values(lease_until=0, lease_owner=None)
+            )
+        return int(result.rowcount)

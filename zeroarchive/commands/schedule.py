@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from types import FrameType
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+from scrapy.spiderloader import get_spider_loader
+from scrapy.utils.log import configure_logging
+
+from zeroarchive.archive import open_archive
+from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.dispatch import DispatchConfig, Dispatcher
+from zeroarchive.redis_queue import connect, redis_url_from
+
+logger = logging.getLogger(__name__)
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--once] [--interval SECONDS]"
+
+    def short_desc(self) -> str:
+        return "Distributed mode: push due list pages and articles into the workers' queues"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--once", action="store_true", help="run one round and exit")
+        parser.add_argument(
+            "--interval", type=float, default=30.0, help="seconds between rounds (default 30)"
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        configure_logging(self.settings)
+        url = redis_url_from(self.settings)
+        if url is None:
+            raise UsageError("scrapy schedule needs REDIS_URL (environment or setting)")
+        if opts.interval <= 0:
+            raise UsageError("--interval must be positive")
+        loader = get_spider_loader(self.settings)
+        spiders = [
+            cls()
+            for name in sorted(loader.list())
+            if issubclass(cls := loader.load(name), ArchiveSpider) and cls.site_types
+        ]
+        dispatcher = Dispatcher(
+            open_archive(self.settings),
+            connect(url),
+            spiders,
+            DispatchConfig.from_settings(self.settings),
+        )
+        stop = threading.Event()
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            logger.info("Got signal %d: stopping after this round", signum)
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        while True:
+            started = time.time()
+            for name, report in dispatcher.run_once(int(started)).items():
+                logger.info(
+                    "%s: %d list request(s) for %d site(s), %d snapshot(s) queued; %d waiting",
+                    name,
+                    report.list_requests,
+                    report.list_sites,
+                    report.snapshots,
+                    report.queued,
+                )
+            if opts.once or stop.wait(max(0.0, opts.interval - (time.time() - started))):
+                return

@@ -1,0 +1,122 @@
+"""The one process that decides when, in distributed mode (`scrapy schedule`).
+
+Each round it selects the due list pages and due articles of all active sites (the same
+selection the embedded mode uses) and pushes them to the right spider's shared queue.
+Articles are pushed under a lease, so nothing is queued twice while in flight, and work a
+dead worker held comes due again when its lease runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import redis
+from scrapy.settings import BaseSettings
+
+from zeroarchive.archive import Archive
+from zeroarchive.archive_spider import META_KEY, ArchiveSpider
+from zeroarchive.redis_queue import push_requests, request_queue
+from zeroarchive.schedule import next_list_crawl_at, plan_for
+from zeroarchive.sites import Site, SiteConfigError
+from zeroarchive.storage.sites import site_from_row
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DispatchConfig:
+    batch: int
+    lease: int
+    high_water: int
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> DispatchConfig:
+        config = cls(
+            batch=settings.getint("ZEROARCHIVE_DUE_BATCH"),
+            lease=settings.getint("ZEROARCHIVE_LEASE_SECONDS"),
+            high_water=settings.getint("ZEROARCHIVE_QUEUE_HIGH_WATER"),
+        )
+        if min(config.batch, config.lease, config.high_water) < 1:
+            raise ValueError(f"dispatch settings must be positive: {config}")
+        return config
+
+
+@dataclass
+class RoundReport:
+    list_sites: int = 0
+    list_requests: int = 0
+    snapshots: int = 0
+    queued: int = 0
+    bad_sites: list[str] = field(default_factory=list)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        archive: Archive,
+        server: redis.Redis,
+        spiders: list[ArchiveSpider],
+        config: DispatchConfig,
+    ) -> None:
+        self.archive = archive
+        self.server = server
+        self.spiders = spiders
+        self.config = config
+        self._redis_run_id: str | None = None
+
+    def _redis_restarted(self) -> bool:
+        run_id = str(self.server.info("server").get("run_id"))
+        restarted = self._redis_run_id is not None and run_id != self._redis_run_id
+        self._redis_run_id = run_id
+        return restarted
+
+    def run_once(self, now: int) -> dict[str, RoundReport]:
+        """One round: queue every due list page and due article; a report per spider."""
+        if self._redis_restarted():
+            # The queues went with the old server: hand the leased work out again now
+            # instead of waiting for the leases to run out.
+            types = tuple(t for spider in self.spiders for t in spider.site_types)
+            released = self.archive.articles.release_leases(types, now)
+            logger.warning("Redis restarted: %d leased article(s) queued again", released)
+        return {spider.name: self._dispatch(spider, now) for spider in self.spiders}
+
+    def _sites(self, spider: ArchiveSpider, report: RoundReport, rows: list) -> list[Site]:
+        sites = []
+        for row in rows:
+            try:
+                sites.append(site_from_row(row))
+            except SiteConfigError as exc:
+                logger.error("Skipping a site with a bad stored config: %s", exc)
+                report.bad_sites.append(row["name"])
+        return sites
+
+    def _dispatch(self, spider: ArchiveSpider, now: int) -> RoundReport:
+        report = RoundReport()
+        queue = request_queue(self.server, spider)
+        due_lists = self._sites(spider, report, self.archive.sites.due_rows(spider.site_types, now))
+        for site in due_lists:
+            self.archive.sites.mark_list_crawl(
+                site.site_id, now, next_list_crawl_at(plan_for(site.type), now)
+            )
+            requests = list(spider.discovery_requests(site))
+            for request in requests:
+                # The Bloom filter keeps list pages per round, so each round walks them again.
+                request.meta[META_KEY]["round"] = now
+            report.list_requests += push_requests(self.server, spider, requests)
+            report.list_sites += 1
+        active = self._sites(spider, report, self.archive.sites.active_rows(spider.site_types))
+        by_id = {site.site_id: site for site in active}
+        while by_id and len(queue) < self.config.high_water:
+            due = self.archive.articles.claim_due(
+                list(by_id), now, self.config.batch, self.config.lease
+            )
+            if not due:
+                break
+            report.snapshots += push_requests(
+                self.server,
+                spider,
+                (spider.snapshot_request(by_id[article.site_id], article) for article in due),
+            )
+        report.queued = len(queue)
+        return report

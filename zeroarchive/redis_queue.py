@@ -1,0 +1,173 @@
+"""The shared request queue of distributed mode: scrapy-redis's Scheduler and priority
+queue, adapted to Scrapy 2.19 and made safe for many workers.
+
+Differences from stock scrapy-redis, each for a reason:
+- the dupefilter is built with ``build_from_crawler``, so it gets the crawler's request
+  fingerprinter (scrapy-redis builds it from settings alone);
+- the queue is never flushed when a worker closes (stock scrapy-redis wipes the shared
+  queue unless SCHEDULER_PERSIST is set);
+- requests are stored as JSON, not pickles: an entry someone else pushed cannot execute
+  code, and a malformed one is logged, counted and skipped instead of killing the worker.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+from scrapy import Spider
+from scrapy.crawler import Crawler
+from scrapy.http import Request
+from scrapy.settings import BaseSettings
+from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy_redis.queue import PriorityQueue
+from scrapy_redis.scheduler import Scheduler
+
+logger = logging.getLogger(__name__)
+
+QUEUE_KEY = "zeroarchive:%(spider)s:requests"
+MAX_MALFORMED_PER_POP = 100
+
+
+def redis_url_from(settings: BaseSettings | None) -> str | None:
+    """``REDIS_URL`` from the environment, else from settings; None means embedded mode."""
+    from_env = os.environ.get("REDIS_URL")
+    if from_env:
+        return from_env
+    if settings is not None and settings.get("REDIS_URL"):
+        return str(settings.get("REDIS_URL"))
+    return None
+
+
+def connect(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=10)
+
+
+def _tag_bytes(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"__b64__": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, dict):
+        return {
+            str(k) if not isinstance(k, bytes) else k.decode("latin-1"): _tag_bytes(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_tag_bytes(v) for v in value]
+    return value
+
+
+def _untag_bytes(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"__b64__"}:
+            return base64.b64decode(value["__b64__"])
+        return {k: _untag_bytes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_untag_bytes(v) for v in value]
+    return value
+
+
+class JsonSerializer:
+    """Request dicts as JSON, bytes (bodies, header values) as tagged base64.
+
+    >>> JsonSerializer.loads(JsonSerializer.dumps({"body": b"\\xff", "meta": {"a": [1]}}))
+    {'body': b'\\xff', 'meta': {'a': [1]}}
+    """
+
+    @staticmethod
+    def dumps(obj: dict[str, Any]) -> bytes:
+        return json.dumps(_tag_bytes(obj), ensure_ascii=False).encode("utf-8")
+
+    @staticmethod
+    def loads(data: bytes) -> dict[str, Any]:
+        obj = _untag_bytes(json.loads(data))
+        if not isinstance(obj, dict) or "url" not in obj:
+            raise ValueError("not a request")
+        return obj
+
+
+def request_queue(server: redis.Redis, spider: Spider) -> PriorityQueue:
+    """The shared queue of one spider (the scheduler process pushes, workers pop)."""
+    return PriorityQueue(server=server, spider=spider, key=QUEUE_KEY, serializer=JsonSerializer)
+
+
+def push_requests(server: redis.Redis, spider: Spider, requests: Iterable[Request]) -> int:
+    """Queue requests for ``spider``'s workers in one round trip; return how many."""
+    pipe = server.pipeline(transaction=False)
+    queue = request_queue(pipe, spider)
+    pushed = 0
+    for request in requests:
+        queue.push(request)
+        pushed += 1
+    if pushed:
+        pipe.execute()
+    return pushed
+
+
+class RedisScheduler(Scheduler):
+    crawler: Crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
+        settings = crawler.settings
+        url = redis_url_from(settings)
+        if url is None:
+            raise ValueError("RedisScheduler needs REDIS_URL")
+        server = connect(url)
+        server.ping()
+        dupefilter = build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler)
+        scheduler = cls(
+            server=server,
+            persist=True,
+            queue_key=QUEUE_KEY,
+            queue_cls="scrapy_redis.queue.PriorityQueue",
+            dupefilter=dupefilter,
+            serializer=JsonSerializer,
+        )
+        scheduler.crawler = crawler
+        scheduler.stats = crawler.stats
+        return scheduler
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        self.queue = request_queue(self.server, spider)
+        if hasattr(self.df, "open"):
+            self.df.open()
+        logger.info(
+            "Sharing request queue %s (%d waiting) at %s",
+            self.queue.key,
+            len(self.queue),
+            self.server.connection_pool.connection_kwargs.get("host", "?"),
+        )
+
+    def close(self, reason: str) -> None:
+        # Never flush: the queue belongs to every worker, not to this one.
+        if hasattr(self.df, "close"):
+            self.df.close(reason)
+
+    def enqueue_request(self, request: Request) -> bool:
+        if not request.dont_filter and self.df.request_seen(request):
+            self.df.log(request, self.spider)
+            return False
+        if self.stats:
+            self.stats.inc_value("scheduler/enqueued/redis")
+        self.queue.push(request)
+        return True
+
+    def next_request(self) -> Request | None:
+        for _ in range(MAX_MALFORMED_PER_POP):
+            try:
+                request = self.queue.pop(0)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                logger.error("Skipping a malformed entry in %s: %s", self.queue.key, exc)
+                if self.stats:
+                    self.stats.inc_value("scheduler/redis/malformed")
+                continue
+            if request is not None and self.stats:
+                self.stats.inc_value("scheduler/dequeued/redis")
+            return request
+        return None
