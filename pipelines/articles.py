@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from scrapy.crawler import Crawler
 
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.archive_spider import now
+from zeroarchive.db_retry import write_with_retry
 from zeroarchive.items import ArticleLinks
+from zeroarchive.signals import articles_stored
 from zeroarchive.stats import count
 
 
@@ -26,9 +27,15 @@ class ArticlesPipeline:
         if not isinstance(item, ArticleLinks):
             return item
         # One round trip per list page, however many links it holds.
-        new = await asyncio.to_thread(
-            self.archive.articles.add, item.site_id, item.article_type, item.urls, now()
+        found_at = now()
+        new = await write_with_retry(
+            lambda: self.archive.articles.add(item.site_id, item.article_type, item.urls, found_at),
+            "article links",
+            self.crawler.settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
+            self.crawler.stats,
         )
         count(self.crawler.stats, "articles_found", item.site_id, len(item.urls))
         count(self.crawler.stats, "articles_new", item.site_id, new)
+        # Walking spiders decide from `new` whether older list pages are worth a request.
+        self.crawler.signals.send_catch_log(articles_stored, item=item, new=new)
         return item

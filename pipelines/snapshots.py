@@ -17,6 +17,7 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
 from zeroarchive.archive import Archive, open_archive
+from zeroarchive.db_retry import write_with_retry
 from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.stats import count
 
@@ -28,6 +29,7 @@ class BatchConfig:
     max_items: int
     max_bytes: int
     flush_seconds: float
+    db_retry_seconds: float
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BatchConfig:
@@ -35,6 +37,7 @@ class BatchConfig:
             max_items=settings.getint("ZEROARCHIVE_SNAPSHOT_BATCH"),
             max_bytes=settings.getint("ZEROARCHIVE_SNAPSHOT_BATCH_BYTES"),
             flush_seconds=settings.getfloat("ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS"),
+            db_retry_seconds=settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
         )
         if config.max_items < 1 or config.max_bytes < 1 or config.flush_seconds <= 0:
             raise ValueError(f"ZEROARCHIVE_SNAPSHOT_BATCH* settings must be positive: {config}")
@@ -93,9 +96,18 @@ class SnapshotsPipeline:
                 return
             pages = [item for item in batch if isinstance(item, FetchedPage)]
             failures = [item for item in batch if isinstance(item, FailedFetch)]
+            store = self.archive.snapshots
+            deadline = self.config.db_retry_seconds
             try:
-                results = await asyncio.to_thread(self.archive.snapshots.save, pages)
-                stopped = await asyncio.to_thread(self.archive.snapshots.record_failures, failures)
+                results = await write_with_retry(
+                    lambda: store.save(pages), "snapshots", deadline, self.crawler.stats
+                )
+                stopped = await write_with_retry(
+                    lambda: store.record_failures(failures),
+                    "failures",
+                    deadline,
+                    self.crawler.stats,
+                )
             except Exception:
                 # The articles stay leased, so they are due again when the lease runs out.
                 logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))

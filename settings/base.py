@@ -11,6 +11,7 @@ NEWSPIDER_MODULE = "spiders"
 SPIDER_MODULES = ["spiders"]
 
 # --- Storage ---------------------------------------------------------------------------
+ZEROARCHIVE_DB_RETRY_SECONDS = 900.0
 ZEROARCHIVE_DB_URL = "sqlite:///zeroarchive.db"
 ZEROARCHIVE_DUE_BATCH = 500
 ZEROARCHIVE_LEASE_SECONDS = 3600

@@ -23,6 +23,8 @@ from zeroarchive.storage.sites import site_from_row
 
 logger = logging.getLogger(__name__)
 
+MARKER_KEY = "zeroarchive:dispatcher:alive"
+
 
 @dataclass(frozen=True)
 class DispatchConfig:
@@ -63,22 +65,22 @@ class Dispatcher:
         self.server = server
         self.spiders = spiders
         self.config = config
-        self._redis_run_id: str | None = None
 
-    def _redis_restarted(self) -> bool:
-        run_id = str(self.server.info("server").get("run_id"))
-        restarted = self._redis_run_id is not None and run_id != self._redis_run_id
-        self._redis_run_id = run_id
-        return restarted
+    def _queues_lost(self) -> bool:
+        """True when redis no longer holds what earlier rounds pushed (restarted empty,
+        flushed): the marker key set by every round is gone. Also true on the first round
+        ever, when there are no leases to release."""
+        return bool(self.server.set(MARKER_KEY, "1", nx=True))
 
     def run_once(self, now: int) -> dict[str, RoundReport]:
         """One round: queue every due list page and due article; a report per spider."""
-        if self._redis_restarted():
-            # The queues went with the old server: hand the leased work out again now
+        if self._queues_lost():
+            # The queues went with the old data: hand the leased work out again now
             # instead of waiting for the leases to run out.
             types = tuple(t for spider in self.spiders for t in spider.site_types)
             released = self.archive.articles.release_leases(types, now)
-            logger.warning("Redis restarted: %d leased article(s) queued again", released)
+            if released:
+                logger.warning("Redis lost its queues: %d leased article(s) queued again", released)
         return {spider.name: self._dispatch(spider, now) for spider in self.spiders}
 
     def _sites(self, spider: ArchiveSpider, report: RoundReport, rows: list) -> list[Site]:

@@ -93,6 +93,14 @@ def head_revision() -> str:
 def migrate(engine: Engine) -> tuple[str | None, str]:
     """Create or upgrade the schema to the newest revisions; return (before, after)."""
     before = current_revision(engine)
+    if not MIGRATIONS_DIR.is_dir():
+        # Running from a zipped egg (scrapyd), where Alembic cannot read its scripts: the
+        # schema is then managed by `scrapy migrate` on a host with a checkout.
+        if before is None:
+            raise RuntimeError(
+                "the database has no zeroarchive schema: run `scrapy migrate` against it first"
+            )
+        return before, before
     if before != head_revision():
         command.upgrade(_alembic_config(engine), "heads")
     return before, head_revision()
