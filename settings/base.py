@@ -19,6 +19,10 @@ ZEROARCHIVE_LOCK_DIR = None
 ZEROARCHIVE_SNAPSHOT_BATCH = 50
 ZEROARCHIVE_SNAPSHOT_BATCH_BYTES = 16 * 1024 * 1024
 ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS = 2.0
+
+# --- Parser (scrapy parse_snapshots) -----------------------------------------------------
+# The zone page times without an offset are read in.
+PARSER_TIMEZONE = "Asia/Taipei"
 # PTT/Dcard list walks stop after this many pages in a row with nothing new (0 = never).
 ZEROARCHIVE_STALE_LIST_PAGES = 2
 
@@ -82,4 +86,8 @@ LOG_LEVEL = "INFO"
 LOGSTATS_INTERVAL = 60.0
 # Nobody needs a remote shell into an archiving crawler; off everywhere, not just on workers.
 REMOTE_CONTROL_ENABLED = False
+# `scrapy site_stats`: flag sites without a new article for this many days; snapshots due
+# for longer than this many seconds count as overdue.
+SITE_STATS_OVERDUE_SECONDS = 3600
+SITE_STATS_QUIET_DAYS = 3
 TELNETCONSOLE_ENABLED = False

@@ -21,10 +21,11 @@ from zeroarchive.archive_spider import META_KEY, ArchiveSpider, now
 from zeroarchive.canonical import declared_urls, moved_to
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.items import ArticleLinks, FetchedPage
-from zeroarchive.schedule import plan_for
+from zeroarchive.schedule import plan_for_site
 from zeroarchive.sites import GENERIC_TYPES, Site, SiteConfigError, parse_spec
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
+from zeroarchive.storage.site_stats import record_list_success
 from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class GenericSpider(ArchiveSpider):
         self.adhoc = {"url": url, "article": article, "following": following, "depth": depth}
         self.adhoc_type = type
         self.links = LinkExtractor(tags=("a", "area"), attrs=("href",), canonicalize=False)
+        self.list_answered: set[int] = set()
 
     def adhoc_site(self) -> Site | None:
         url = self.adhoc["url"]
@@ -112,6 +114,10 @@ class GenericSpider(ArchiveSpider):
         stats = self.crawler.stats
         count(stats, "list_pages", site.site_id)
         depth = response.meta[META_KEY]["depth"]
+        if site.site_id not in self.list_answered:
+            # Once per site and run: one short UPDATE, for the monitor's "last list ok".
+            self.list_answered.add(site.site_id)
+            record_list_success(self.archive.engine, site.site_id, now())
         page = decoded(response)
         articles: list[str] = []
         follow: list[str] = []
@@ -175,6 +181,6 @@ class GenericSpider(ArchiveSpider):
             },
             encoding=page.encoding,
             body=response.body,
-            plan=plan_for(site.type),
+            plan=plan_for_site(site),
             moved_to=moved,
         )

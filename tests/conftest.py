@@ -6,6 +6,7 @@ ZEROARCHIVE_REQUIRE_SERVICES=1 (set by .ci/run): then they fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -51,6 +52,13 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'archive.db'}"
         close_archives()
         return
+    with fresh_mariadb() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def fresh_mariadb() -> Iterator[str]:
+    """A new, empty MariaDB database, dropped afterwards."""
     require_service("MariaDB", _mariadb_answers())
     name = f"zeroarchive_test_{secrets.token_hex(4)}"
     admin = create_engine(f"{MARIADB_SERVER}/test")
@@ -63,6 +71,35 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
         admin.dispose()
+
+
+@pytest.fixture
+def mariadb_url() -> Iterator[str]:
+    """An empty MariaDB database (for tests that are about MariaDB itself)."""
+    with fresh_mariadb() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A real Redis database of its own (one of 16), empty before and after the test."""
+    import redis
+
+    server = os.environ.get("ZEROARCHIVE_TEST_REDIS", "redis://127.0.0.1:6379")
+    error = None
+    try:
+        redis.Redis.from_url(f"{server}/0").ping()
+    except redis.RedisError as exc:
+        error = str(exc)
+    require_service("Redis", error)
+    url = f"{server}/{secrets.randbelow(14) + 2}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    try:
+        yield url
+    finally:
+        client.flushdb()
+        client.close()
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from scrapy.settings import BaseSettings
 from zeroarchive.archive import Archive
 from zeroarchive.archive_spider import META_KEY, ArchiveSpider
 from zeroarchive.redis_queue import push_requests, request_queue
-from zeroarchive.schedule import next_list_crawl_at, plan_for
+from zeroarchive.schedule import next_list_crawl_at, plan_for_site
 from zeroarchive.sites import Site, SiteConfigError
 from zeroarchive.storage.sites import site_from_row
 
@@ -99,7 +99,7 @@ class Dispatcher:
         due_lists = self._sites(spider, report, self.archive.sites.due_rows(spider.site_types, now))
         for site in due_lists:
             self.archive.sites.mark_list_crawl(
-                site.site_id, now, next_list_crawl_at(plan_for(site.type), now)
+                site.site_id, now, next_list_crawl_at(plan_for_site(site), now)
             )
             requests = list(spider.discovery_requests(site))
             for request in requests:

@@ -2,11 +2,20 @@
 
 Defaults follow the 0archive plan (DESIGN.md, Scheduling). All functions are pure: they
 take the current time and return the next one; 0 means "never again".
+
+Re-snapshots adapt within each plan step: an unchanged page doubles the article's interval
+(up to the step's ``max_interval``), a changed one halves it (down to ``min_interval``).
+Bounds default to a quarter and four times the step's interval (news: 15 min .. 4 h).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from zeroarchive.sites import Site
 
 MINUTE = 60
 HOUR = 60 * MINUTE
@@ -22,12 +31,38 @@ GONE_STATUSES = frozenset({404, 410})
 FORBIDDEN_KINDS = frozenset({"robots_disallowed"})
 
 
+DEFAULT_MIN_FACTOR = 0.25
+DEFAULT_MAX_FACTOR = 4.0
+# How much one unchanged (changed) snapshot lengthens (shortens) the interval.
+GROW = 2.0
+SHRINK = 0.5
+
+
 @dataclass(frozen=True)
 class Step:
-    """Snapshot every ``interval`` seconds while the article is younger than ``until``."""
+    """Snapshot every ``interval`` seconds while the article is younger than ``until``;
+    adaptively, never more often than ``min_interval`` nor less than ``max_interval``
+    (0 = the default factor of ``interval``).
+
+    >>> Step(HOUR, DAY).min_interval, Step(HOUR, DAY).max_interval
+    (900, 14400)
+    """
 
     interval: int
     until: int
+    min_interval: int = 0
+    max_interval: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.min_interval:
+            object.__setattr__(self, "min_interval", int(self.interval * DEFAULT_MIN_FACTOR))
+        if not self.max_interval:
+            object.__setattr__(self, "max_interval", int(self.interval * DEFAULT_MAX_FACTOR))
+        if not 0 < self.min_interval <= self.interval <= self.max_interval:
+            raise ValueError(
+                f"step bounds must satisfy 0 < min {self.min_interval} <= interval "
+                f"{self.interval} <= max {self.max_interval}"
+            )
 
 
 @dataclass(frozen=True)
@@ -52,6 +87,72 @@ PLANS: dict[str, Plan] = {
 }
 
 
+def _seconds(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}: must be whole seconds between {low} and {high}, got {value!r}")
+    return value
+
+
+def _factor(value: Any, name: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ValueError(f"{name}: must be a number between {low} and {high}, got {value!r}")
+    return float(value)
+
+
+SCHEDULE_KEYS = ("list_interval", "steps", "min_factor", "max_factor")
+
+
+def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
+    """``base`` changed by a site config's ``schedule`` mapping; ValueError names the key.
+
+    Keys: ``list_interval`` (seconds), ``steps`` (a list of ``{interval, until}`` in
+    seconds, ``[]`` = snapshot once), ``min_factor`` / ``max_factor`` (adaptive bounds as
+    fractions/multiples of each step's interval; 1 and 1 = a fixed schedule).
+
+    >>> plan = plan_with_overrides(plan_for("news"), {"steps": [{"interval": 1800, "until": 7200}]})
+    >>> plan.steps[0].interval, plan.steps[0].min_interval, plan.end
+    (1800, 450, 7200)
+    >>> plan_with_overrides(plan_for("news"), {"max_factor": 1}).steps[0].max_interval
+    3600
+    >>> plan_with_overrides(plan_for("news"), {"steps": [{"interval": 60}]})
+    Traceback (most recent call last):
+    ...
+    ValueError: steps[0].until: must be whole seconds between 60 and 31536000, got None
+    """
+    unknown = sorted(set(overrides) - set(SCHEDULE_KEYS))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown schedule key (known: {', '.join(SCHEDULE_KEYS)})")
+    year = 365 * DAY
+    list_interval = base.list_interval
+    if "list_interval" in overrides:
+        list_interval = _seconds(overrides["list_interval"], "list_interval", 60, year)
+    min_factor = _factor(overrides.get("min_factor", DEFAULT_MIN_FACTOR), "min_factor", 0.01, 1)
+    max_factor = _factor(overrides.get("max_factor", DEFAULT_MAX_FACTOR), "max_factor", 1, 100)
+    raw_steps: list[tuple[int, int]] = [(step.interval, step.until) for step in base.steps]
+    if "steps" in overrides:
+        if not isinstance(overrides["steps"], list):
+            raise ValueError("steps: must be a list of {interval, until}")
+        raw_steps = []
+        for i, raw in enumerate(overrides["steps"]):
+            if not isinstance(raw, Mapping) or set(raw) - {"interval", "until"}:
+                raise ValueError(f"steps[{i}]: must be a mapping with interval and until")
+            interval = _seconds(raw.get("interval"), f"steps[{i}].interval", 60, year)
+            until = _seconds(raw.get("until"), f"steps[{i}].until", 60, year)
+            if raw_steps and until <= raw_steps[-1][1]:
+                raise ValueError(f"steps[{i}].until: must be later than the step before")
+            raw_steps.append((interval, until))
+    steps = tuple(
+        Step(
+            interval,
+            until,
+            max(1, int(interval * min_factor)),
+            int(interval * max_factor),
+        )
+        for interval, until in raw_steps
+    )
+    return replace(base, list_interval=list_interval, steps=steps)
+
+
 def plan_for(site_type: str) -> Plan:
     """The schedule plan of a site type.
 
@@ -59,6 +160,15 @@ def plan_for(site_type: str) -> Plan:
     600
     """
     return PLANS[site_type]
+
+
+def plan_for_site(site: Site) -> Plan:
+    """The plan of a site: its type's plan with the site config's ``schedule`` overrides
+    (validated when the config was parsed)."""
+    base = plan_for(site.type)
+    if not site.config.schedule:
+        return base
+    return plan_with_overrides(base, site.config.schedule)
 
 
 def next_list_crawl_at(plan: Plan, now: int) -> int:
@@ -93,6 +203,65 @@ def next_snapshot_at(plan: Plan, first_seen_at: int, now: int) -> int:
         if age < step.until:
             return min(now + step.interval, first_seen_at + plan.end)
     return STOP
+
+
+def step_at(plan: Plan, age: int) -> Step | None:
+    """The plan step an article of this age is in; None once the plan is over.
+
+    >>> step_at(plan_for("content_farm"), 8 * DAY).interval == WEEK
+    True
+    >>> step_at(plan_for("news"), DAY) is None
+    True
+    """
+    return next((step for step in plan.steps if age < step.until), None)
+
+
+def adapt_interval(step: Step, previous: int, changed: bool) -> int:
+    """The next interval after a snapshot: longer when unchanged, shorter when changed,
+    always within the step's bounds. ``previous`` 0 means the article has no interval yet
+    (its first snapshot), which starts at the step's own interval.
+
+    >>> news = plan_for("news").steps[0]
+    >>> adapt_interval(news, 0, True), adapt_interval(news, HOUR, False) // HOUR
+    (3600, 2)
+    >>> adapt_interval(news, 4 * HOUR, False) // HOUR, adapt_interval(news, HOUR, True) // MINUTE
+    (4, 30)
+    >>> adapt_interval(news, 20 * MINUTE, True) // MINUTE
+    15
+    """
+    if previous <= 0:
+        return step.interval
+    wanted = int(previous * (SHRINK if changed else GROW))
+    return max(step.min_interval, min(step.max_interval, wanted))
+
+
+@dataclass(frozen=True)
+class NextSnapshot:
+    at: int  # STOP: never again
+    interval: int  # the article's interval from now on (0 once stopped)
+
+
+def next_adaptive_snapshot(
+    plan: Plan, first_seen_at: int, now: int, previous_interval: int, changed: bool
+) -> NextSnapshot:
+    """When to snapshot again after a successful snapshot at ``now`` that ``changed`` the
+    page (or was the first), given the interval the article had; STOP past the plan's end.
+
+    >>> news = plan_for("news")
+    >>> next_adaptive_snapshot(news, 0, 0, 0, True)
+    NextSnapshot(at=3600, interval=3600)
+    >>> next_adaptive_snapshot(news, 0, HOUR, HOUR, False)
+    NextSnapshot(at=10800, interval=7200)
+    >>> next_adaptive_snapshot(news, 0, 22 * HOUR, 4 * HOUR, False)
+    NextSnapshot(at=86400, interval=14400)
+    >>> next_adaptive_snapshot(news, 0, DAY, HOUR, True)
+    NextSnapshot(at=0, interval=0)
+    """
+    step = step_at(plan, now - first_seen_at)
+    if step is None:
+        return NextSnapshot(STOP, 0)
+    interval = adapt_interval(step, previous_interval, changed)
+    return NextSnapshot(min(now + interval, first_seen_at + plan.end), interval)
 
 
 def next_after_failure(

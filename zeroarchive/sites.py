@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from zeroarchive.schedule import PLANS, plan_with_overrides
 from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url
 
 GENERIC_TYPES = ("news", "content_farm", "gov", "youtube")
@@ -44,6 +45,8 @@ class SiteConfig:
     render: bool = False
     robots: bool = True
     url_rules: UrlRules = field(default_factory=UrlRules)
+    # Overrides of the site type's schedule plan (zeroarchive.schedule.plan_with_overrides).
+    schedule: Mapping[str, Any] = field(default_factory=dict)
 
     def is_article(self, url: str) -> bool:
         return any(pattern.search(url) for pattern in self.article)
@@ -138,8 +141,8 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
     zeroarchive.sites.SiteConfigError: site 'demo': dpeth: unknown config key (known: article, ...)
     """
     for key in raw:
-        if key not in (*CONFIG_KEYS, "url_rules"):
-            known = ", ".join((*CONFIG_KEYS, "url_rules"))
+        if key not in (*CONFIG_KEYS, "url_rules", "schedule"):
+            known = ", ".join((*CONFIG_KEYS, "url_rules", "schedule"))
             raise SiteConfigError(site, key, f"unknown config key (known: {known})")
     ua = raw.get("ua")
     if ua is not None and (not isinstance(ua, str) or "\n" in ua):
@@ -175,7 +178,21 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         render=_flag(raw.get("render", False), site, "render"),
         robots=_flag(raw.get("robots", True), site, "robots"),
         url_rules=rules,
+        schedule=_schedule(raw.get("schedule"), site),
     )
+
+
+def _schedule(value: Any, site: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SiteConfigError(site, "schedule", "must be a mapping")
+    try:
+        plan_with_overrides(PLANS["news"], value)
+    except ValueError as exc:
+        key, _, message = str(exc).partition(": ")
+        raise SiteConfigError(site, f"schedule.{key}", message) from exc
+    return dict(value)
 
 
 def parse_spec(raw: Any) -> SiteSpec:

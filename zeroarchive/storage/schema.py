@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.dialects.mysql import BINARY, LONGBLOB, MEDIUMTEXT
 
@@ -43,6 +44,8 @@ site = Table(
     Column("updated_at", BigInteger, nullable=False),
     Column("last_crawl_at", BigInteger, nullable=False, default=0),
     Column("next_crawl_at", BigInteger, nullable=False, default=0),
+    # When a list page last answered; last_crawl_at is when a walk started (migration 0005).
+    Column("last_list_ok_at", BigInteger, nullable=False, default=0, server_default="0"),
 )
 
 article = Table(
@@ -63,11 +66,23 @@ article = Table(
     Column("stop_reason", String(64), nullable=True),
     Column("redirect_to", Id, nullable=True),
     Column("last_content_hash", ContentHash, nullable=True),
+    # Seconds until the next snapshot as adapted so far (0 = none yet; migration 0003).
+    Column("snapshot_interval", Integer, nullable=False, default=0, server_default="0"),
     # Due work is leased when it is handed to a spider, so it is not handed out twice.
     Column("lease_until", BigInteger, nullable=False, default=0),
     Column("lease_owner", String(16), nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
     Index("ix_Article_next", "next_snapshot_at"),
+    # Covers `site_stats`' grouped scan (migration 0005).
+    Index(
+        "ix_Article_site_stats",
+        "site_id",
+        "created_at",
+        "next_snapshot_at",
+        "failure_count",
+        "snapshot_count",
+        "stop_reason",
+    ),
 )
 
 article_snapshot = Table(
@@ -87,4 +102,82 @@ article_snapshot = Table(
     Column("raw_data", Blob, nullable=True),
     Column("codec", String(8), nullable=True),
     PrimaryKeyConstraint("article_id", "snapshot_at", "snapshot_at_date"),
+)
+
+# --- Publications (stage B, written only by the parser; see storage/publications.py) ---
+
+parser_info = Table(
+    "parser_info",
+    metadata,
+    Column("parser_version", String(32), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("info", Text, nullable=False),
+)
+
+producer = Table(
+    "producer",
+    metadata,
+    Column("producer_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(255), nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("url", String(2048), nullable=False),
+    Column("languages", Text, nullable=False),
+    Column("first_seen_at", BigInteger, nullable=False),
+    Column("last_updated_at", BigInteger, nullable=False),
+)
+
+producer_mapping = Table(
+    "producer_mapping",
+    metadata,
+    Column("site_id", Id, primary_key=True, autoincrement=False),
+    Column("producer_id", Id, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_producer_mapping_producer", "producer_id"),
+)
+
+publication = Table(
+    "publication",
+    metadata,
+    Column("publication_id", Id, primary_key=True, autoincrement=True),
+    Column("article_id", Id, nullable=False),
+    Column("parser_version", String(32), nullable=False),
+    # 1, 2, ... per article and parser version: a new one each time the parsed page changed.
+    Column("version", Integer, nullable=False),
+    Column("producer_id", Id, nullable=False),
+    Column("site_id", Id, nullable=False),
+    Column("canonical_url", String(2048), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("publication_text", LongText, nullable=False),
+    Column("language", String(35), nullable=True),
+    Column("author", String(512), nullable=True),
+    Column("published_at", BigInteger, nullable=True),
+    Column("first_seen_at", BigInteger, nullable=False),
+    Column("last_seen_at", BigInteger, nullable=False),
+    Column("last_updated_at", BigInteger, nullable=False),
+    Column("hashtags", Text, nullable=False),
+    Column("urls", LongText, nullable=False),
+    Column("keywords", Text, nullable=False),
+    Column("tags", Text, nullable=False),
+    Column("metadata", LongText, nullable=False),
+    Column("comments", LongText, nullable=False),
+    Column("comment_count", Integer, nullable=False),
+    Column("content_hash", ContentHash, nullable=False),
+    Column("parsed_at", BigInteger, nullable=False),
+    UniqueConstraint("article_id", "parser_version", "version", name="uq_publication_version"),
+    Index("ix_publication_site", "site_id", "published_at"),
+)
+
+publication_mapping = Table(
+    "publication_mapping",
+    metadata,
+    Column("article_id", Id, nullable=False),
+    Column("snapshot_at", BigInteger, nullable=False),
+    Column("parser_version", String(32), nullable=False),
+    # NULL when the snapshot could not be parsed (status "error"; the reason in error).
+    Column("publication_id", Id, nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("error", String(512), nullable=True),
+    Column("parsed_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("article_id", "snapshot_at", "parser_version"),
+    Index("ix_publication_mapping_publication", "publication_id"),
 )

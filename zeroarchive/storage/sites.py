@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import exists, func, or_, select, update
@@ -77,6 +78,49 @@ class SiteStore:
                 .values(updated_at=now, **values)
             )
             return int(existing["site_id"]), "updated"
+
+    def specs(self) -> list[tuple[int, SiteSpec]]:
+        """Every site, inactive ones too, as (id, spec) with its config as stored."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(site).order_by(site.c.site_id)).mappings().all()
+        return [
+            (
+                int(row["site_id"]),
+                SiteSpec(
+                    name=row["name"],
+                    url=row["url"],
+                    type=row["type"],
+                    config=json.loads(row["config"] or "{}"),
+                    is_active=bool(row["is_active"]),
+                    airtable_id=row["airtable_id"],
+                ),
+            )
+            for row in rows
+        ]
+
+    def apply_specs(self, changes: Sequence[tuple[int | None, SiteSpec]], now: int) -> list[int]:
+        """Write each spec over the site with its id, or add it (id None), in ONE transaction:
+        a sync lands whole or not at all. Returns the site ids in order."""
+        ids = []
+        with self.engine.begin() as conn:
+            for site_id, spec in changes:
+                values = {
+                    "name": spec.name,
+                    "url": spec.url,
+                    "type": spec.type,
+                    "config": spec.config_json(),
+                    "is_active": spec.is_active,
+                    "airtable_id": spec.airtable_id,
+                    "updated_at": now,
+                }
+                if site_id is None:
+                    key = conn.execute(site.insert().values(created_at=now, **values))
+                    assert key.inserted_primary_key is not None
+                    ids.append(int(key.inserted_primary_key[0]))
+                else:
+                    conn.execute(update(site).where(site.c.site_id == site_id).values(**values))
+                    ids.append(site_id)
+        return ids
 
     def get(self, key: int | str) -> Site | None:
         """The site with this id or name (a numeric string is tried as an id first)."""

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.items import FailedFetch, FetchedPage
-from zeroarchive.schedule import STOP, next_after_failure, next_snapshot_at
+from zeroarchive.schedule import STOP, next_adaptive_snapshot, next_after_failure
 from zeroarchive.storage.articles import insert_new
 from zeroarchive.storage.compression import compress, decompress
 from zeroarchive.storage.schema import article, article_snapshot
@@ -87,6 +87,7 @@ class SnapshotStore:
                 article.c.snapshot_count,
                 article.c.last_content_hash,
                 article.c.last_snapshot_at,
+                article.c.snapshot_interval,
             ).where(article.c.article_id == article_id)
         ).one()
         if row.last_snapshot_at == page.fetched_at:
@@ -111,7 +112,11 @@ class SnapshotStore:
                 codec=codec,
             )
         )
-        next_at = next_snapshot_at(page.plan, row.created_at, page.fetched_at)
+        # The first snapshot counts as a change: it starts at the plan step's interval.
+        upcoming = next_adaptive_snapshot(
+            page.plan, row.created_at, page.fetched_at, row.snapshot_interval, not unchanged
+        )
+        next_at = upcoming.at
         conn.execute(
             update(article)
             .where(article.c.article_id == article_id)
@@ -119,6 +124,7 @@ class SnapshotStore:
                 first_snapshot_at=row.first_snapshot_at or page.fetched_at,
                 last_snapshot_at=page.fetched_at,
                 next_snapshot_at=next_at,
+                snapshot_interval=upcoming.interval,
                 snapshot_count=row.snapshot_count + 1,
                 failure_count=0,
                 stop_reason="plan_complete" if next_at == STOP else None,
@@ -216,9 +222,14 @@ class ExportedSnapshot:
 
 
 def iter_snapshots(
-    engine: Engine, site_id: int | None = None, since: int | None = None, batch: int = 200
+    engine: Engine,
+    site_id: int | None = None,
+    since: int | None = None,
+    batch: int = 200,
+    until: int | None = None,
 ) -> Iterator[ExportedSnapshot]:
-    """Every snapshot (oldest article first), with the article's site and URL, in batches."""
+    """Every snapshot (oldest article first), with the article's site and URL, in batches;
+    only those taken at or after ``since`` and before ``until`` when given."""
     last_key = (-1, -1)
     while True:
         query = (
@@ -238,6 +249,8 @@ def iter_snapshots(
             query = query.where(article.c.site_id == site_id)
         if since is not None:
             query = query.where(article_snapshot.c.snapshot_at >= since)
+        if until is not None:
+            query = query.where(article_snapshot.c.snapshot_at < until)
         with engine.connect() as conn:
             rows = conn.execute(query).all()
             if not rows:

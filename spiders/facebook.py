@@ -1,0 +1,379 @@
+"""Public Facebook pages, rendered by Debian's Chromium through scrapy-playwright: every post
+of a page, snapshotted with all its comments and replies on the facebook schedule.
+
+    scrapy crawl facebook                    every due facebook site
+    scrapy crawl facebook -a site=nintendo   one site, due or not
+
+A site's url is the page's posts list (``https://m.facebook.com/<page>/posts/``).
+Discovery opens it and scrolls until ``FACEBOOK_IDLE_SCROLLS`` scrolls in a row bring no new
+post or ``FACEBOOK_SCROLL_SECONDS`` pass; every post link (story.php, permalink.php,
+/<page>/posts/<id>, group permalinks) becomes one Article of type FBPost at
+``/<post id>``. A snapshot opens the post, switches the comments to "All comments",
+clicks every "more comments" and "more replies" link until none is left (or
+``FACEBOOK_EXPAND_SECONDS`` pass), and stores the page's HTML. A login wall or checkpoint
+stops that site for the run (``facebook/login_wall``, ``facebook/checkpoint``); its
+remaining requests are dropped before they reach the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from playwright.async_api import BrowserContext, Page
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Request, Response
+from scrapy.settings import BaseSettings
+from twisted.python.failure import Failure
+
+from zeroarchive.archive_spider import META_KEY, ArchiveSpider, now
+from zeroarchive.facebook import (
+    ARTICLE_TYPE,
+    EXPAND_SELECTOR,
+    FILTER_ALL_SELECTOR,
+    FILTER_OPEN_SELECTOR,
+    FacebookConfig,
+    gate_kind,
+    post_url,
+)
+from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage
+from zeroarchive.schedule import plan_for_site
+from zeroarchive.sites import Site
+from zeroarchive.stats import count
+from zeroarchive.storage.articles import DueArticle
+from zeroarchive.urls import UrlRejected, is_on_site
+
+logger = logging.getLogger(__name__)
+
+HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
+COUNTED = "facebook_page_counted"
+LINKS_JS = "() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"
+MORE_LINKS_JS = "n => document.querySelectorAll('a[href]').length > n"
+DETACHED_JS = "el => !el.isConnected"
+
+
+class FacebookSpider(ArchiveSpider):
+    name = "facebook"
+    site_types = ("facebook",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.config = FacebookConfig()
+        self.blocked: dict[int, str] = {}
+        self._generation: Counter[int] = Counter()
+        self._used: Counter[str] = Counter()
+        self._open: Counter[str] = Counter()
+        self._retired: set[str] = set()
+        self._contexts: dict[str, BrowserContext] = {}
+        self._page_slots: dict[int, asyncio.Semaphore] = {}
+        self.concurrency = 2
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        """The browser download handler for this spider only: generic, ptt and dcard crawls
+        never start a browser. Merged into the project's settings, not replacing them."""
+        super().update_settings(settings)
+        config = FacebookConfig.from_settings(settings)
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        handlers.update({"http": HANDLER, "https": HANDLER})
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        middlewares.setdefault(MIDDLEWARE, 45)
+        settings.set("DOWNLOAD_HANDLERS", handlers, priority="spider")
+        settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
+        settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", priority="spider")
+        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", config.launch_options(), priority="spider")
+        settings.set("PLAYWRIGHT_ABORT_REQUEST", "zeroarchive.facebook.abort_request", "spider")
+        # Contexts are per site: a site keeps as many pages open as it may download at once
+        # (pages stay open while their comments are expanded, after the download slot is free).
+        settings.set(
+            "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT",
+            settings.getint("SITE_POLICY_CONCURRENCY", 2),
+            priority="spider",
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FacebookSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, FacebookSpider)
+        spider.config = FacebookConfig.from_settings(crawler.settings)
+        spider.concurrency = max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY", 2))
+        return spider
+
+    # --- requests -----------------------------------------------------------------------
+
+    def _browser_meta(self, site: Site, kind: str, **fields: Any) -> dict[str, Any]:
+        return {
+            **self.request_meta(site, kind, **fields),
+            "playwright": True,
+            "playwright_include_page": True,
+            "playwright_context_kwargs": {
+                "user_agent": site.config.ua or self.settings.get("USER_AGENT"),
+                "java_script_enabled": True,
+            },
+            # A retry would reuse an open page, which cannot travel through a shared queue;
+            # the schedule takes a failed post again later instead.
+            "dont_retry": True,
+        }
+
+    def discovery_requests(self, site: Site) -> Iterator[Request]:
+        yield Request(
+            site.url,
+            callback=self.parse_posts,
+            errback=self.list_failed,
+            meta=self._browser_meta(site, "list", depth=0),
+            dont_filter=True,
+        )
+
+    def snapshot_request(self, site: Site, article: DueArticle) -> Request:
+        return Request(
+            article.url,
+            callback=self.parse_post,
+            errback=self.snapshot_failed,
+            meta=self._browser_meta(
+                site,
+                "snapshot",
+                article_id=article.article_id,
+                article_url=article.url,
+                article_type=article.article_type,
+            ),
+            dont_filter=True,
+        )
+
+    # --- browser contexts and gates -----------------------------------------------------
+
+    async def before_browser_download(self, request: Request) -> None:
+        """Wait for one of the site's page slots (``SITE_POLICY_CONCURRENCY``: pages stay
+        open while their comments are expanded, after the download slot is free), then drop
+        the request if its site met a gate meanwhile, else give it the site's current
+        browser context, a fresh one every ``FACEBOOK_CONTEXT_PAGES`` pages."""
+        site_id = request.meta[META_KEY]["site_id"]
+        if request.meta.get(COUNTED):
+            return
+        if site_id not in self.blocked:
+            slots = self._page_slots.setdefault(site_id, asyncio.Semaphore(self.concurrency))
+            await slots.acquire()
+            if site_id not in self.blocked:
+                name = f"facebook-{site_id}-{self._generation[site_id]}"
+                self._used[name] += 1
+                self._open[name] += 1
+                if self._used[name] >= self.config.context_pages:
+                    self._generation[site_id] += 1
+                    self._retired.add(name)
+                request.meta["playwright_context"] = name
+                request.meta[COUNTED] = True
+                return
+            slots.release()
+        count(self.crawler.stats, "facebook/skipped_after_gate", site_id)
+        raise IgnoreRequest(f"facebook site #{site_id} stopped by a {self.blocked[site_id]}")
+
+    async def _release(self, request: Request, page: Page | None) -> None:
+        """Close the request's page, and its context once retired and without pages."""
+        name = request.meta.get("playwright_context")
+        if page is not None:
+            self._contexts.setdefault(name, page.context)
+            try:
+                await page.close()
+            except PlaywrightError as exc:
+                logger.debug("Closing a page failed: %s", exc)
+        if name is None or not request.meta.pop(COUNTED, False):
+            return
+        self._page_slots[request.meta[META_KEY]["site_id"]].release()
+        self._open[name] -= 1
+        if name in self._retired and self._open[name] <= 0:
+            self._retired.discard(name)
+            del self._open[name], self._used[name]
+            context = self._contexts.pop(name, None)
+            if context is not None:
+                try:
+                    await context.close()
+                except PlaywrightError as exc:
+                    logger.debug("Closing context %s failed: %s", name, exc)
+                count(self.crawler.stats, "facebook/contexts_recycled")
+
+    def _gated(self, site: Site, response: Response, html: str) -> bool:
+        kind = gate_kind(response.url, html)
+        if kind is None:
+            return False
+        count(self.crawler.stats, f"facebook/{kind}", site.site_id)
+        if site.site_id not in self.blocked:
+            self.blocked[site.site_id] = kind
+            logger.error(
+                "Site %s (#%d): Facebook answered %s with a %s (%s); stopping this site for "
+                "this run, its posts stay due",
+                site.name,
+                site.site_id,
+                response.request.url if response.request else response.url,
+                kind.replace("_", " "),
+                response.url,
+            )
+        return True
+
+    async def _pace(self, site: Site) -> None:
+        """The site's delay between the page's own requests (scrolls, clicks), as between
+        the crawl's requests."""
+        if site.config.delay > 0:
+            await asyncio.sleep(site.config.delay)
+
+    # --- discovery ----------------------------------------------------------------------
+
+    async def parse_posts(self, response: Response) -> AsyncIterator[Any]:
+        site = self.response_site(response)
+        page: Page = response.meta["playwright_page"]
+        urls: list[str] = []
+        try:
+            if self._gated(site, response, response.text):
+                return
+            count(self.crawler.stats, "list_pages", site.site_id)
+            urls = await self._scroll(page, site)
+        except PlaywrightError as exc:
+            count(self.crawler.stats, "errors/browser", site.site_id)
+            count(self.crawler.stats, "list_page_failures", site.site_id)
+            logger.warning("Discovery on %s failed in the browser: %s", response.url, exc)
+        finally:
+            await self._release(response.request, page)  # type: ignore[arg-type]
+        if urls:
+            yield ArticleLinks(site.site_id, ARTICLE_TYPE, response.url, tuple(urls))
+
+    async def _scroll(self, page: Page, site: Site) -> list[str]:
+        found = self._post_urls(await page.evaluate(LINKS_JS), site)
+        deadline = time.monotonic() + self.config.scroll_seconds
+        idle = scrolls = 0
+        while idle < self.config.idle_scrolls:
+            if time.monotonic() >= deadline:
+                count(self.crawler.stats, "facebook/scroll_time_limit", site.site_id)
+                logger.warning("Stopped scrolling %s at the time limit", page.url)
+                break
+            await self._pace(site)
+            links = await page.evaluate("() => document.querySelectorAll('a[href]').length")
+            await page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+            scrolls += 1
+            with contextlib.suppress(PlaywrightTimeoutError):
+                await page.wait_for_function(
+                    MORE_LINKS_JS, arg=links, timeout=self.config.scroll_wait * 1000, polling=100
+                )
+            more = self._post_urls(await page.evaluate(LINKS_JS), site)
+            new = [url for url in more if url not in found]
+            idle = 0 if new else idle + 1
+            found.update(dict.fromkeys(new))
+        count(self.crawler.stats, "facebook/scrolls", site.site_id, scrolls)
+        return list(found)
+
+    def _post_urls(self, hrefs: list[str], site: Site) -> dict[str, None]:
+        urls: dict[str, None] = {}
+        for href in hrefs:
+            try:
+                url = post_url(href, site.config.url_rules)
+            except UrlRejected as exc:
+                count(self.crawler.stats, f"urls_rejected/{exc.reason}", site.site_id)
+                continue
+            if url is not None and is_on_site(url, site.url):
+                urls[url] = None
+        return urls
+
+    # --- snapshots ----------------------------------------------------------------------
+
+    async def parse_post(self, response: Response) -> AsyncIterator[Any]:
+        site = self.response_site(response)
+        meta = response.meta[META_KEY]
+        page: Page = response.meta["playwright_page"]
+        item: FetchedPage | FailedFetch | None = None
+        try:
+            if self._gated(site, response, response.text):
+                return
+            await self._expand(page, site)
+            html = await page.content()
+            item = FetchedPage(
+                article_id=meta["article_id"],
+                site_id=site.site_id,
+                article_type=meta["article_type"],
+                fetched_at=now(),
+                status=response.status,
+                final_url=page.url,
+                headers={
+                    key.decode("latin-1"): [v.decode("latin-1") for v in values]
+                    for key, values in response.headers.items()
+                },
+                encoding="utf-8",
+                body=html.encode("utf-8"),
+                plan=plan_for_site(site),
+            )
+        except PlaywrightError as exc:
+            kind = "page_crashed" if "crash" in str(exc).lower() else "browser"
+            count(self.crawler.stats, f"errors/{kind}", site.site_id)
+            count(self.crawler.stats, "snapshot_failures", site.site_id)
+            logger.warning("Snapshot of %s failed in the browser: %s", response.url, exc)
+            item = FailedFetch(meta["article_id"], site.site_id, now(), kind)
+        finally:
+            await self._release(response.request, page)  # type: ignore[arg-type]
+        if item is not None:
+            yield item
+
+    async def _expand(self, page: Page, site: Site) -> None:
+        """All comments, then every pager until none is left; a pager that does not go away
+        when clicked is marked and not clicked again."""
+        deadline = time.monotonic() + self.config.expand_seconds
+        wait_ms = self.config.expand_wait * 1000
+        opener = page.locator(FILTER_OPEN_SELECTOR).first
+        if await opener.count():
+            await self._pace(site)
+            await opener.click()
+            choice = page.locator(FILTER_ALL_SELECTOR).first
+            await choice.wait_for(timeout=wait_ms)
+            handle = await opener.element_handle()
+            await choice.click()
+            if not await self._detached(page, handle, wait_ms):
+                count(self.crawler.stats, "facebook/filter_not_switched", site.site_id)
+            else:
+                count(self.crawler.stats, "facebook/filters_switched", site.site_id)
+        clicks = 0
+        pager = page.locator(EXPAND_SELECTOR).first
+        while await pager.count():
+            if time.monotonic() >= deadline:
+                count(self.crawler.stats, "facebook/expand_time_limit", site.site_id)
+                logger.warning("Stopped expanding comments of %s at the time limit", page.url)
+                break
+            handle = await pager.element_handle()
+            await self._pace(site)
+            await pager.click()
+            clicks += 1
+            if not await self._detached(page, handle, wait_ms):
+                await handle.evaluate("el => el.setAttribute('data-zeroarchive-tried', '1')")
+                count(self.crawler.stats, "facebook/pagers_stuck", site.site_id)
+        count(self.crawler.stats, "facebook/comment_pages", site.site_id, clicks)
+
+    async def _detached(self, page: Page, handle: Any, wait_ms: float) -> bool:
+        try:
+            await page.wait_for_function(DETACHED_JS, arg=handle, timeout=wait_ms, polling=50)
+        except PlaywrightTimeoutError:
+            return False
+        return True
+
+    # --- failures -----------------------------------------------------------------------
+
+    async def _close_failed_page(self, failure: Failure) -> bool:
+        """Close the page of a failed request; True when the failure is a gated site's
+        dropped request (nothing to record: its posts stay due)."""
+        request = failure.request  # type: ignore[attr-defined]
+        await self._release(request, request.meta.get("playwright_page"))
+        return bool(
+            failure.check(IgnoreRequest) and request.meta[META_KEY]["site_id"] in self.blocked
+        )
+
+    async def snapshot_failed(self, failure: Failure) -> AsyncIterator[FailedFetch]:
+        if await self._close_failed_page(failure):
+            return
+        for item in super().snapshot_failed(failure):
+            yield item
+
+    async def list_failed(self, failure: Failure) -> None:
+        if not await self._close_failed_page(failure):
+            super().list_failed(failure)

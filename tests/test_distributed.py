@@ -1,0 +1,383 @@
+"""Distributed mode against real Redis and MariaDB: shared queues, the dispatcher, faults.
+
+Workers are real `scrapy crawl` processes with REDIS_URL set; `scrapy schedule` is the
+one process that decides when. Each test has its own Redis database and MariaDB database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+import yaml
+from sqlalchemy import create_engine, func, select
+
+from tests.conftest import REPO, scrapy
+from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
+from zeroarchive.storage.schema import article, article_snapshot
+
+NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"
+
+
+def news_site(server: ReplayServer, delay: float = 0) -> dict[str, object]:
+    return {
+        "name": "tw-news",
+        "url": server.url("/news/"),
+        "type": "news",
+        "config": {
+            "article": NEWS_ARTICLE,
+            "following": r"/news/list-\d+\.html$",
+            "depth": 5,
+            "delay": delay,
+        },
+    }
+
+
+def env_for(db_url: str, redis_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "ZEROARCHIVE_DB_URL": db_url,
+        "REDIS_URL": redis_url,
+        "PYTHONPATH": str(REPO),
+        "SCRAPY_SETTINGS_MODULE": "settings.base",
+        "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "",
+    }
+
+
+def start_worker(
+    db_url: str, redis_url: str, cwd: Path, log: Path, *settings: str
+) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "scrapy", "crawl", "generic"]
+    for setting in (
+        "ZEROARCHIVE_IDLE_LIMIT=6",
+        "ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS=0.5",
+        *settings,
+    ):
+        args += ["-s", setting]
+    with log.open("wb") as handle:
+        return subprocess.Popen(
+            args, cwd=cwd, env=env_for(db_url, redis_url), stdout=handle, stderr=subprocess.STDOUT
+        )
+
+
+def schedule_once(db_url: str, redis_url: str, cwd: Path, *settings: str) -> str:
+    extra = [arg for setting in settings for arg in ("-s", setting)]
+    run = scrapy(
+        "schedule", "--once", *extra, db_url=db_url, cwd=cwd, extra_env={"REDIS_URL": redis_url}
+    )
+    assert run.returncode == 0, run.output
+    return run.output
+
+
+def load_sites(db_url: str, cwd: Path, sites: list[dict[str, object]]) -> None:
+    path = cwd / "sites.yaml"
+    path.write_text(yaml.safe_dump(sites, allow_unicode=True), encoding="utf-8")
+    run = scrapy("load_sites", str(path), db_url=db_url, cwd=cwd)
+    assert run.returncode == 0, run.output
+
+
+def counts(db_url: str) -> tuple[int, int, int]:
+    """(articles, snapshots, articles with at least one snapshot)."""
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        articles = conn.execute(select(func.count()).select_from(article)).scalar_one()
+        snapshots = conn.execute(select(func.count()).select_from(article_snapshot)).scalar_one()
+        covered = conn.execute(
+            select(func.count(func.distinct(article_snapshot.c.article_id)))
+        ).scalar_one()
+    engine.dispose()
+    return articles, snapshots, covered
+
+
+def stat(output: str, key: str) -> int:
+    found = re.search(rf"'{re.escape(key)}': (\d+)", output)
+    return int(found.group(1)) if found else 0
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.3)
+
+
+def finish(worker: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> str:
+    worker.wait(timeout=timeout)
+    output = log.read_text(errors="replace")
+    assert worker.returncode == 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    return output
+
+
+def test_two_workers_share_one_queue_and_fetch_each_article_once(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    pages = tw_news_pages()
+    with ReplayServer(tw_news_routes()) as server:
+        load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.2)])
+        first = schedule_once(mariadb_url, redis_url, tmp_path)
+        assert "generic: 1 list request(s) for 1 site(s), 0 snapshot(s) queued" in first
+        logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
+        # Eight requests in flight each at most, so one worker cannot take the whole queue.
+        workers = [
+            start_worker(mariadb_url, redis_url, tmp_path, log, "CONCURRENT_REQUESTS=8")
+            for log in logs
+        ]
+        wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
+        second = schedule_once(mariadb_url, redis_url, tmp_path)
+        assert f"{len(pages)} snapshot(s) queued" in second
+        outputs = [finish(worker, log) for worker, log in zip(workers, logs, strict=True)]
+
+        assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
+        for page in pages:
+            assert server.hits[server.route_key(page.path)] == 1, page.name
+        # Between them the workers saved every page once (how they split it depends on
+        # when each started).
+        saved = [stat(output, "zeroarchive/snapshots_saved") for output in outputs]
+        assert sum(saved) == len(pages), saved
+        assert all("Distributed worker: waiting for requests" in out for out in outputs)
+        # Nothing is queued twice while leased: a third round finds nothing due.
+        third = schedule_once(mariadb_url, redis_url, tmp_path)
+        assert "0 snapshot(s) queued; 0 waiting" in third
+
+
+def test_a_worker_killed_mid_crawl_loses_no_article(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    pages = tw_news_pages()
+    lease = "ZEROARCHIVE_LEASE_SECONDS=4"
+    with ReplayServer(tw_news_routes()) as server:
+        load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.3)])
+        schedule_once(mariadb_url, redis_url, tmp_path, lease)
+        log = tmp_path / "doomed.log"
+        doomed = start_worker(mariadb_url, redis_url, tmp_path, log)
+        wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
+        schedule_once(mariadb_url, redis_url, tmp_path, lease)
+        wait_until(lambda: counts(mariadb_url)[1] >= 3, 60, "the first snapshots")
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+        saved_before = counts(mariadb_url)[1]
+        assert saved_before < len(pages)
+        # What the dead worker held (popped or still queued) is handed out again once the
+        # leases run out; the queue itself keeps what it was not given.
+        time.sleep(5)
+        again = schedule_once(mariadb_url, redis_url, tmp_path, lease)
+        assert "snapshot(s) queued" in again
+        log2 = tmp_path / "survivor.log"
+        survivor = start_worker(mariadb_url, redis_url, tmp_path, log2, lease)
+        finish(survivor, log2)
+        articles, _, covered = counts(mariadb_url)
+        assert covered == articles == len(pages)
+
+
+def test_redis_restarted_empty_loses_nothing(mariadb_url: str, tmp_path: Path) -> None:
+    pages = tw_news_pages()
+    with private_redis(tmp_path) as (redis_url, restart), ReplayServer(tw_news_routes()) as server:
+        load_sites(mariadb_url, tmp_path, [news_site(server)])
+        schedule_once(mariadb_url, redis_url, tmp_path)
+        log = tmp_path / "discover.log"
+        finish(start_worker(mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=2"), log)
+        assert counts(mariadb_url)[0] == len(pages)
+        queued = schedule_once(mariadb_url, redis_url, tmp_path)
+        assert f"{len(pages)} snapshot(s) queued" in queued
+        restart()  # the queue and its 34 leased articles are gone
+        assert redis.Redis.from_url(redis_url).dbsize() == 0
+        requeued = schedule_once(mariadb_url, redis_url, tmp_path)
+        assert f"{len(pages)} snapshot(s) queued" in requeued
+        assert "Redis lost its queues" in requeued
+        log = tmp_path / "snapshots.log"
+        finish(start_worker(mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=2"), log)
+        assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
+
+
+def test_a_malformed_queue_entry_is_logged_and_skipped(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    pages = tw_news_pages()
+    with ReplayServer(tw_news_routes()) as server:
+        load_sites(mariadb_url, tmp_path, [news_site(server)])
+        schedule_once(mariadb_url, redis_url, tmp_path)
+        client = redis.Redis.from_url(redis_url)
+        key = "zeroarchive:generic:requests"
+        # Ahead of the real request (lower score pops first), none of them a request.
+        client.zadd(key, {b"\x80\x04not json": -10, b'{"no": "url"}': -9, b"[1, 2]": -8})
+        log = tmp_path / "worker.log"
+        output = finish(start_worker(mariadb_url, redis_url, tmp_path, log), log)
+        assert output.count("Skipping a malformed entry") == 3
+        assert "'scheduler/redis/malformed': 3" in output
+        assert counts(mariadb_url)[0] == len(pages)
+
+
+# --- helpers: a private redis to restart, a TCP proxy to cut ------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class private_redis:
+    """A redis-server of the test's own on a free port, which the test may restart empty."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.port = free_port()
+        self.dir = tmp_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.dir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port)
+        wait_until(lambda: _pings(client), 10, "redis to start")
+        client.close()
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self._stop()
+        self._start()
+
+    def __enter__(self) -> tuple[str, Callable[[], None]]:
+        self._start()
+        return f"redis://127.0.0.1:{self.port}/0", self.restart
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+
+
+def test_scrapyd_deploys_and_runs_a_worker(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A clean checkout deploys to scrapyd on loopback; a scheduled job archives into MariaDB
+    with credentials from the environment that never show in its log."""
+    password = "pw-" + os.urandom(6).hex()
+    database = mariadb_url.rsplit("/", 1)[1]
+    admin = create_engine(mariadb_url)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(
+            f"CREATE USER IF NOT EXISTS 'za_worker'@'127.0.0.1' IDENTIFIED BY '{password}'"
+        )
+        conn.exec_driver_sql(f"ALTER USER 'za_worker'@'127.0.0.1' IDENTIFIED BY '{password}'")
+        conn.exec_driver_sql(f"GRANT ALL ON {database}.* TO 'za_worker'@'127.0.0.1'")
+    admin.dispose()
+    worker_db = f"mysql+pymysql://za_worker:{password}@127.0.0.1:3306/{database}"
+
+    project = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(project)], check=True)
+    port = free_port()
+    with (project / "scrapy.cfg").open("a") as cfg:
+        cfg.write(f"\n[deploy:test]\nurl = http://127.0.0.1:{port}/\nproject = zeroarchive\n")
+    home = tmp_path / "scrapyd"
+    home.mkdir()
+    (home / "scrapyd.conf").write_text(
+        "[scrapyd]\nbind_address = 127.0.0.1\n"
+        f"http_port = {port}\neggs_dir = {home}/eggs\nlogs_dir = {home}/logs\n"
+        f"dbs_dir = {home}/dbs\nitems_dir =\njobs_to_keep = 5\npoll_interval = 1\n"
+    )
+    pages = tw_news_pages()
+    env = env_for(worker_db, redis_url)
+    env.pop("PYTHONPATH")
+    env.pop("SCRAPY_SETTINGS_MODULE")
+    with ReplayServer(tw_news_routes()) as server:
+        load_sites(worker_db, tmp_path, [news_site(server)])
+        scrapyd = subprocess.Popen(
+            [sys.executable, "-m", "scrapyd"],
+            cwd=home,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_until(lambda: _answers(port), 30, "scrapyd")
+            deploy = subprocess.run(
+                ["scrapyd-deploy", "test"],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+            schedule_once(worker_db, redis_url, tmp_path)
+            job = _scrapyd_post(
+                port,
+                "schedule.json",
+                {
+                    "project": "zeroarchive",
+                    "spider": "generic",
+                    "setting": "ZEROARCHIVE_IDLE_LIMIT=8",
+                },
+            )
+            assert job["status"] == "ok", job
+            wait_until(lambda: counts(mariadb_url)[0] == len(pages), 90, "discovery")
+            schedule_once(worker_db, redis_url, tmp_path)
+            wait_until(lambda: counts(mariadb_url)[2] == len(pages), 90, "snapshots")
+            wait_until(lambda: _job_finished(port, job["jobid"]), 90, "the job to finish")
+            logs = list((home / "logs").rglob("*.log"))
+            assert logs
+            log = logs[0].read_text(errors="replace")
+            assert "Distributed worker: waiting for requests" in log
+            assert password not in log
+            assert "Telnet console listening" not in log
+        finally:
+            scrapyd.terminate()
+            scrapyd.wait(timeout=30)
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _scrapyd_post(port: int, endpoint: str, data: dict[str, str]) -> dict[str, object]:
+    body = urllib.parse.urlencode(data).encode()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/{endpoint}", body, timeout=30) as reply:
+        return dict(json.loads(reply.read()))
+
+
+def _job_finished(port: int, job_id: object) -> bool:
+    url = f"http://127.0.0.1:{port}/listjobs.json?project=zeroarchive"
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        jobs = json.loads(reply.read())
+    return any(job["id"] == job_id for job in jobs.get("finished", []))

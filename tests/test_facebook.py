@@ -1,0 +1,246 @@
+"""End-to-end crawls of the Facebook emulator (tests/facebook_server.py) through the real
+`scrapy` command line, with Debian's Chromium. Skipped without Chromium, except under
+ZEROARCHIVE_REQUIRE_SERVICES=1 (CI installs it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+from sqlalchemy import create_engine
+
+from spiders.facebook import HANDLER, FacebookSpider
+from spiders.generic import GenericSpider
+from tests.conftest import REPO, Run, require_service, scrapy
+from tests.facebook_server import FacebookServer
+from tests.test_generic import articles_by_url, stat, write_sites
+from zeroarchive.storage.snapshots import iter_snapshots
+
+CHROMIUM = Path("/usr/bin/chromium")
+TAG = "ZEROARCHIVE_TEST_TAG"
+FAST = ("-s", "FACEBOOK_SCROLL_WAIT=0.5", "-s", "FACEBOOK_EXPAND_WAIT=5", "-s", "LOG_LEVEL=INFO")
+
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    require_service("Chromium", None if CHROMIUM.exists() else f"{CHROMIUM} is not installed")
+
+
+def chromium_pids(tag: str | None = None) -> list[int]:
+    """Live (not zombie) Chromium processes; with ``tag``, only those of the crawl run with
+    that tag in its environment (renderers, forked by the zygote, have a clean environment:
+    they belong to the crawl through their parents)."""
+    procs: dict[int, tuple[int, str, bool]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            name = (proc / "comm").read_text().strip()
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            environ = (proc / "environ").read_bytes() if tag else b""
+        except OSError:
+            continue
+        if fields[0] == "Z":
+            continue
+        tagged = tag is not None and f"{TAG}={tag}".encode() in environ.split(b"\0")
+        procs[int(proc.name)] = (int(fields[1]), name, tagged)
+
+    def of_crawl(pid: int) -> bool:
+        while pid in procs:
+            parent, _, tagged = procs[pid]
+            if tagged:
+                return True
+            pid = parent
+        return False
+
+    return [
+        pid
+        for pid, (_, name, _) in procs.items()
+        if name.startswith(("chromium", "chrome")) and (tag is None or of_crawl(pid))
+    ]
+
+
+def load(db_url: str, tmp_path: Path, fb: FacebookServer, **config: object) -> None:
+    site = {"name": "nintendo", "url": fb.url(fb.page_path), "type": "facebook"}
+    site["config"] = {"delay": 0, **config}
+    loaded = scrapy(
+        "load_sites", str(write_sites(tmp_path / "sites.yaml", [site])), db_url=db_url, cwd=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.output
+
+
+def crawl(db_url: str, tmp_path: Path, tag: str, *args: str) -> Run:
+    run = scrapy(
+        "crawl", "facebook", *FAST, *args, db_url=db_url, cwd=tmp_path, extra_env={TAG: tag}
+    )
+    assert run.returncode == 0, run.output
+    assert "Traceback" not in run.output, run.output
+    return run
+
+
+def snapshots(db_url: str) -> dict[str, str]:
+    engine = create_engine(db_url)
+    try:
+        return {s.url: s.snapshot.raw.decode(s.snapshot.encoding) for s in iter_snapshots(engine)}
+    finally:
+        engine.dispose()
+
+
+def test_archives_every_post_with_every_comment(db_url: str, tmp_path: Path) -> None:
+    tag = secrets.token_hex(6)
+    with FacebookServer(posts=8) as fb:
+        load(db_url, tmp_path, fb)
+        run = crawl(db_url, tmp_path, tag, "-s", "FACEBOOK_CONTEXT_PAGES=3")
+        hits = dict(fb.hits)
+        expected = {fb.url(f"/{pid}") for post in fb.posts for pid in post.ids}
+        markers = {fb.url(f"/{post.post_id}"): post.markers() for post in fb.posts}
+    # Every post, linked as story.php or /<page>/posts/<id> (some both), is one Article.
+    assert set(articles_by_url(db_url)) == expected
+    stored = snapshots(db_url)
+    assert set(stored) == expected
+    for url, html in stored.items():
+        # Every comment (all comments, not just the relevant ones) and every reply.
+        assert set(re.findall(r'data-emu="([^"]+)"', html)) == markers[url], url
+    assert stat(run, "zeroarchive/snapshots_saved") == len(expected)
+    assert stat(run, "zeroarchive/facebook/filters_switched") == len(expected)
+    assert stat(run, "zeroarchive/snapshot_failures") == 0
+    # Nothing fetched twice: no page, no "more posts" batch, no comment or reply page.
+    assert {path: n for path, n in hits.items() if n > 1} == {}
+    # Posts 1-3 come with the page, 4-7 and 8 with two scrolls.
+    assert sum(1 for path in hits if path.startswith("/page_content_list_view/")) == 2
+    # 9 pages (1 list + 8 posts) in contexts of 3 pages: three contexts, each closed as soon
+    # as its third page was done.
+    assert stat(run, "playwright/context_count") == 3
+    assert stat(run, "zeroarchive/facebook/contexts_recycled") == 3
+    assert chromium_pids(tag) == []
+
+
+@pytest.mark.parametrize(("gate", "after"), [("login", 2), ("checkpoint", 0), ("login_form", 0)])
+def test_login_wall_stops_the_site(tmp_path: Path, gate: str, after: int) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    tag = secrets.token_hex(6)
+    with FacebookServer(posts=5, gate=gate, gate_after=after) as fb:
+        load(db_url, tmp_path, fb)
+        if after:
+            crawl(db_url, tmp_path, tag, "-a", "mode=discover")
+        run = crawl(db_url, tmp_path, tag)
+        gated_hits = fb.gated_hits
+        served = fb.post_pages_served
+    kind = "checkpoint" if gate == "checkpoint" else "login_wall"
+    assert stat(run, f"zeroarchive/facebook/{kind}") >= 1
+    assert re.search(rf"Facebook answered .* with a {kind.replace('_', ' ')}", run.output)
+    # Without hammering: only the pages already in flight (SITE_POLICY_CONCURRENCY = 2)
+    # met the wall; every other request of the site was dropped before the network.
+    assert 1 <= gated_hits <= 2
+    assert served == after
+    assert stat(run, "zeroarchive/snapshots_saved") == after
+    assert stat(run, "zeroarchive/snapshot_failures") == 0
+    if after:
+        assert stat(run, "zeroarchive/facebook/skipped_after_gate") >= 1
+    assert chromium_pids(tag) == []
+
+
+def test_page_crash_leaves_no_chromium(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    tag = secrets.token_hex(6)
+    with FacebookServer(posts=3) as fb:
+        fb.hold_comments_of = fb.posts[1].post_id
+        load(db_url, tmp_path, fb)
+        result: list[Run] = []
+        worker = threading.Thread(
+            target=lambda: result.append(
+                scrapy(
+                    "crawl", "facebook", *FAST, db_url=db_url, cwd=tmp_path, extra_env={TAG: tag}
+                )
+            )
+        )
+        worker.start()
+        try:
+            assert fb.held.wait(120), "the crawl never asked for the held comments"
+            seen = set(chromium_pids(tag))
+            renderers = [pid for pid in seen if b"--type=renderer" in _cmdline(pid)]
+            assert renderers
+            for pid in renderers:
+                os.kill(pid, signal.SIGKILL)
+        finally:
+            fb.release.set()
+            worker.join(240)
+    run = result[0]
+    assert run.returncode == 0, run.output
+    assert "Traceback" not in run.output, run.output
+    assert stat(run, "zeroarchive/errors/page_crashed") + stat(run, "zeroarchive/errors/browser")
+    assert stat(run, "zeroarchive/snapshots_saved") >= 1
+    assert chromium_pids(tag) == []
+    # Not even orphaned (re-parented, so no longer traced to the crawl) ones.
+    assert not seen & set(chromium_pids())
+
+
+def test_killed_crawl_leaves_no_chromium(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    tag = secrets.token_hex(6)
+    with FacebookServer(posts=3) as fb:
+        fb.hold_comments_of = fb.posts[0].post_id
+        load(db_url, tmp_path, fb)
+        env = {
+            **os.environ,
+            "ZEROARCHIVE_DB_URL": db_url,
+            "PYTHONPATH": str(REPO),
+            "SCRAPY_SETTINGS_MODULE": "settings.base",
+            "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "",
+            TAG: tag,
+        }
+        crawler = subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "facebook", *FAST],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert fb.held.wait(120), "the crawl never asked for the held comments"
+            seen = set(chromium_pids(tag))
+            assert seen
+            crawler.kill()
+            crawler.wait(30)
+        finally:
+            fb.release.set()
+            if crawler.poll() is None:
+                crawler.kill()
+                crawler.wait(30)
+    # Playwright's driver sees its pipe close and kills the browser; give it time to.
+    for _ in range(300):
+        if not seen & set(chromium_pids()):
+            break
+        time.sleep(0.1)
+    assert not seen & set(chromium_pids())
+
+
+def test_only_the_facebook_spider_uses_the_browser() -> None:
+    facebook, generic = Settings(), Settings()
+    facebook.setmodule("settings.base")
+    generic.setmodule("settings.base")
+    FacebookSpider.update_settings(facebook)
+    GenericSpider.update_settings(generic)
+    assert facebook.getdict("DOWNLOAD_HANDLERS")["https"] == HANDLER
+    assert HANDLER not in generic.getdict("DOWNLOAD_HANDLERS").values()
+    # The project's middlewares are kept, the browser one added.
+    assert set(generic.getdict("DOWNLOADER_MIDDLEWARES")) < set(
+        facebook.getdict("DOWNLOADER_MIDDLEWARES")
+    )
+    assert facebook.getdict("PLAYWRIGHT_LAUNCH_OPTIONS")["executable_path"] == str(CHROMIUM)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

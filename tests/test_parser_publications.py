@@ -1,0 +1,228 @@
+"""parse_snapshots and export_publications on both backends (SQLite file, real MariaDB):
+incremental, idempotent, versioned; the publication tables and the real CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.conftest import CORPORA, REPO, scrapy
+from zeroarchive.archive import Archive, open_archive
+from zeroarchive.items import FetchedPage
+from zeroarchive.parser.batch import ParseRunConfig, parse_pending
+from zeroarchive.schedule import plan_for
+from zeroarchive.sites import parse_spec
+from zeroarchive.storage.schema import (
+    article,
+    parser_info,
+    producer,
+    producer_mapping,
+    publication,
+    publication_mapping,
+)
+
+NOW = 1_700_000_000  # any fixed time, never the clock
+URL = "https://news.ltn.com.tw/news/politics/breakingnews/994343"
+PTT_URL = "https://www.ptt.cc/bbs/Gossiping/M.1459688662.A.CFE.html"
+PAGE = gzip.decompress(
+    (CORPORA / "tw-news-2014" / "html" / "liberty_times_news_s1.html.gz").read_bytes()
+)
+EDITED = PAGE.replace("停止禁食".encode(), "結束禁食".encode())
+SAME_TEXT = PAGE + b"\n<!-- served by another cache node -->\n"
+
+
+@pytest.fixture
+def archive(db_url: str) -> Archive:
+    return open_archive(url=db_url)
+
+
+def add_site(archive: Archive, name: str, site_type: str, url: str) -> int:
+    config = {"article": "/news/"} if site_type == "news" else {}
+    spec = parse_spec({"name": name, "url": url, "type": site_type, "config": config})
+    return archive.sites.upsert(spec, NOW)[0]
+
+
+def add_article(archive: Archive, site_id: int, article_type: str, url: str) -> int:
+    archive.articles.add(site_id, article_type, [url], NOW)
+    with archive.engine.connect() as conn:
+        return int(
+            conn.execute(select(article.c.article_id).where(article.c.url == url)).scalar_one()
+        )
+
+
+def snapshot(archive: Archive, ids: tuple[int, int], at: int, body: bytes, url: str) -> None:
+    archive.snapshots.save(
+        [
+            FetchedPage(
+                article_id=ids[0],
+                site_id=ids[1],
+                article_type="news",
+                fetched_at=at,
+                status=200,
+                final_url=url,
+                headers={"Content-Type": ["text/html; charset=utf-8"]},
+                encoding="utf-8",
+                body=body,
+                plan=plan_for("news"),
+            )
+        ]
+    )
+
+
+def rows(archive: Archive, table: Any) -> list[Any]:
+    with archive.engine.connect() as conn:
+        return list(conn.execute(select(table)))
+
+
+def count(archive: Archive, table: Any) -> int:
+    with archive.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+@pytest.fixture
+def news(archive: Archive) -> tuple[int, int]:
+    site_id = add_site(archive, "ltn", "news", "https://news.ltn.com.tw/")
+    return add_article(archive, site_id, "Article", URL), site_id
+
+
+def test_consecutive_identical_snapshots_make_one_version(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    for offset, body in enumerate((PAGE, PAGE, SAME_TEXT)):
+        snapshot(archive, news, NOW + offset * 3600, body, URL)
+    stats = parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    assert stats["parser/new_publication"] == 1
+    assert stats["parser/unchanged_snapshot"] == 1  # same bytes: not even parsed again
+    assert stats["parser/same_publication"] == 1  # other bytes, same publication
+    [row] = rows(archive, publication)
+    assert row.version == 1
+    assert row.first_seen_at == NOW
+    assert row.last_seen_at == NOW + 2 * 3600
+    assert {m.publication_id for m in rows(archive, publication_mapping)} == {row.publication_id}
+
+
+def test_an_edit_makes_a_new_version(archive: Archive, news: tuple[int, int]) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    stats = parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    assert stats["parser/new_version"] == 1
+    first, second = sorted(rows(archive, publication), key=lambda r: r.version)
+    assert (first.version, second.version) == (1, 2)
+    assert "林義雄宣布停止禁食" in first.title
+    assert "林義雄宣布結束禁食" in second.title
+    assert second.first_seen_at == NOW + 3600
+
+
+def test_publication_fields(archive: Archive, news: tuple[int, int]) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    [row] = rows(archive, publication)
+    assert row.title == "義光禁食》林義雄宣布停止禁食 願再為台奮鬥"
+    assert "最新消息！前民" in row.publication_text
+    assert row.published_at == 1398840577
+    assert row.last_updated_at == NOW  # the page declares no edit time
+    assert row.language is None  # the page declares none
+    assert row.canonical_url == "http://news.ltn.com.tw/news/politics/breakingnews/998126"
+    assert row.comment_count == 0
+    assert json.loads(row.metadata)["meta"]
+    assert row.parser_version == rows(archive, parser_info)[0].parser_version
+
+
+def test_producer_per_site(archive: Archive, news: tuple[int, int]) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    [made] = rows(archive, producer)
+    assert (made.name, made.type, made.url) == ("ltn", "news", "https://news.ltn.com.tw/")
+    assert json.loads(made.languages) == []  # the page declares no language
+    [mapping] = rows(archive, producer_mapping)
+    assert (mapping.site_id, mapping.producer_id) == (news[1], made.producer_id)
+
+
+def test_incremental_and_idempotent(archive: Archive, news: tuple[int, int]) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    again = parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    assert again["parser/parsed"] == 0
+    assert again["parser/already_parsed"] == 1
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    later = parse_pending(archive.engine, ParseRunConfig(), now=NOW + 3600)
+    assert later["parser/already_parsed"] == 1
+    assert later["parser/new_version"] == 1
+    assert count(archive, publication) == 2
+    assert count(archive, publication_mapping) == 2
+
+
+def test_a_new_parser_version_parses_everything_again(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    parse_pending(archive.engine, ParseRunConfig(parser_version="old"), now=NOW)
+    stats = parse_pending(archive.engine, ParseRunConfig(parser_version="new"), now=NOW)
+    assert stats["parser/new_publication"] == 1
+    assert {r.parser_version for r in rows(archive, publication)} == {"old", "new"}
+    assert {r.parser_version for r in rows(archive, parser_info)} == {"old", "new"}
+
+
+def test_reparse_replaces_this_versions_results(archive: Archive, news: tuple[int, int]) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    stats = parse_pending(archive.engine, ParseRunConfig(reparse=True), now=NOW)
+    assert stats["parser/discarded"] == 1
+    assert stats["parser/new_publication"] == 1
+    assert count(archive, publication) == 1
+
+
+def test_a_bad_snapshot_is_recorded_and_the_others_go_on(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    ptt_site = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
+    ptt = (add_article(archive, ptt_site, "PTT", PTT_URL), ptt_site)
+    snapshot(archive, ptt, NOW, b"<html><body>not a post</body></html>", PTT_URL)
+    snapshot(archive, news, NOW, PAGE, URL)
+    stats = parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    assert stats["parser/errors"] == 1
+    assert stats["parser/new_publication"] == 1
+    failed = [m for m in rows(archive, publication_mapping) if m.status == "error"]
+    assert [m.article_id for m in failed] == [ptt[0]]
+    assert "main-content" in failed[0].error
+
+
+def test_ptt_post_through_the_store(archive: Archive) -> None:
+    site_id = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
+    ids = (add_article(archive, site_id, "PTT", PTT_URL), site_id)
+    body = (REPO / "tests" / "fixtures" / "parser" / "ptt_gossiping_reply.html").read_bytes()
+    snapshot(archive, ids, NOW, body, PTT_URL)
+    parse_pending(archive.engine, ParseRunConfig(site_id=site_id), now=NOW)
+    [row] = rows(archive, publication)
+    assert row.comment_count == 8
+    assert json.loads(row.comments)[0]["user"] == "skyexers"
+    assert row.author == "senyek9527"
+    [made] = rows(archive, producer)
+    assert json.loads(made.languages) == ["zh-TW"]
+
+
+def test_the_commands_parse_and_export(db_url: str, tmp_path: Path) -> None:
+    archive = open_archive(url=db_url)
+    site_id = add_site(archive, "ltn", "news", "https://news.ltn.com.tw/")
+    ids = (add_article(archive, site_id, "Article", URL), site_id)
+    snapshot(archive, ids, NOW, PAGE, URL)
+    snapshot(archive, ids, NOW + 3600, EDITED, URL)
+    parsed = scrapy("parse_snapshots", "--site", "ltn", db_url=db_url, cwd=tmp_path)
+    assert parsed.returncode == 0, parsed.output
+    assert "2 snapshot(s) parsed" in parsed.output
+    again = scrapy("parse_snapshots", db_url=db_url, cwd=tmp_path)
+    assert "0 snapshot(s) parsed" in again.output
+    out = tmp_path / "publications.jsonl.gz"
+    exported = scrapy("export_publications", "--out", str(out), db_url=db_url, cwd=tmp_path)
+    assert exported.returncode == 0, exported.output
+    with gzip.open(out, "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    assert [r["version"] for r in records] == [1, 2]
+    assert records[0]["producer"] == "ltn"
+    assert records[0]["title"] == "義光禁食》林義雄宣布停止禁食 願再為台奮鬥"
+    assert records[1]["hashtags"] == [] and isinstance(records[1]["metadata"], dict)

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.archive import open_archive
+from zeroarchive.commands.export_snapshots import open_output
+from zeroarchive.parser import PARSER_VERSION
+from zeroarchive.storage.publications import PublicationStore
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "--out FILE.jsonl[.gz] [--site S] [--parser-version V]"
+
+    def short_desc(self) -> str:
+        return "Export publications (every version) as JSON lines"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--out", required=True, help="output file (.jsonl or .jsonl.gz)")
+        parser.add_argument("--site", help="only this site (id or name)")
+        parser.add_argument(
+            "--parser-version", default=PARSER_VERSION, help="default: the current one"
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        archive = open_archive(self.settings)
+        site_id = None
+        if opts.site is not None:
+            site = archive.sites.get(opts.site)
+            if site is None:
+                raise UsageError(f"no site {opts.site!r}")
+            site_id = site.site_id
+        store = PublicationStore(archive.engine, opts.parser_version)
+        out = Path(opts.out)
+        written = 0
+        with open_output(out) as handle:
+            for record in store.iter_publications(site_id=site_id):
+                handle.write(json.dumps(record, ensure_ascii=False))
+                handle.write("\n")
+                written += 1
+        print(f"{written} publication(s) written to {out}", file=sys.stderr)

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import argparse
+import sys
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.archive import open_archive
+from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
+from zeroarchive.parser.batch import ParseRunConfig, parse_pending
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--site S] [--since UNIX] [--reparse]"
+
+    def short_desc(self) -> str:
+        return "Parse stored snapshots into publications (incremental, per parser version)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--site", help="only this site (id or name)")
+        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
+        parser.add_argument(
+            "--reparse",
+            action="store_true",
+            help=f"discard this parser version's ({PARSER_VERSION}) results and parse again",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if opts.reparse and opts.since is not None:
+            raise UsageError("--reparse redoes a site's whole history; it takes no --since")
+        archive = open_archive(self.settings)
+        site_id = None
+        if opts.site is not None:
+            site = archive.sites.get(opts.site)
+            if site is None:
+                raise UsageError(f"no site {opts.site!r}")
+            site_id = site.site_id
+        config = ParseRunConfig(
+            site_id=site_id,
+            since=opts.since,
+            reparse=opts.reparse,
+            timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
+        )
+        stats = parse_pending(archive.engine, config)
+        seconds = stats.pop("parser/seconds_x1000") / 1000
+        for key, value in sorted(stats.items()):
+            print(f"{key}: {value}", file=sys.stderr)
+        parsed = stats["parser/parsed"] + stats["parser/errors"]
+        rate = parsed / seconds if seconds else 0.0
+        print(
+            f"parser {PARSER_VERSION}: {parsed} snapshot(s) parsed in {seconds:.1f} s "
+            f"({rate:.1f}/s), {stats['parser/errors']} error(s)",
+            file=sys.stderr,
+        )
+        if stats["parser/errors"]:
+            self.exitcode = 1

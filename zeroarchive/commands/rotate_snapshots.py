@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import sys
+from pathlib import Path
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.archive import open_archive
+from zeroarchive.storage.rotation import Month, RotationError, months_before, rotate
+
+logger = logging.getLogger(__name__)
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "--before YYYY-MM [--export DIR]"
+
+    def short_desc(self) -> str:
+        return "Export old months of snapshots, verify the export, then drop them"
+
+    def long_desc(self) -> str:
+        return (
+            "Every month before --before is exported to DIR/snapshots-YYYY-MM.jsonl.gz, "
+            "re-read and checked against the database (count and content hashes), then "
+            "dropped. Without --export nothing is dropped: the months are only listed."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--before", required=True, help="first month to keep (YYYY-MM)")
+        parser.add_argument("--export", metavar="DIR", help="where the monthly exports go")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        try:
+            cutoff = Month.parse(opts.before)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        today = dt.datetime.now(dt.UTC).date()
+        if cutoff.first > Month.of(today).first:
+            raise UsageError(f"--before {cutoff.label} is in the future: the current month is kept")
+        archive = open_archive(self.settings)
+        if opts.export is None:
+            months = months_before(archive.engine, cutoff)
+            print(
+                "Would rotate: "
+                + (", ".join(m.label for m in months) or "nothing")
+                + " (give --export DIR to export and drop)"
+            )
+            return
+        try:
+            results = rotate(archive.engine, cutoff, Path(opts.export), today)
+        except (RotationError, OSError) as exc:
+            logger.error("Rotation stopped, nothing of this month was dropped: %s", exc)
+            self.exitcode = 1
+            return
+        for result in results:
+            print(
+                f"{result.month}: {result.snapshots} snapshot(s) exported to {result.export} "
+                f"and dropped; {result.bytes_carried} kept snapshot(s) took over their bytes"
+            )
+        print(f"{len(results)} month(s) rotated", file=sys.stderr)

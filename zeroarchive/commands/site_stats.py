@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import time
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.archive import open_archive
+from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStatsConfig, site_stats
+
+
+def _when(ts: int) -> str:
+    if not ts:
+        return "never"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--json] [--quiet-days N]"
+
+    def short_desc(self) -> str:
+        return "Per site: new articles lately, snapshots due, failing, stopped, quiet sites"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--json", action="store_true", help="one JSON object per site")
+        parser.add_argument(
+            "--quiet-days", type=int, help="flag sites without a new article for N days"
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if opts.quiet_days is not None:
+            self.settings.set("SITE_STATS_QUIET_DAYS", opts.quiet_days, priority="cmdline")
+        try:
+            config = SiteStatsConfig.from_settings(self.settings)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        archive = open_archive(self.settings)
+        rows = site_stats(archive.engine, int(time.time()), config)
+        if opts.json:
+            for row in rows:
+                print(json.dumps(row.as_json(), ensure_ascii=False))
+            return
+        new_heads = " ".join(f"{f'{d}d':>6}" for d in NEW_ARTICLE_DAYS)
+        print(
+            f"{'id':>5} {'articles':>8} {new_heads} {'snaps':>8} {'due':>6} {'overdue':>7} "
+            f"{'failing':>7} {'stopped':>7}  {'last list ok':16}  {'quiet':5}  name"
+        )
+        for row in rows:
+            new = " ".join(f"{row.new[d]:>6}" for d in NEW_ARTICLE_DAYS)
+            print(
+                f"{row.site_id:>5} {row.articles:>8} {new} {row.snapshots:>8} {row.due:>6} "
+                f"{row.overdue:>7} {row.failing:>7} {row.stopped:>7}  "
+                f"{_when(row.last_list_ok_at):16}  {'QUIET' if row.quiet else '':5}  {row.name}"
+            )
+        quiet = sum(row.quiet for row in rows)
+        print(f"{len(rows)} site(s), {quiet} without a new article in {config.quiet_days} day(s)")

@@ -1,0 +1,187 @@
+"""Generic article pages: title, main text, dates, links and metadata.
+
+The main text is where readability-lxml and trafilatura agree (bench/extraction.py measured
+this against either alone): readability's blocks that trafilatura also kept, or trafilatura's
+text when it holds all of readability's and more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from zoneinfo import ZoneInfo
+
+import lxml.html
+import trafilatura
+from lxml.html import HtmlElement
+from readability import Document
+
+from zeroarchive.encoding import decode_body
+from zeroarchive.parser.dates import modified_at, published_at
+from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
+from zeroarchive.parser.result import Parsed, ParseError
+from zeroarchive.parser.text import element_text, hashtags, link_urls
+
+_TOKEN_RE = re.compile(r"\w+")
+_SHINGLE = 4
+# Below this share of readability's shingles in trafilatura's text the two picked different
+# parts of the page, and readability's choice is kept whole.
+_AGREEMENT = 0.5
+_CONTAINED = 0.9
+_LINE_KEPT = 0.5
+
+
+def shingles(text: str, n: int = _SHINGLE) -> set[tuple[str, ...]]:
+    """The word n-grams of ``text`` (the extraction benchmark's unit of comparison).
+
+    >>> sorted(shingles("a b c d e", 4))
+    [('a', 'b', 'c', 'd'), ('b', 'c', 'd', 'e')]
+    >>> shingles("a b", 4)
+    {('a', 'b')}
+    """
+    tokens = _TOKEN_RE.findall(text)
+    return {tuple(tokens[i : i + n]) for i in range(max(1, len(tokens) - n + 1)) if tokens}
+
+
+def combine(readable: str, extracted: str) -> str:
+    """Readability's text cut down to what trafilatura's text confirms.
+
+    >>> body = "Body one two three four five six seven eight nine ten."
+    >>> combine(body + "\\nShare on Facebook now please", body)
+    'Body one two three four five six seven eight nine ten.'
+    >>> combine(body, "")
+    'Body one two three four five six seven eight nine ten.'
+    """
+    ours, theirs = shingles(readable), shingles(extracted)
+    if not ours:
+        return extracted
+    if not theirs:
+        return readable
+    common = len(ours & theirs)
+    if common / len(ours) >= _CONTAINED and common / len(theirs) < 0.8:
+        return extracted
+    if common / len(ours) < _AGREEMENT or common / len(theirs) < _AGREEMENT:
+        return readable
+    joined = " ".join(_TOKEN_RE.findall(extracted))
+    kept = []
+    for line in readable.split("\n"):
+        mine = shingles(line)
+        if (
+            not mine
+            or len(mine & theirs) / len(mine) >= _LINE_KEPT
+            or " ".join(_TOKEN_RE.findall(line)) in joined
+        ):
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def readability_text(html: str) -> tuple[str, str, list[str]]:
+    """(title, main text, hrefs in the main text) by readability-lxml alone."""
+    document = Document(html)
+    summary = lxml.html.fromstring(document.summary(html_partial=True))
+    hrefs = [a.get("href") for a in summary.iter("a") if a.get("href")]
+    return document.short_title(), element_text(summary), hrefs
+
+
+def trafilatura_text(html: str) -> str:
+    return trafilatura.extract(html, favor_precision=True, include_comments=False) or ""
+
+
+def main_text(html: str) -> tuple[str, str, list[str]]:
+    """(title, main text, hrefs in readability's main text)."""
+    title, readable, hrefs = readability_text(html)
+    return title, combine(readable, trafilatura_text(html)), hrefs
+
+
+def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
+    html = decode_body(raw, encoding)
+    if not html.strip():
+        raise ParseError("empty page")
+    try:
+        tree = lxml.html.document_fromstring(html)
+    except (ValueError, lxml.etree.ParserError) as exc:
+        raise ParseError(f"not HTML: {exc}") from exc
+    meta = page_metadata(tree, url)
+    readable_title, text, hrefs = main_text(html)
+    title = _title(meta, tree, readable_title)
+    keywords = split_keywords(
+        meta.all("keywords", "news_keywords") + _jsonld_list(meta, "keywords")
+    )
+    tags = tuple(dict.fromkeys(meta.all("article:tag") + _jsonld_list(meta, "articleSection")))
+    return Parsed(
+        canonical_url=meta.canonical or meta.first("og:url") or url,
+        title=title,
+        text=text,
+        language=meta.language,
+        published_at=published_at(meta, tree, html, url, text, tz),
+        modified_at=modified_at(meta, tz),
+        author=_author(meta),
+        hashtags=hashtags(text),
+        urls=link_urls(hrefs, url),
+        keywords=keywords,
+        tags=tags,
+        metadata=meta.as_dict(),
+    )
+
+
+_TITLE_SEPARATOR_RE = re.compile(r"\s*[|｜]\s*|\s+[-–—_»]\s+")
+_ALL_SPACE_RE = re.compile(r"\s+")
+
+
+def title_from(candidates: list[str], headings: list[str]) -> str:
+    """The headline: the part of a declared title (site names cut off) that the page also
+    shows as a heading, else the longest part of the first declared title.
+
+    >>> title_from(["Meth campaign | News | The Hill"], ["The Hill", "Meth campaign"])
+    'Meth campaign'
+    >>> title_from(["自由電子報 - 果汁？啤酒？難分 「飲誘」青少年"], [])
+    '果汁？啤酒？難分 「飲誘」青少年'
+    """
+    segments = [
+        part.strip()
+        for title in candidates
+        for part in [title, *_TITLE_SEPARATOR_RE.split(title)]
+        if part.strip()
+    ]
+    by_key: dict[str, str] = {}
+    for part in segments:
+        by_key.setdefault(_ALL_SPACE_RE.sub("", part), part)
+    shown = [by_key[key] for h in headings if (key := _ALL_SPACE_RE.sub("", h)) in by_key]
+    if shown:
+        # Site and section names are headings too, and shorter than headlines.
+        return max(shown, key=len)
+    if not candidates:
+        return ""
+    parts = [p.strip() for p in _TITLE_SEPARATOR_RE.split(candidates[0].strip()) if p.strip()]
+    return max(parts, key=len) if parts else ""
+
+
+def _title(meta: PageMetadata, tree: HtmlElement, fallback: str) -> str:
+    candidates = []
+    headline = meta.jsonld_value("headline")
+    if isinstance(headline, str):
+        candidates.append(headline)
+    candidates += [meta.first("og:title", "twitter:title") or "", tree.findtext(".//title") or ""]
+    candidates = [c.strip() for c in candidates if c and c.strip()]
+    headings = [h.text_content() for h in tree.xpath("//h1 | //h2")]
+    return title_from(candidates, headings) or fallback.strip()
+
+
+def _author(meta: PageMetadata) -> str | None:
+    value = meta.jsonld_value("author")
+    names = [v.get("name") if isinstance(v, dict) else v for v in _as_list(value)]
+    clean = [n.strip() for n in names if isinstance(n, str) and n.strip()]
+    if clean:
+        return ", ".join(dict.fromkeys(clean))
+    return meta.first("author", "article:author", "dable:author", "parsely-author")
+
+
+def _as_list(value: object) -> list[object]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _jsonld_list(meta: PageMetadata, key: str) -> list[str]:
+    values: Iterable[object] = _as_list(meta.jsonld_value(key))
+    return [v for v in values if isinstance(v, str)]

@@ -1,0 +1,307 @@
+"""The publication tables (stage B): producers, publication versions and which snapshot each
+came from, per parser version. Only the parser writes them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from zeroarchive.parser.result import Parsed
+from zeroarchive.storage.schema import (
+    article,
+    article_snapshot,
+    parser_info,
+    producer,
+    producer_mapping,
+    publication,
+    publication_mapping,
+    site,
+)
+
+MAX_ERROR = 500
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The publication the latest parsed snapshot before this one mapped to."""
+
+    snapshot_at: int
+    raw_hash: bytes
+    publication_id: int
+    digest: bytes
+
+
+@dataclass(frozen=True)
+class ArticleInfo:
+    article_id: int
+    site_id: int
+    article_type: str
+    url: str
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+class PublicationStore:
+    def __init__(self, engine: Engine, parser_version: str) -> None:
+        self.engine = engine
+        self.parser_version = parser_version
+
+    def register_parser(self, info: dict[str, Any], now: int) -> None:
+        """Record this parser version (once) with what it is made of."""
+        with self.engine.begin() as conn:
+            known = conn.execute(
+                select(parser_info.c.parser_version).where(
+                    parser_info.c.parser_version == self.parser_version
+                )
+            ).first()
+            if known is None:
+                conn.execute(
+                    parser_info.insert().values(
+                        parser_version=self.parser_version, created_at=now, info=_dumps(info)
+                    )
+                )
+
+    def discard(self, site_id: int | None) -> int:
+        """Forget this parser version's results (of one site): they are parsed again."""
+        with self.engine.begin() as conn:
+            ids = select(article.c.article_id)
+            if site_id is not None:
+                ids = ids.where(article.c.site_id == site_id)
+            mappings = delete(publication_mapping).where(
+                publication_mapping.c.parser_version == self.parser_version
+            )
+            publications = delete(publication).where(
+                publication.c.parser_version == self.parser_version
+            )
+            if site_id is not None:
+                mappings = mappings.where(publication_mapping.c.article_id.in_(ids))
+                publications = publications.where(publication.c.site_id == site_id)
+            conn.execute(mappings)
+            return conn.execute(publications).rowcount
+
+    def parsed_snapshots(self, article_id: int) -> set[int]:
+        with self.engine.connect() as conn:
+            return set(
+                conn.execute(
+                    select(publication_mapping.c.snapshot_at).where(
+                        publication_mapping.c.article_id == article_id,
+                        publication_mapping.c.parser_version == self.parser_version,
+                    )
+                ).scalars()
+            )
+
+    def article_info(self, article_id: int) -> ArticleInfo:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(article.c.site_id, article.c.article_type, article.c.url).where(
+                    article.c.article_id == article_id
+                )
+            ).one()
+        return ArticleInfo(article_id, row.site_id, row.article_type, row.url)
+
+    def previous(self, article_id: int, before: int) -> Previous | None:
+        """The latest successfully parsed snapshot of the article before ``before``."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(
+                    publication_mapping.c.snapshot_at,
+                    publication_mapping.c.publication_id,
+                    article_snapshot.c.content_hash.label("raw_hash"),
+                    publication.c.content_hash.label("digest"),
+                )
+                .join(
+                    article_snapshot,
+                    (article_snapshot.c.article_id == publication_mapping.c.article_id)
+                    & (article_snapshot.c.snapshot_at == publication_mapping.c.snapshot_at),
+                )
+                .join(
+                    publication,
+                    publication.c.publication_id == publication_mapping.c.publication_id,
+                )
+                .where(
+                    publication_mapping.c.article_id == article_id,
+                    publication_mapping.c.parser_version == self.parser_version,
+                    publication_mapping.c.snapshot_at < before,
+                    publication_mapping.c.status == "ok",
+                )
+                .order_by(publication_mapping.c.snapshot_at.desc())
+                .limit(1)
+            ).first()
+        if row is None:
+            return None
+        return Previous(row.snapshot_at, bytes(row.raw_hash), row.publication_id, bytes(row.digest))
+
+    def producer_for(self, conn: Connection, site_id: int, language: str | None, now: int) -> int:
+        """The producer of a site's publications, created from the Site on first use."""
+        found = conn.execute(
+            select(producer_mapping.c.producer_id).where(producer_mapping.c.site_id == site_id)
+        ).scalar_one_or_none()
+        if found is not None:
+            if language:
+                self._add_language(conn, found, language, now)
+            return int(found)
+        row = conn.execute(
+            select(site.c.name, site.c.type, site.c.url).where(site.c.site_id == site_id)
+        ).one()
+        result = conn.execute(
+            producer.insert().values(
+                name=row.name,
+                type=row.type,
+                url=row.url,
+                languages=_dumps([language] if language else []),
+                first_seen_at=now,
+                last_updated_at=now,
+            )
+        )
+        producer_id = int(result.inserted_primary_key[0])  # type: ignore[index]
+        conn.execute(
+            producer_mapping.insert().values(
+                site_id=site_id, producer_id=producer_id, created_at=now
+            )
+        )
+        return producer_id
+
+    def _add_language(self, conn: Connection, producer_id: int, language: str, now: int) -> None:
+        current = conn.execute(
+            select(producer.c.languages).where(producer.c.producer_id == producer_id)
+        ).scalar_one()
+        languages = json.loads(current)
+        if language not in languages:
+            conn.execute(
+                update(producer)
+                .where(producer.c.producer_id == producer_id)
+                .values(languages=_dumps([*languages, language]), last_updated_at=now)
+            )
+
+    def map_to(self, article_id: int, snapshot_at: int, publication_id: int, now: int) -> None:
+        """The snapshot shows an existing publication version: map it, extend its last_seen_at."""
+        with self.engine.begin() as conn:
+            self._map(conn, article_id, snapshot_at, publication_id, "ok", None, now)
+            conn.execute(
+                update(publication)
+                .where(
+                    publication.c.publication_id == publication_id,
+                    publication.c.last_seen_at < snapshot_at,
+                )
+                .values(last_seen_at=snapshot_at)
+            )
+
+    def add_version(
+        self, info: ArticleInfo, snapshot_at: int, parsed: Parsed, digest: bytes, now: int
+    ) -> tuple[int, int]:
+        """A new publication version from this snapshot; return (publication_id, version)."""
+        with self.engine.begin() as conn:
+            producer_id = self.producer_for(conn, info.site_id, parsed.language, now)
+            version = (
+                conn.execute(
+                    select(func.max(publication.c.version)).where(
+                        publication.c.article_id == info.article_id,
+                        publication.c.parser_version == self.parser_version,
+                    )
+                ).scalar()
+                or 0
+            ) + 1
+            result = conn.execute(
+                publication.insert().values(
+                    article_id=info.article_id,
+                    parser_version=self.parser_version,
+                    version=version,
+                    producer_id=producer_id,
+                    site_id=info.site_id,
+                    canonical_url=parsed.canonical_url[:2048],
+                    title=parsed.title,
+                    publication_text=parsed.text,
+                    language=(parsed.language or None) and parsed.language[:35],
+                    author=parsed.author[:512] if parsed.author else None,
+                    published_at=parsed.published_at,
+                    first_seen_at=snapshot_at,
+                    last_seen_at=snapshot_at,
+                    last_updated_at=parsed.modified_at or snapshot_at,
+                    hashtags=_dumps(list(parsed.hashtags)),
+                    urls=_dumps(list(parsed.urls)),
+                    keywords=_dumps(list(parsed.keywords)),
+                    tags=_dumps(list(parsed.tags)),
+                    metadata=_dumps(parsed.metadata),
+                    comments=_dumps(list(parsed.comments)),
+                    comment_count=len(parsed.comments),
+                    content_hash=digest,
+                    parsed_at=now,
+                )
+            )
+            publication_id = int(result.inserted_primary_key[0])  # type: ignore[index]
+            self._map(conn, info.article_id, snapshot_at, publication_id, "ok", None, now)
+        return publication_id, version
+
+    def record_error(
+        self, article_id: int, snapshot_at: int, error: str, now: int, status: str = "error"
+    ) -> None:
+        """Map a snapshot to no publication, saying why (status "error" or "skipped")."""
+        with self.engine.begin() as conn:
+            self._map(conn, article_id, snapshot_at, None, status, error[:MAX_ERROR], now)
+
+    def _map(
+        self,
+        conn: Connection,
+        article_id: int,
+        snapshot_at: int,
+        publication_id: int | None,
+        status: str,
+        error: str | None,
+        now: int,
+    ) -> None:
+        conn.execute(
+            publication_mapping.insert().values(
+                article_id=article_id,
+                snapshot_at=snapshot_at,
+                parser_version=self.parser_version,
+                publication_id=publication_id,
+                status=status,
+                error=error,
+                parsed_at=now,
+            )
+        )
+
+    def iter_publications(
+        self, site_id: int | None = None, batch: int = 200
+    ) -> Iterator[dict[str, Any]]:
+        """Every publication version of this parser version, as a JSON-ready record."""
+        last = 0
+        while True:
+            query = (
+                select(publication, producer.c.name.label("producer"))
+                .join(producer, producer.c.producer_id == publication.c.producer_id)
+                .where(
+                    publication.c.parser_version == self.parser_version,
+                    publication.c.publication_id > last,
+                )
+                .order_by(publication.c.publication_id)
+                .limit(batch)
+            )
+            if site_id is not None:
+                query = query.where(publication.c.site_id == site_id)
+            with self.engine.connect() as conn:
+                rows = conn.execute(query).all()
+            if not rows:
+                return
+            for row in rows:
+                yield publication_record(row._mapping)
+            last = rows[-1].publication_id
+
+
+_JSON_FIELDS = ("hashtags", "urls", "keywords", "tags", "metadata", "comments")
+
+
+def publication_record(row: Any) -> dict[str, Any]:
+    """One publication row as plain JSON-ready values (JSON columns decoded)."""
+    record = {key: value for key, value in row.items() if key != "content_hash"}
+    for key in _JSON_FIELDS:
+        record[key] = json.loads(record[key])
+    record["content_hash"] = bytes(row["content_hash"]).hex()
+    return record

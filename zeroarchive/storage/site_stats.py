@@ -1,0 +1,146 @@
+"""The site monitor: per site, what was found lately and how its snapshots stand.
+
+The 0archive monitor counted new articles over the last 3, 7, 28, 180 and 360 days; a
+site that stops yielding new articles has usually been redesigned (the regexes no longer
+match) or has blocked us. Everything comes from two grouped queries (one over Article,
+one over Site), so it stays one table scan however many sites there are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import case, func, select, update
+from sqlalchemy.engine import Engine
+
+from zeroarchive.schedule import DAY, HOUR, STOP
+from zeroarchive.storage.schema import article, site
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+NEW_ARTICLE_DAYS = (3, 7, 28, 180, 360)
+# Stops that are the plan working as meant, not a problem with the site.
+NORMAL_STOPS = ("plan_complete", "moved")
+
+
+@dataclass(frozen=True)
+class SiteStatsConfig:
+    quiet_days: int = 3
+    overdue_seconds: int = HOUR
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SiteStatsConfig:
+        config = cls(
+            quiet_days=settings.getint("SITE_STATS_QUIET_DAYS"),
+            overdue_seconds=settings.getint("SITE_STATS_OVERDUE_SECONDS"),
+        )
+        if config.quiet_days < 1 or config.overdue_seconds < 0:
+            raise ValueError("SITE_STATS_QUIET_DAYS must be >= 1, SITE_STATS_OVERDUE_SECONDS >= 0")
+        return config
+
+
+@dataclass(frozen=True)
+class SiteStats:
+    site_id: int
+    name: str
+    type: str
+    is_active: bool
+    articles: int
+    new: dict[int, int]  # days -> articles first seen in the last that many days
+    snapshots: int  # snapshots taken (rotation drops rows, not this count)
+    due: int  # snapshots due now
+    overdue: int  # due for longer than the overdue threshold
+    failing: int  # still scheduled, but the last fetch(es) failed
+    stopped: int  # stopped for a reason other than the plan ending or a move
+    last_list_crawl_at: int  # a walk of the list pages started
+    last_list_ok_at: int  # a list page answered
+    last_new_article_at: int
+    quiet: bool  # active, and no new article for quiet_days
+
+    def as_json(self) -> dict[str, Any]:
+        record = dict(self.__dict__)
+        record["new"] = {f"{days}d": n for days, n in self.new.items()}
+        return record
+
+
+def _sum(condition: Any) -> Any:
+    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+
+def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteStats]:
+    """Stats of every site (sites without articles included), by site id."""
+    scheduled = article.c.next_snapshot_at != STOP
+    columns = [
+        article.c.site_id,
+        func.count().label("articles"),
+        *(
+            _sum(article.c.created_at >= now - days * DAY).label(f"new_{days}")
+            for days in NEW_ARTICLE_DAYS
+        ),
+        func.coalesce(func.sum(article.c.snapshot_count), 0).label("snapshots"),
+        _sum(scheduled & (article.c.next_snapshot_at <= now)).label("due"),
+        _sum(scheduled & (article.c.next_snapshot_at <= now - config.overdue_seconds)).label(
+            "overdue"
+        ),
+        _sum(scheduled & (article.c.failure_count > 0)).label("failing"),
+        _sum(
+            ~scheduled
+            & article.c.stop_reason.is_not(None)
+            & article.c.stop_reason.not_in(NORMAL_STOPS)
+        ).label("stopped"),
+        func.max(article.c.created_at).label("last_new"),
+    ]
+    with engine.connect() as conn:
+        by_site = {
+            row.site_id: row for row in conn.execute(select(*columns).group_by(article.c.site_id))
+        }
+        sites = conn.execute(
+            select(
+                site.c.site_id,
+                site.c.name,
+                site.c.type,
+                site.c.is_active,
+                site.c.created_at,
+                site.c.last_crawl_at,
+                site.c.last_list_ok_at,
+            ).order_by(site.c.site_id)
+        ).all()
+    quiet_since = now - config.quiet_days * DAY
+    stats = []
+    for row in sites:
+        counts = by_site.get(row.site_id)
+        last_new = int(counts.last_new) if counts is not None else 0
+        stats.append(
+            SiteStats(
+                site_id=row.site_id,
+                name=row.name,
+                type=row.type,
+                is_active=bool(row.is_active),
+                articles=int(counts.articles) if counts is not None else 0,
+                new={
+                    days: int(getattr(counts, f"new_{days}")) if counts is not None else 0
+                    for days in NEW_ARTICLE_DAYS
+                },
+                snapshots=int(counts.snapshots) if counts is not None else 0,
+                due=int(counts.due) if counts is not None else 0,
+                overdue=int(counts.overdue) if counts is not None else 0,
+                failing=int(counts.failing) if counts is not None else 0,
+                stopped=int(counts.stopped) if counts is not None else 0,
+                last_list_crawl_at=row.last_crawl_at,
+                last_list_ok_at=row.last_list_ok_at,
+                last_new_article_at=last_new,
+                # A site added less than quiet_days ago has not had the chance to go quiet.
+                quiet=bool(row.is_active)
+                and row.created_at < quiet_since
+                and last_new < quiet_since,
+            )
+        )
+    return stats
+
+
+def record_list_success(engine: Engine, site_id: int, at: int) -> None:
+    """Note that a list page of the site answered at ``at`` (the monitor shows it)."""
+    with engine.begin() as conn:
+        conn.execute(update(site).where(site.c.site_id == site_id).values(last_list_ok_at=at))
