@@ -34,7 +34,7 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from zeroarchive.archive_spider import META_KEY, ArchiveSpider, now
+from zeroarchive.archive_spider import META_KEY, ArchiveSpider, header_lists, now
 from zeroarchive.facebook import (
     ARTICLE_TYPE,
     EXPAND_SELECTOR,
@@ -298,10 +298,7 @@ class FacebookSpider(ArchiveSpider):
                 fetched_at=now(),
                 status=response.status,
                 final_url=page.url,
-                headers={
-                    key.decode("latin-1"): [v.decode("latin-1") for v in values]
-                    for key, values in response.headers.items()
-                },
+                headers=header_lists(response.headers),
                 encoding="utf-8",
                 body=html.encode("utf-8"),
                 plan=plan_for_site(site),

@@ -17,7 +17,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from zeroarchive.archive_spider import META_KEY, ArchiveSpider, now
+from zeroarchive.archive_spider import META_KEY, ArchiveSpider, header_lists, now
 from zeroarchive.canonical import declared_urls, moved_to
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.items import ArticleLinks, FetchedPage
@@ -146,13 +146,7 @@ class GenericSpider(ArchiveSpider):
             article.url,
             callback=self.parse_snapshot,
             errback=self.snapshot_failed,
-            meta=self.request_meta(
-                site,
-                "snapshot",
-                article_id=article.article_id,
-                article_url=article.url,
-                article_type=article.article_type,
-            ),
+            meta=self.snapshot_meta(site, article),
             # Snapshots are taken again on schedule: never drop one as a duplicate.
             dont_filter=True,
         )
@@ -175,10 +169,7 @@ class GenericSpider(ArchiveSpider):
             fetched_at=now(),
             status=response.status,
             final_url=response.url,
-            headers={
-                key.decode("latin-1"): [v.decode("latin-1") for v in values]
-                for key, values in response.headers.items()
-            },
+            headers=header_lists(response.headers),
             encoding=page.encoding,
             body=response.body,
             plan=plan_for_site(site),

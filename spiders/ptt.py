@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from scrapy.http import FormRequest, Request, Response, TextResponse
 
-from zeroarchive.archive_spider import META_KEY, now
+from zeroarchive.archive_spider import META_KEY, header_lists, now
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.list_walk import ListWalkSpider
@@ -198,13 +198,7 @@ class PttSpider(ListWalkSpider):
             callback=self.parse_post,
             errback=self.snapshot_failed,
             cookies=over18_cookie(),
-            meta=self.request_meta(
-                site,
-                "snapshot",
-                article_id=article.article_id,
-                article_url=article.url,
-                article_type=article.article_type,
-            ),
+            meta=self.snapshot_meta(site, article),
             # Snapshots are taken again on schedule: never drop one as a duplicate.
             dont_filter=True,
         )
@@ -228,10 +222,7 @@ class PttSpider(ListWalkSpider):
             fetched_at=now(),
             status=response.status,
             final_url=response.url,
-            headers={
-                key.decode("latin-1"): [v.decode("latin-1") for v in values]
-                for key, values in response.headers.items()
-            },
+            headers=header_lists(response.headers),
             encoding=detect_encoding(
                 response.body, content_type.decode("latin-1") if content_type else None
             ),

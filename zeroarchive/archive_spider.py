@@ -19,7 +19,7 @@ import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
-from scrapy.http import Request, Response
+from scrapy.http import Headers, Request, Response
 from twisted.python.failure import Failure
 
 from zeroarchive.archive import Archive, open_archive
@@ -40,6 +40,14 @@ META_KEY = "zeroarchive"
 
 
 FAKE_NOW_ENV = "ZEROARCHIVE_FAKE_NOW"
+
+
+def header_lists(headers: Headers) -> dict[str, list[str]]:
+    """Response headers as stored with a snapshot: names to lists of values, as text."""
+    return {
+        key.decode("latin-1"): [value.decode("latin-1") for value in values]
+        for key, values in headers.items()
+    }
 
 
 def now() -> int:
@@ -119,6 +127,16 @@ class ArchiveSpider(scrapy.Spider):
 
     def request_meta(self, site: Site, kind: str, **fields: Any) -> dict[str, Any]:
         return {META_KEY: {"site_id": site.site_id, "kind": kind, **fields}}
+
+    def snapshot_meta(self, site: Site, article: DueArticle) -> dict[str, Any]:
+        """Meta of a snapshot request: what its page record and its errback need."""
+        return self.request_meta(
+            site,
+            "snapshot",
+            article_id=article.article_id,
+            article_url=article.url,
+            article_type=article.article_type,
+        )
 
     def _choose_sites(self) -> tuple[bool, list[Site], set[int]]:
         """(explicitly asked for, sites, ids of the sites whose list pages to walk): the
