@@ -6,6 +6,7 @@ one process that decides when. Each test has its own Redis database and MariaDB 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -202,6 +204,30 @@ def test_redis_restarted_empty_loses_nothing(mariadb_url: str, tmp_path: Path) -
         assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
 
 
+def test_mariadb_unreachable_for_30_seconds_loses_no_item(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    pages = tw_news_pages()
+    with TcpProxy(3306) as proxy, ReplayServer(tw_news_routes()) as server:
+        via_proxy = mariadb_url.replace("127.0.0.1:3306", f"127.0.0.1:{proxy.port}")
+        load_sites(via_proxy, tmp_path, [news_site(server, delay=1.0)])
+        schedule_once(via_proxy, redis_url, tmp_path)
+        log = tmp_path / "worker.log"
+        worker = start_worker(via_proxy, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=40")
+        wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
+        schedule_once(via_proxy, redis_url, tmp_path)
+        wait_until(lambda: counts(mariadb_url)[1] >= 2, 60, "the first snapshots")
+        proxy.cut()
+        time.sleep(30)
+        stored_during_outage = counts(mariadb_url)[1]
+        proxy.restore()
+        output = finish(worker, log, timeout=180)
+        assert stored_during_outage < len(pages)
+        assert "Database unavailable while writing" in output
+        assert "errors/db_write" not in output
+        assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
+
+
 def test_a_malformed_queue_entry_is_logged_and_skipped(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
@@ -281,6 +307,75 @@ def _pings(client: redis.Redis) -> bool:
         return bool(client.ping())
     except redis.RedisError:
         return False
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to a local server; ``cut()`` drops every connection and
+    refuses new ones (the database is unreachable) until ``restore()``."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self._listener: socket.socket | None = None
+        self._connections: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def _listen(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                return
+            with self._lock:
+                self._connections += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        if self._listener is not None:
+            # shutdown() first: a bare close() leaves the socket listening while the accept
+            # thread is blocked on it.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            for sock in self._connections:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self._connections.clear()
+
+    def restore(self) -> None:
+        self._listen()
+
+    def __enter__(self) -> TcpProxy:
+        self._listen()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cut()
 
 
 def test_scrapyd_deploys_and_runs_a_worker(
