@@ -9,12 +9,13 @@ import pytest
 
 from zeroarchive.parser import Parsed, ParseError, parse_snapshot
 
-FIXTURES = Path(__file__).parent / "fixtures" / "parser"
+# The same real posts the PTT spider's emulator serves.
+FIXTURES = Path(__file__).parent / "fixtures" / "ptt"
 REPLY_URL = "https://www.ptt.cc/bbs/Gossiping/M.1459688662.A.CFE.html"
 
 
 @cache
-def post(name: str = "ptt_gossiping_reply.html") -> Parsed:
+def post(name: str = "tommady-pttifierLib__TestContentHTML.html") -> Parsed:
     return parse_snapshot("PTT", (FIXTURES / name).read_bytes(), "utf-8", REPLY_URL)
 
 
@@ -75,7 +76,7 @@ def test_push_fields() -> None:
 
 
 def test_cloudflare_hidden_text_in_a_push_is_restored() -> None:
-    other = post("ptt_cfemail.html")
+    other = post("meifamily-ptt-alertor__dummyArticle.html")
     assert other.comments[1]["text"] == "好了~今天先做到這~預祝空軍今天賺飽飽~睡好覺@v@b"
     assert other.text == "測"
     assert other.author == "ChoDino"

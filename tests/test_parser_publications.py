@@ -195,7 +195,8 @@ def test_a_bad_snapshot_is_recorded_and_the_others_go_on(
 def test_ptt_post_through_the_store(archive: Archive) -> None:
     site_id = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
     ids = (add_article(archive, site_id, "PTT", PTT_URL), site_id)
-    body = (REPO / "tests" / "fixtures" / "parser" / "ptt_gossiping_reply.html").read_bytes()
+    post = REPO / "tests" / "fixtures" / "ptt" / "tommady-pttifierLib__TestContentHTML.html"
+    body = post.read_bytes()
     snapshot(archive, ids, NOW, body, PTT_URL)
     parse_pending(archive.engine, ParseRunConfig(site_id=site_id), now=NOW)
     [row] = rows(archive, publication)
