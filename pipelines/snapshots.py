@@ -1,8 +1,11 @@
 """Stores fetched pages as snapshots (and failed fetches as back-offs), in batches.
 
 Pages are written in one transaction per batch, flushed when the batch is full, holds too
-many bytes, or has waited ``ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS``. A page still in the batch
-when the process is killed is not lost: its article stays leased and is due again later.
+many bytes, or has waited ``ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS``. A full batch is written
+in the background while the crawl goes on (awaiting it in ``process_item`` held back the
+whole engine: 40 % slower on MariaDB); batches are written one at a time, in order, and
+when two are already waiting the next full one waits for the oldest. A page still in a
+batch when the process is killed is not lost: its article stays leased and is due again.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
@@ -22,6 +26,9 @@ from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.stats import count
 
 logger = logging.getLogger(__name__)
+
+# Full batches waiting for the database before process_item waits too (bounds memory).
+MAX_WAITING_BATCHES = 2
 
 
 @dataclass(frozen=True)
@@ -53,12 +60,15 @@ class SnapshotsPipeline:
         self.pending_bytes = 0
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
+        self._writes: list[asyncio.Task[None]] = []
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SnapshotsPipeline:
-        return cls(
+        pipeline = cls(
             crawler, open_archive(crawler.settings), BatchConfig.from_settings(crawler.settings)
         )
+        crawler.signals.connect(pipeline._on_idle, signal=signals.spider_idle)
+        return pipeline
 
     async def open_spider(self) -> None:
         self._timer = asyncio.get_running_loop().create_task(self._flush_periodically())
@@ -69,6 +79,8 @@ class SnapshotsPipeline:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
         await self.flush()
+        if self._writes:
+            await asyncio.gather(*self._writes)
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, FetchedPage | FailedFetch):
@@ -80,8 +92,21 @@ class SnapshotsPipeline:
             len(self.pending) >= self.config.max_items
             or self.pending_bytes >= self.config.max_bytes
         ):
-            await self.flush()
+            self._start_write()
+            if len(self._writes) > MAX_WAITING_BATCHES:
+                await asyncio.shield(self._writes[0])
         return item
+
+    def _start_write(self) -> None:
+        write = asyncio.get_running_loop().create_task(self._write(self._take_batch()))
+        self._writes.append(write)
+        write.add_done_callback(self._writes.remove)
+
+    def _on_idle(self) -> None:
+        """Nothing is being crawled: write what is pending now, not at the next timer tick
+        (a distributed worker may stay idle for hours with pages in its batch)."""
+        if self.pending:
+            self._start_write()
 
     async def _flush_periodically(self) -> None:
         while True:
@@ -89,11 +114,19 @@ class SnapshotsPipeline:
             # Shielded: cancelling this timer at close must not abandon a write half done.
             await asyncio.shield(self.flush())
 
+    def _take_batch(self) -> list[FetchedPage | FailedFetch]:
+        batch, self.pending, self.pending_bytes = self.pending, [], 0
+        return batch
+
     async def flush(self) -> None:
+        """Write what is pending now, after the batches already started."""
+        await self._write(self._take_batch())
+
+    async def _write(self, batch: list[FetchedPage | FailedFetch]) -> None:
+        if not batch:
+            return
+        # asyncio.Lock wakes its waiters in order, so batches are written in order.
         async with self._lock:
-            batch, self.pending, self.pending_bytes = self.pending, [], 0
-            if not batch:
-                return
             pages = [item for item in batch if isinstance(item, FetchedPage)]
             failures = [item for item in batch if isinstance(item, FailedFetch)]
             store = self.archive.snapshots
@@ -102,11 +135,15 @@ class SnapshotsPipeline:
                 results = await write_with_retry(
                     lambda: store.save(pages), "snapshots", deadline, self.crawler.stats
                 )
-                stopped = await write_with_retry(
-                    lambda: store.record_failures(failures),
-                    "failures",
-                    deadline,
-                    self.crawler.stats,
+                stopped = (
+                    await write_with_retry(
+                        lambda: store.record_failures(failures),
+                        "failures",
+                        deadline,
+                        self.crawler.stats,
+                    )
+                    if failures
+                    else []
                 )
             except Exception:
                 # The articles stay leased, so they are due again when the lease runs out.

@@ -1,0 +1,166 @@
+"""The snapshot pipeline's batching: background writes, order, back-pressure, idle flush.
+
+The store is a stand-in whose ``save`` blocks until the test lets it go, so the tests can
+see what the crawl is doing while a batch is being written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import signals
+from scrapy.utils.test import get_crawler
+from sqlalchemy.exc import IntegrityError
+
+from pipelines.snapshots import MAX_WAITING_BATCHES, BatchConfig, SnapshotsPipeline
+from zeroarchive.items import FailedFetch, FetchedPage
+from zeroarchive.schedule import plan_for
+from zeroarchive.storage.snapshots import SaveResult
+
+CONFIG = BatchConfig(max_items=2, max_bytes=10**9, flush_seconds=3600, db_retry_seconds=0)
+
+
+class GatedStore:
+    """Records every batch; ``save`` waits for ``gate`` and fails on article ids in
+    ``fail_on``."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gate.set()
+        self.batches: list[list[int]] = []
+        self.failures: list[list[int]] = []
+        self.fail_on: set[int] = set()
+
+    def save(self, pages: Sequence[FetchedPage]) -> list[SaveResult]:
+        assert self.gate.wait(10), "the test never opened the gate"
+        ids = [p.article_id for p in pages]
+        if self.fail_on & set(ids):
+            raise IntegrityError("INSERT", {}, Exception("duplicate key"))
+        self.batches.append(ids)
+        return [SaveResult(i, "saved", None, 10) for i in ids]
+
+    def record_failures(self, failures: Sequence[FailedFetch]) -> list[tuple[int, str | None]]:
+        self.failures.append([f.article_id for f in failures])
+        return [(f.article_id, None) for f in failures]
+
+
+class FakeArchive:
+    def __init__(self) -> None:
+        self.snapshots = GatedStore()
+
+
+def fetched(article_id: int) -> FetchedPage:
+    return FetchedPage(
+        article_id=article_id,
+        site_id=1,
+        article_type="news",
+        fetched_at=1_700_000_000,
+        status=200,
+        final_url=f"https://news.example/{article_id}",
+        headers={},
+        encoding="utf-8",
+        body=b"<p>%d</p>" % article_id,
+        plan=plan_for("news"),
+    )
+
+
+def make_pipeline(tmp_path: Path) -> tuple[SnapshotsPipeline, GatedStore, Any]:
+    crawler = get_crawler(
+        settings_dict={
+            "ZEROARCHIVE_DB_URL": f"sqlite:///{tmp_path}/a.db",
+            "ZEROARCHIVE_SNAPSHOT_BATCH": CONFIG.max_items,
+            "ZEROARCHIVE_SNAPSHOT_BATCH_BYTES": CONFIG.max_bytes,
+            "ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS": CONFIG.flush_seconds,
+            "ZEROARCHIVE_DB_RETRY_SECONDS": CONFIG.db_retry_seconds,
+        }
+    )
+    pipeline = SnapshotsPipeline.from_crawler(crawler)
+    assert pipeline.config == CONFIG
+    archive = FakeArchive()
+    pipeline.archive = archive  # type: ignore[assignment]
+    return pipeline, archive.snapshots, crawler
+
+
+def test_full_batches_are_written_in_order_without_holding_up_the_crawl(tmp_path: Path) -> None:
+    pipeline, store, crawler = make_pipeline(tmp_path)
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        store.gate.clear()
+        for article_id in range(1, 6):
+            # Returns at once although the first full batch cannot be written yet.
+            await asyncio.wait_for(pipeline.process_item(fetched(article_id)), 1)
+        assert store.batches == []
+        store.gate.set()
+        await pipeline.close_spider()
+
+    asyncio.run(crawl())
+    assert store.batches == [[1, 2], [3, 4], [5]]
+    assert crawler.stats.get_value("zeroarchive/snapshots_saved") == 5
+
+
+def test_a_slow_database_holds_the_crawl_back_after_two_waiting_batches(tmp_path: Path) -> None:
+    pipeline, store, _ = make_pipeline(tmp_path)
+    per_batch = CONFIG.max_items
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        store.gate.clear()
+        article_ids = iter(range(1, 100))
+        for _ in range(MAX_WAITING_BATCHES * per_batch):
+            await asyncio.wait_for(pipeline.process_item(fetched(next(article_ids))), 1)
+        for _ in range(per_batch - 1):
+            await asyncio.wait_for(pipeline.process_item(fetched(next(article_ids))), 1)
+        held = asyncio.ensure_future(pipeline.process_item(fetched(next(article_ids))))
+        await asyncio.sleep(0.3)
+        assert not held.done(), "a third waiting batch must wait for the database"
+        store.gate.set()
+        await asyncio.wait_for(held, 5)
+        await pipeline.close_spider()
+
+    asyncio.run(crawl())
+    assert [i for batch in store.batches for i in batch] == list(range(1, 7))
+
+
+def test_pending_pages_are_written_when_the_spider_goes_idle(tmp_path: Path) -> None:
+    pipeline, store, crawler = make_pipeline(tmp_path)
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        await pipeline.process_item(fetched(1))
+        assert store.batches == []
+        crawler.signals.send_catch_log(signals.spider_idle, spider=None)
+        for _ in range(100):
+            if store.batches:
+                break
+            await asyncio.sleep(0.02)
+        assert store.batches == [[1]], "idle must write the half-full batch, not the timer"
+        await pipeline.close_spider()
+
+    asyncio.run(crawl())
+
+
+def test_a_batch_that_cannot_be_written_is_counted_and_later_ones_still_land(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipeline, store, crawler = make_pipeline(tmp_path)
+    store.fail_on = {2}
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        for article_id in range(1, 6):
+            await pipeline.process_item(fetched(article_id))
+        await pipeline.process_item(FailedFetch(9, 1, 1_700_000_000, "http_500", 500))
+        await pipeline.close_spider()
+
+    asyncio.run(crawl())
+    assert store.batches == [[3, 4], [5]]
+    assert store.failures == [[9]]
+    assert crawler.stats.get_value("zeroarchive/errors/db_write") == 2
+    assert crawler.stats.get_value("zeroarchive/snapshots_saved") == 3
+    assert "Could not write 2 snapshot(s)" in caplog.text
