@@ -58,9 +58,9 @@ def env_for(db_url: str, redis_url: str) -> dict[str, str]:
 
 
 def start_worker(
-    db_url: str, redis_url: str, cwd: Path, log: Path, *settings: str
+    db_url: str, redis_url: str, cwd: Path, log: Path, *settings: str, mode: str = "all"
 ) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "scrapy", "crawl", "generic"]
+    args = [sys.executable, "-m", "scrapy", "crawl", "generic", "-a", f"mode={mode}"]
     for setting in (
         "ZEROARCHIVE_IDLE_LIMIT=6",
         "ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS=0.5",
@@ -138,8 +138,10 @@ def test_two_workers_share_one_queue_and_fetch_each_article_once(
             for log in logs
         ]
         wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
+        # The worker that walked the list claimed the new articles under a lease and queued
+        # them itself, so the scheduler's next round must not queue them again.
         second = schedule_once(mariadb_url, redis_url, tmp_path)
-        assert f"{len(pages)} snapshot(s) queued" in second
+        assert "generic: 0 list request(s) for 0 site(s), 0 snapshot(s) queued" in second
         outputs = [finish(worker, log) for worker, log in zip(workers, logs, strict=True)]
 
         assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
@@ -164,7 +166,8 @@ def test_a_worker_killed_mid_crawl_loses_no_article(
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.3)])
         schedule_once(mariadb_url, redis_url, tmp_path, lease)
         log = tmp_path / "doomed.log"
-        doomed = start_worker(mariadb_url, redis_url, tmp_path, log)
+        # The worker claims what it discovers under its own lease.
+        doomed = start_worker(mariadb_url, redis_url, tmp_path, log, lease)
         wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
         schedule_once(mariadb_url, redis_url, tmp_path, lease)
         wait_until(lambda: counts(mariadb_url)[1] >= 3, 60, "the first snapshots")
@@ -190,7 +193,13 @@ def test_redis_restarted_empty_loses_nothing(mariadb_url: str, tmp_path: Path) -
         load_sites(mariadb_url, tmp_path, [news_site(server)])
         schedule_once(mariadb_url, redis_url, tmp_path)
         log = tmp_path / "discover.log"
-        finish(start_worker(mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=2"), log)
+        # Discovery only, so the scheduler is the one that queues the snapshots.
+        finish(
+            start_worker(
+                mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=2", mode="discover"
+            ),
+            log,
+        )
         assert counts(mariadb_url)[0] == len(pages)
         queued = schedule_once(mariadb_url, redis_url, tmp_path)
         assert f"{len(pages)} snapshot(s) queued" in queued

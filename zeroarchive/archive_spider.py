@@ -228,8 +228,10 @@ class ArchiveSpider(scrapy.Spider):
 
     async def _on_item_scraped(self, item: Any) -> None:
         """Snapshot new articles as soon as their list page is stored, while discovery goes
-        on, instead of waiting for the engine's idle check (up to 5 s after the last page)."""
-        if self.mode != "all" or self.distributed or not isinstance(item, ArticleLinks):
+        on, instead of waiting for the engine's idle check (up to 5 s after the last page)
+        or, in distributed mode, for the next round of `scrapy schedule`: the claimed
+        requests go through the scheduler, i.e. into the shared queue, for any worker."""
+        if self.mode != "all" or not isinstance(item, ArticleLinks):
             return
         due = await asyncio.to_thread(
             self.archive.articles.claim_due, [item.site_id], now(), self.due_batch, self.lease

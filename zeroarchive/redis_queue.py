@@ -7,7 +7,10 @@ Differences from stock scrapy-redis, each for a reason:
 - the queue is never flushed when a worker closes (stock scrapy-redis wipes the shared
   queue unless SCHEDULER_PERSIST is set);
 - requests are stored as JSON, not pickles: an entry someone else pushed cannot execute
-  code, and a malformed one is logged, counted and skipped instead of killing the worker.
+  code, and a malformed one is logged, counted and skipped instead of killing the worker;
+- an idle worker looks at the queue every ``ZEROARCHIVE_QUEUE_POLL_SECONDS``: Scrapy's
+  engine only asks an empty scheduler again on its 5 s heartbeat, so work pushed by
+  ``scrapy schedule`` or another worker would wait up to 5 s on every idle worker.
 """
 
 from __future__ import annotations
@@ -110,6 +113,7 @@ def push_requests(server: redis.Redis, spider: Spider, requests: Iterable[Reques
 
 class RedisScheduler(Scheduler):
     crawler: Crawler
+    poll_seconds: float = 0.25
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
@@ -130,10 +134,25 @@ class RedisScheduler(Scheduler):
         )
         scheduler.crawler = crawler
         scheduler.stats = crawler.stats
+        scheduler.poll_seconds = settings.getfloat("ZEROARCHIVE_QUEUE_POLL_SECONDS")
+        if scheduler.poll_seconds <= 0:
+            raise ValueError(
+                f"ZEROARCHIVE_QUEUE_POLL_SECONDS must be positive, not {scheduler.poll_seconds}"
+            )
         return scheduler
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
+        # The engine starts its heartbeat after opening the scheduler, with this interval;
+        # set on this engine only. An empty pop is one short redis round trip.
+        engine = self.crawler.engine
+        if engine is not None and hasattr(engine, "_SLOT_HEARTBEAT_INTERVAL"):
+            engine._SLOT_HEARTBEAT_INTERVAL = self.poll_seconds
+        else:
+            logger.warning(
+                "This Scrapy has no engine heartbeat setting: idle workers see new requests "
+                "only every 5 s"
+            )
         self.queue = request_queue(self.server, spider)
         if hasattr(self.df, "open"):
             self.df.open()
