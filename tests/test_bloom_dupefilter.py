@@ -20,7 +20,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_redis.scheduler import Scheduler
 
 from tests.conftest import require_service, scrapy
-from zeroarchive.bloom import shape
+from zeroarchive.bloom import positions, shape
 from zeroarchive.bloom_dupefilter import BloomDupeFilter, RedisBloom
 
 REDIS_URL = os.environ.get("ZEROARCHIVE_TEST_REDIS", "redis://127.0.0.1:6379/0")
@@ -133,6 +133,28 @@ def test_racing_workers_see_each_url_new_exactly_once(
         t.join()
     assert [a + b for a, b in zip(wins[0], wins[1], strict=True)] == [1] * len(items)
     assert 0 < sum(wins[0]) < len(items)
+
+
+@pytest.mark.parametrize("key_bits", [2**32, 4096, 1000])
+def test_redis_sets_exactly_the_bits_python_computes(
+    server: redis.Redis, prefix: str, key_bits: int
+) -> None:
+    """The Lua script and ``zeroarchive.bloom.positions`` must agree bit for bit, or
+    ``bloom_stats``, ``contains`` and any other reader would see a different filter."""
+    s = shape(300, 0.01, key_bits=key_bits)
+    bloom = RedisBloom(server, f"{prefix}:bloom", s)
+    items = fingerprints(300)
+    bloom.add(items)
+    expected = sorted({p for item in items for p in positions(item, s.bits, s.hashes)})
+    actual = []
+    for index, key in enumerate(bloom.keys()):
+        raw = server.get(key) or b""
+        for byte_at, byte in enumerate(raw):
+            for bit in range(8):
+                if byte & (0x80 >> bit):
+                    actual.append(index * key_bits + byte_at * 8 + bit)
+    assert actual == expected
+    assert all(bloom.contains(items))
 
 
 def test_filter_split_over_tiny_keys(server: redis.Redis, prefix: str) -> None:
