@@ -16,6 +16,7 @@ import json
 import lzma
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -73,6 +74,9 @@ class _Handler(BaseHTTPRequestHandler):
         if send_body:
             with replay._hits_lock:
                 replay.hits[key] += 1
+                replay.last_hit_at = time.perf_counter()
+                if replay.first_hit_at is None:
+                    replay.first_hit_at = replay.last_hit_at
         route = replay.routes.get(key)
         if route is None:
             route = Route(404, (("Content-Type", "text/html"),), _NOT_FOUND)
@@ -104,15 +108,24 @@ class ReplayServer:
     """A threaded HTTP server on 127.0.0.1 serving ``routes`` (path+query -> Route).
 
     ``routes`` is served live: a test may add or replace entries while it runs.
-    ``hits`` counts GET requests per requested path+query, unknown paths included.
+    ``hits`` counts GET requests per requested path+query, unknown paths included;
+    ``first_hit_at`` and ``last_hit_at`` are the ``time.perf_counter()`` of the first and
+    the latest GET (benchmarks time crawls by them, without process start-up).
     """
 
     def __init__(self, routes: dict[str, Route]) -> None:
         self.routes = routes
         self.hits: Counter[str] = Counter()
+        self.first_hit_at: float | None = None
+        self.last_hit_at: float | None = None
         self._hits_lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def reset_hits(self) -> None:
+        with self._hits_lock:
+            self.hits.clear()
+            self.first_hit_at = self.last_hit_at = None
 
     @property
     def base_url(self) -> str:
