@@ -25,7 +25,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zeroarchive.bloom import shape
-from zeroarchive.bloom_dupefilter import BloomDupeFilter, RedisBloom
+from zeroarchive.bloom_dupefilter import BloomConfig, BloomDupeFilter, RedisBloom
 
 
 def batches(tag: str, start: int, stop: int, size: int) -> Iterator[list[bytes]]:
@@ -62,6 +62,9 @@ def main() -> None:
     parser.add_argument("--probe", type=int, default=1_000_000)
     parser.add_argument("--error-rate", type=float, default=1e-4)
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument(
+        "--hashes", type=int, default=BloomConfig.hashes, help="k (0: the optimal k)"
+    )
     parser.add_argument("--requests", type=int, default=20_000)
     args = parser.parse_args()
     url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -76,7 +79,7 @@ def main() -> None:
 
 
 def run(server: redis.Redis, url: str, prefix: str, args: argparse.Namespace) -> None:
-    s = shape(args.urls, args.error_rate)
+    s = shape(args.urls, args.error_rate, hashes=args.hashes or None)
     bloom = RedisBloom(server, f"{prefix}:bloom", s)
     set_key = f"{prefix}:set"
     stock = set_add(server, set_key)

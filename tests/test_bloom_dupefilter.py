@@ -135,16 +135,18 @@ def test_racing_workers_see_each_url_new_exactly_once(
     assert 0 < sum(wins[0]) < len(items)
 
 
+@pytest.mark.parametrize("batch", [5, 300])
 @pytest.mark.parametrize("key_bits", [2**32, 4096, 1000])
 def test_redis_sets_exactly_the_bits_python_computes(
-    server: redis.Redis, prefix: str, key_bits: int
+    server: redis.Redis, prefix: str, key_bits: int, batch: int
 ) -> None:
-    """The Lua script and ``zeroarchive.bloom.positions`` must agree bit for bit, or
-    ``bloom_stats``, ``contains`` and any other reader would see a different filter."""
+    """Both ways of adding (one by one, numpy for batches) must set exactly the bits of
+    ``zeroarchive.bloom.positions``, or ``contains``, ``bloom_stats`` and workers adding
+    in other batch sizes would see different filters."""
     s = shape(300, 0.01, key_bits=key_bits)
     bloom = RedisBloom(server, f"{prefix}:bloom", s)
     items = fingerprints(300)
-    bloom.add(items)
+    assert add_all(bloom, items, batch=batch).count(True) > 290
     expected = sorted({p for item in items for p in positions(item, s.bits, s.hashes)})
     actual = []
     for index, key in enumerate(bloom.keys()):
@@ -174,7 +176,10 @@ def test_settings_shape_the_filter_and_it_keeps_its_shape(server: redis.Redis, p
     crawler = make_crawler(prefix, BLOOMFILTER_CAPACITY=1000, BLOOMFILTER_ERROR_RATE=0.001)
     df = BloomDupeFilter.from_crawler(crawler)
     assert df.base == f"{prefix}:generic:bloom"
-    assert (df.bloom.shape.capacity, df.bloom.shape.hashes) == (1000, 10)
+    assert (df.bloom.shape.capacity, df.bloom.shape.hashes) == (1000, 8)
+    assert df.bloom.shape == shape(1000, 0.001, hashes=8)
+    optimal = make_crawler(f"{prefix}:o", BLOOMFILTER_CAPACITY=1000, BLOOMFILTER_HASHES=0)
+    assert BloomDupeFilter.from_crawler(optimal).bloom.shape.hashes == 13
     # A worker configured differently uses the shape the filter was created with.
     other = BloomDupeFilter.from_crawler(make_crawler(prefix, BLOOMFILTER_CAPACITY=5000))
     assert other.bloom.shape == df.bloom.shape

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 MAX_KEY_BITS = 2**32
 """Bits in one redis string at most: 512 MB, redis's limit for a string value."""
@@ -155,6 +158,25 @@ def positions(item: bytes, bits: int, hashes: int) -> list[int]:
     h1 = (h & _LOW64) % bits
     h2 = (h >> 64) % bits
     return [(h1 + i * h2) % bits for i in range(hashes)]
+
+
+def positions_of_batch(items: Sequence[bytes], bits: int, hashes: int) -> np.ndarray:
+    """``positions`` of many items at once: an array of shape (len(items), hashes).
+
+    The same numbers as ``positions``, computed with numpy (h1, h2 < m < 2**35 and
+    i < 64, so nothing overflows 64 bits).
+
+    >>> items = [b"a", b"b", b"c"]
+    >>> positions_of_batch(items, 1000, 5).tolist() == [positions(i, 1000, 5) for i in items]
+    True
+    """
+    digests = b"".join([hashlib.blake2b(item, digest_size=16).digest() for item in items])
+    halves = np.frombuffer(digests, dtype="<u8").reshape(-1, 2)
+    m = np.uint64(bits)
+    h1 = halves[:, 0] % m
+    h2 = halves[:, 1] % m
+    steps = np.arange(hashes, dtype=np.uint64)
+    return (h1[:, None] + steps[None, :] * h2[:, None]) % m
 
 
 def locate(position: int, key_bits: int = MAX_KEY_BITS) -> tuple[int, int]:

@@ -19,10 +19,11 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import redis
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.exceptions import NotConfigured
@@ -36,6 +37,7 @@ from zeroarchive.bloom import (
     estimated_items,
     list_round,
     positions,
+    positions_of_batch,
     shape,
 )
 
@@ -51,6 +53,11 @@ logger = logging.getLogger(__name__)
 META_KEY = "zeroarchive"
 STATS_PREFIX = "bloomfilter"
 
+# Batches at least this large are hashed and packed with numpy.
+VECTOR_MIN = 16
+
+Offsets = Sequence[int] | np.ndarray
+
 
 def redis_url(settings: BaseSettings) -> str | None:
     """``REDIS_URL`` from the environment or, failing that, the settings."""
@@ -64,7 +71,9 @@ class BloomConfig:
     redis_url: str
     capacity: int = 100_000_000
     error_rate: float = 1e-4
-    hashes: int | None = None
+    # 8, not the optimal 13 at 1e-4: redis spends ~0.6 us per bit of a BITFIELD, so 8 bits
+    # make a check 40 % cheaper for 10 % more memory (2.63 instead of 2.40 bytes per URL).
+    hashes: int | None = 8
     key: str = "%(spider)s:bloom"
     key_bits: int = MAX_KEY_BITS
     list_capacity: int = 100_000
@@ -85,7 +94,7 @@ class BloomConfig:
         url = redis_url(settings)
         if not url:
             raise NotConfigured("the Bloom dupefilter needs REDIS_URL")
-        hashes = settings.get("BLOOMFILTER_HASHES")
+        hashes = settings.get("BLOOMFILTER_HASHES", cls.hashes)
         return cls(
             redis_url=url,
             capacity=settings.getint("BLOOMFILTER_CAPACITY", cls.capacity),
@@ -208,10 +217,14 @@ class RedisBloom:
         """Test-and-set ``items`` atomically; True for each item that was new.
 
         An item is new when any of its k bits was clear. Items are applied in order, so a
-        duplicate later in the same batch is not new.
+        duplicate later in the same batch is not new. Batches of ``VECTOR_MIN`` items or
+        more are hashed and packed with numpy (3x less Python per item); fewer go one by
+        one, where numpy's fixed cost per call would dominate.
         """
         if not items:
             return []
+        if len(items) >= VECTOR_MIN:
+            return self._add_batch(items)
         s = self.shape
         k = s.hashes
         flat: list[int] = []
@@ -219,6 +232,23 @@ class RedisBloom:
             flat.extend(positions(item, s.bits, k))
         prev = self._bitfield_set({0: flat})[0] if s.keys == 1 else self._split_set(flat)
         return [0 in prev[i : i + k] for i in range(0, len(prev), k)]
+
+    def _add_batch(self, items: Sequence[bytes]) -> list[bool]:
+        s = self.shape
+        flat = positions_of_batch(items, s.bits, s.hashes).ravel()
+        if s.keys == 1:
+            prev = np.asarray(self._bitfield_set({0: flat})[0], dtype=np.uint8)
+        else:
+            key_bits = np.uint64(s.key_bits)
+            index = flat // key_bits
+            offsets = flat % key_bits
+            masks = {int(i): index == i for i in np.unique(index)}
+            results = self._bitfield_set({i: offsets[mask] for i, mask in masks.items()})
+            prev = np.empty(len(flat), dtype=np.uint8)
+            for i, mask in masks.items():
+                prev[mask] = results[i]
+        new: list[bool] = (prev.reshape(-1, s.hashes).min(axis=1) == 0).tolist()
+        return new
 
     def _split_set(self, flat: list[int]) -> list[int]:
         by_key: dict[int, list[int]] = {}
@@ -231,7 +261,7 @@ class RedisBloom:
         results = self._bitfield_set(by_key)
         return [results[index][j] for index, j in where]
 
-    def _bitfield_set(self, by_key: dict[int, list[int]]) -> dict[int, list[int]]:
+    def _bitfield_set(self, by_key: Mapping[int, Offsets]) -> dict[int, list[int]]:
         order = sorted(by_key)
         commands = [_pack_bitfield_set(self.key(index), by_key[index]) for index in order]
         expires = (
@@ -304,18 +334,59 @@ def _pack(*args: str) -> bytes:
     return b"".join(parts)
 
 
-def _pack_bitfield_set(key: str, offsets: list[int]) -> bytes:
+def _pack_bitfield_set(key: str, offsets: Offsets) -> bytes:
     """``BITFIELD key SET u1 <offset> 1 ...``: sets each bit, returns its previous value.
 
     >>> _pack_bitfield_set("k", [5]) == _pack("BITFIELD", "k", "SET", "u1", "5", "1")
     True
+    >>> many = [0, 7, 10, 99, 4294967295] * 4
+    >>> _pack_bitfield_set("k", np.array(many, dtype=np.uint64)) == _pack_bitfield_set("k", many)
+    True
     """
     name = key.encode()
     head = b"*%d\r\n$8\r\nBITFIELD\r\n$%d\r\n%s\r\n" % (2 + 4 * len(offsets), len(name), name)
+    if isinstance(offsets, np.ndarray):
+        return head + _set_ops_vectorised(offsets)
     body = "".join(
         [f"$3\r\nSET\r\n$2\r\nu1\r\n${len(o)}\r\n{o}\r\n$1\r\n1\r\n" for o in map(str, offsets)]
     )
     return head + body.encode("ascii")
+
+
+_SET_HEAD = np.frombuffer(b"$3\r\nSET\r\n$2\r\nu1\r\n$", dtype=np.uint8)
+_SET_TAIL = np.frombuffer(b"\r\n$1\r\n1\r\n", dtype=np.uint8)
+_CRLF = np.frombuffer(b"\r\n", dtype=np.uint8)
+_GAP = 0  # a byte the protocol text never holds: marks the unused cells of a row
+
+
+def _set_ops_vectorised(offsets: np.ndarray) -> bytes:
+    """The ``SET u1 <offset> 1`` arguments of every offset (< 2**32), built with numpy.
+
+    Each offset gets a fixed-width row: the head, a 2-character length, CRLF, 10 digit
+    cells right-aligned, the tail; unused cells hold ``_GAP`` and are dropped at the end,
+    which leaves exactly the variable-length protocol text, in order.
+    """
+    n = len(offsets)
+    head, digits_at = len(_SET_HEAD), len(_SET_HEAD) + 4
+    rows = np.full((n, digits_at + 10 + len(_SET_TAIL)), _GAP, dtype=np.uint8)
+    rows[:, :head] = _SET_HEAD
+    rows[:, head + 2 : digits_at] = _CRLF
+    rows[:, digits_at + 10 :] = _SET_TAIL
+    rest = offsets.astype(np.uint32)
+    width = np.ones(n, dtype=np.uint8)
+    for cell in range(digits_at + 9, digits_at - 1, -1):
+        quotient = rest // 10
+        digit = (rest - quotient * 10).astype(np.uint8) + ord("0")
+        if cell == digits_at + 9:
+            rows[:, cell] = digit  # the last digit, also of 0
+        else:
+            more = rest > 0
+            rows[:, cell] = np.where(more, digit, _GAP)
+            width += more
+        rest = quotient
+    rows[:, head] = np.where(width >= 10, ord("1"), _GAP)
+    rows[:, head + 1] = ord("0") + width % 10
+    return rows[rows != _GAP].tobytes()
 
 
 def _pack_bitfield_get(key: str, offsets: list[int]) -> bytes:
