@@ -14,6 +14,7 @@ whole process), Chromium's peak and last-quarter memory, and the leftover proces
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import secrets
@@ -21,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,17 +33,58 @@ from tests.facebook_server import FacebookServer  # noqa: E402
 from tests.test_facebook import TAG, chromium_pids  # noqa: E402
 
 
-def rss_bytes(pids: list[int]) -> int:
-    total = 0
+def process_kind(pid: int) -> str:
+    """browser, renderer, zygote, utility (network service...), gpu-process, ..."""
+    try:
+        # Chromium rewrites its children's command lines into one space-separated string.
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
+    except OSError:
+        return "gone"
+    for arg in args:
+        if arg.startswith(b"--type="):
+            return arg[len(b"--type=") :].decode()
+    return "browser"
+
+
+def memory_bytes(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process. RSS counts shared pages once per process, PSS splits
+    them between the processes sharing them, so summed PSS is what the crawl really uses."""
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0, 0
+    rss = re.search(r"^Rss:\s+(\d+) kB", rollup, re.MULTILINE)
+    pss = re.search(r"^Pss:\s+(\d+) kB", rollup, re.MULTILINE)
+    return (int(rss.group(1)) * 1024 if rss else 0), (int(pss.group(1)) * 1024 if pss else 0)
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float
+    rss: int
+    pss: int
+    processes: int
+    pss_by_kind: dict[str, int]
+
+
+def sample(pids: list[int], at: float) -> Sample:
+    rss = pss = 0
+    by_kind: dict[str, int] = {}
     for pid in pids:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
-        if found:
-            total += int(found.group(1)) * 1024
-    return total
+        one_rss, one_pss = memory_bytes(pid)
+        rss += one_rss
+        pss += one_pss
+        kind = process_kind(pid)
+        by_kind[kind] = by_kind.get(kind, 0) + one_pss
+    return Sample(at, rss, pss, len(pids), by_kind)
+
+
+def _kind_pss(kind: str, x: Sample) -> int:
+    return x.pss_by_kind.get(kind, 0)
+
+
+def mean_mib(samples: list[Sample], value: Callable[[Sample], int]) -> float:
+    return sum(value(s) for s in samples) / max(1, len(samples)) / 2**20
 
 
 def main() -> None:
@@ -79,10 +123,9 @@ def main() -> None:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-            samples: list[tuple[float, int, int]] = []
+            samples: list[Sample] = []
             while crawl.poll() is None:
-                pids = chromium_pids(tag)
-                samples.append((time.monotonic() - started, rss_bytes(pids), len(pids)))
+                samples.append(sample(chromium_pids(tag), time.monotonic() - started))
                 time.sleep(args.interval)
         wall = time.monotonic() - started
         output = log.read_text()
@@ -91,19 +134,34 @@ def main() -> None:
         contexts = re.search(r"'playwright/context_count': (\d+)", output)
         leftover = chromium_pids(tag)
         served = len({pid for post in fb.posts for pid in post.ids})
-    peak = max(samples, key=lambda s: s[1])
-    last = samples[len(samples) * 3 // 4 :]
+    # Snapshots only: discovery (one long page scrolled to the end) comes first and is a
+    # different load; the runs of memory that matter are those over hundreds of posts.
+    busy = [x for x in samples if x.processes > 0]
+    first, last = busy[: len(busy) // 4], busy[len(busy) * 3 // 4 :]
+    peak = max(busy, key=lambda x: x.pss)
+    peak_rss = max(busy, key=lambda x: x.rss)
     print(f"posts served: {served}, snapshots saved: {saved}, exit code {crawl.returncode}")
     print(f"crawl: {elapsed:.1f} s -> {saved / elapsed * 60:.1f} posts/min")
     print(f"whole process (start-up included): {wall:.1f} s -> {saved / wall * 60:.1f} posts/min")
     print(
-        f"Chromium RSS sum: peak {peak[1] / 2**20:.0f} MiB ({peak[2]} processes, at "
-        f"{peak[0]:.0f} s); last quarter mean {sum(s[1] for s in last) / len(last) / 2**20:.0f}"
-        f" MiB; first-quarter mean "
-        f"{sum(s[1] for s in samples[: len(samples) // 4]) / max(1, len(samples) // 4) / 2**20:.0f}"
-        f" MiB; {len(samples)} samples"
+        f"Chromium memory, {len(busy)} samples: peak PSS {peak.pss / 2**20:.0f} MiB "
+        f"({peak.processes} processes, at {peak.at:.0f} s); peak RSS sum "
+        f"{peak_rss.rss / 2**20:.0f} MiB"
     )
+    print(
+        f"  PSS mean first quarter {mean_mib(first, lambda x: x.pss):.0f} MiB, "
+        f"last quarter {mean_mib(last, lambda x: x.pss):.0f} MiB"
+    )
+    for kind in sorted({k for x in busy for k in x.pss_by_kind} - {"gone"}):
+        of_kind = functools.partial(_kind_pss, kind)
+        print(
+            f"    {kind:<12} first quarter {mean_mib(first, of_kind):6.0f} MiB, "
+            f"last quarter {mean_mib(last, of_kind):6.0f} MiB"
+        )
     print(f"browser contexts: {contexts.group(1) if contexts else '?'}")
+    # What the posts cost in the browser: scrolls, comment pages, pagers that did not go.
+    for key, value in re.findall(r"'zeroarchive/(facebook/[a-z_]+)': (\d+)", output):
+        print(f"  {key}: {value}")
     print(f"Chromium processes left after the crawl: {len(leftover)}")
 
 
