@@ -11,7 +11,7 @@ first request the replay server sees to the last page stored (fetch-only: to the
 request), with every process already started; the totals with process start-up are
 printed too.
 
-    python bench/crawl_distributed.py [--copies 5]
+    python bench/crawl_distributed.py [--copies 20] [--rounds 3]
 
 Needs MariaDB at 127.0.0.1:3306 (root) and Redis at 127.0.0.1:6379 (uses database 1 and
 flushes it).
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -203,35 +204,49 @@ def fetch_only_run(server: ReplayServer, paths: list[str], work: Path) -> Timing
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=5)
+    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     options = parser.parse_args()
     routes, paths = build_site(options.copies)
+    n = len(paths)
+    rounds: list[dict[str, Timing]] = []
     with ReplayServer(routes) as server, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        timings = {
-            "zeroarchive_2_workers": zeroarchive_run(server, len(paths), work),
-            "fetch_only": fetch_only_run(server, paths, work),
-            "stock_scrapy_redis_2_workers": stock_run(server, len(paths), work),
-        }
-    n = len(paths)
-    rate = {name: n / t.crawl_s for name, t in timings.items()}
-    total = {name: n / t.total_s for name, t in timings.items()}
-    print(
-        json.dumps(
-            {
-                "articles": n,
-                "pages_per_s": {name: round(r, 1) for name, r in rate.items()},
-                "pages_per_s_with_process_start_up": {
-                    name: round(r, 1) for name, r in total.items()
-                },
-            }
+        for _ in range(options.rounds):
+            rounds.append(
+                {
+                    "zeroarchive_2_workers": zeroarchive_run(server, n, work),
+                    "fetch_only": fetch_only_run(server, paths, work),
+                    "stock_scrapy_redis_2_workers": stock_run(server, n, work),
+                }
+            )
+            rate = {name: round(n / t.crawl_s, 1) for name, t in rounds[-1].items()}
+            total = {name: round(n / t.total_s, 1) for name, t in rounds[-1].items()}
+            print(
+                json.dumps(
+                    {
+                        "articles": n,
+                        "pages_per_s": rate,
+                        "pages_per_s_with_process_start_up": total,
+                    }
+                ),
+                flush=True,
+            )
+
+    def ratios(other: str) -> list[float]:
+        return sorted(r[other].crawl_s / r["zeroarchive_2_workers"].crawl_s for r in rounds)
+
+    # Each round runs the three side by side; the machine's noise moves whole rounds, so
+    # the ratio is taken per round and the median of the rounds is printed.
+    for other, label in (
+        ("fetch_only", "fetch-only limit"),
+        ("stock_scrapy_redis_2_workers", "stock scrapy-redis"),
+    ):
+        per_round = ratios(other)
+        print(
+            f"ratio zeroarchive / {label}: {statistics.median(per_round):.2f} "
+            f"(rounds: {', '.join(f'{x:.2f}' for x in per_round)})"
         )
-    )
-    ours = rate["zeroarchive_2_workers"]
-    print(f"ratio zeroarchive / fetch-only limit: {ours / rate['fetch_only']:.2f}")
-    print(
-        f"ratio zeroarchive / stock scrapy-redis: {ours / rate['stock_scrapy_redis_2_workers']:.2f}"
-    )
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ import zlib
 
 import zstandard
 
-# Measured on the corpora's news pages (~90 KB): level 9 stores 0.231 of the raw bytes in
-# 2.6 ms a page, level 12 0.229 in 8.3 ms; past 9 the CPU buys almost nothing.
-ZSTD_LEVEL = 9
+# Measured on the 110 corpus pages of bench/crawl_embedded.py (111 KiB on average):
+# level 12 stores 0.180 of the raw bytes in 7.4 ms a page, 9 0.182 in 2.4 ms, 7 0.183 in
+# 1.4 ms, 3 0.200 in 0.6 ms. Compression was a worker's largest cost; 7 keeps the bytes.
+ZSTD_LEVEL = 7
 # zstd contexts must never be shared between threads (pipelines write from worker threads).
 _contexts = threading.local()
 
