@@ -222,7 +222,7 @@ def test_mariadb_unreachable_for_30_seconds_loses_no_item(
         load_sites(via_proxy, tmp_path, [news_site(server, delay=1.0)])
         schedule_once(via_proxy, redis_url, tmp_path)
         log = tmp_path / "worker.log"
-        worker = start_worker(via_proxy, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=40")
+        worker = start_worker(via_proxy, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=10")
         wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
         schedule_once(via_proxy, redis_url, tmp_path)
         wait_until(lambda: counts(mariadb_url)[1] >= 2, 60, "the first snapshots")
