@@ -21,12 +21,17 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import redis
 import yaml
+from scrapy import Spider
+from scrapy.core.engine import ExecutionEngine
+from scrapy.utils.test import get_crawler
 from sqlalchemy import create_engine, func, select
 
 from tests.conftest import REPO, scrapy
 from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
+from zeroarchive.redis_queue import RedisScheduler
 from zeroarchive.storage.schema import article, article_snapshot
 
 NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"
@@ -485,3 +490,30 @@ def _job_finished(port: int, job_id: object) -> bool:
     with urllib.request.urlopen(url, timeout=30) as reply:
         jobs = json.loads(reply.read())
     return any(job["id"] == job_id for job in jobs.get("finished", []))
+
+
+class _QueueSpider(Spider):
+    name = "poll"
+
+
+@pytest.mark.parametrize("poll", [0.25, 1.5])
+def test_an_idle_worker_looks_at_the_queue_every_poll_interval(redis_url: str, poll: float) -> None:
+    """Scrapy's engine asks an empty scheduler again only on its heartbeat (5 s); the
+    shared queue's scheduler sets this engine's heartbeat to the poll interval."""
+    crawler = get_crawler(
+        _QueueSpider,
+        {
+            "REDIS_URL": redis_url,
+            "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
+            "ZEROARCHIVE_QUEUE_POLL_SECONDS": poll,
+        },
+    )
+    crawler.spider = crawler._create_spider()
+    crawler.engine = crawler._create_engine()
+    scheduler = RedisScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    heartbeat = crawler.engine._SLOT_HEARTBEAT_INTERVAL
+    assert heartbeat == poll
+    assert ExecutionEngine._SLOT_HEARTBEAT_INTERVAL == 5.0, "only this engine changes"
+    assert scheduler.next_request() is None
+    scheduler.close("finished")
