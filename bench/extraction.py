@@ -31,11 +31,11 @@ import trafilatura
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.conftest import CORPORA  # noqa: E402
 from zeroarchive.encoding import decode_body, detect_encoding  # noqa: E402
 from zeroarchive.parser import PARSER_VERSION, parse_snapshot  # noqa: E402
 from zeroarchive.parser.generic import main_text, readability_text  # noqa: E402
 
-CORPORA = REPO.parent / "shared" / "corpora"
 BENCHMARK = CORPORA / "extraction-benchmark-dev"
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE | re.MULTILINE | re.IGNORECASE | re.DOTALL)
 Scores = tuple[float, float, float]

@@ -21,7 +21,9 @@ from sqlalchemy import create_engine, text
 from zeroarchive.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "corpora"
+# The saved real pages live beside the checkout (../shared/corpora); a clone elsewhere
+# points at them with ZEROARCHIVE_CORPORA (.ci/run does, from the clone's origin).
+CORPORA = Path(os.environ.get("ZEROARCHIVE_CORPORA") or REPO.parent / "shared" / "corpora")
 MARIADB_SERVER = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
 REQUIRE_SERVICES = os.environ.get("ZEROARCHIVE_REQUIRE_SERVICES") == "1"
 

@@ -30,7 +30,6 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -39,7 +38,9 @@ import yaml
 from lxml import etree
 from lxml import html as lxml_html
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "facebook"
+from tests.conftest import CORPORA
+
+CORPUS = CORPORA / "facebook"
 PAGE = "Nintendo"
 PAGE_ID = "119240841493711"
 FIRST_POSTS = 3

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import CORPORA
 from zeroarchive import encoding
 from zeroarchive.encoding import decode_body, detect_encoding
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 NEWS_2014 = CORPORA / "tw-news-2014"
 TWNEWS = CORPORA / "tw-news-twnews"
 FEEDS = CORPORA / "big5-feeds"
