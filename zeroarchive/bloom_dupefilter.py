@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import redis
+from redis.connection import ConnectionInterface
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
@@ -179,6 +180,7 @@ class RedisBloom:
         self.base = base
         self.shape = bloom_shape
         self.ttl = ttl
+        self._conn: ConnectionInterface | None = None
 
     @classmethod
     def open(cls, server: redis.Redis, base: str, wanted: BloomShape) -> RedisBloom:
@@ -279,18 +281,25 @@ class RedisBloom:
 
         redis-py packs arguments one by one in Python, which costs more than the whole
         BITFIELD in redis at 4 arguments per bit; packing the offsets ourselves is 4x faster.
+        The filter keeps one connection of its own: taking one from redis-py's pool and
+        giving it back costs a lock and a poll of the socket, about a fifth of a check.
         """
-        pool = self.server.connection_pool
-        conn = pool.get_connection()
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = self.server.connection_pool.make_connection()
         try:
             conn.send_packed_command([b"".join(commands)])
-            out = [conn.read_response() for _ in range(replies)]
+            return [conn.read_response() for _ in range(replies)]
         except BaseException:
+            # Replies may be left unread; the next call reconnects.
             conn.disconnect()
             raise
-        finally:
-            pool.release(conn)
-        return out
+
+    def close(self) -> None:
+        """Close the filter's own connection (a later call opens a new one)."""
+        if self._conn is not None:
+            self._conn.disconnect()
+            self._conn = None
 
     def contains(self, items: Sequence[bytes]) -> list[bool]:
         """Whether each item is (probably) in the filter, changing nothing."""
@@ -504,15 +513,11 @@ class BloomDupeFilter(BaseDupeFilter):
     def _list_bloom(self, round_id: str) -> RedisBloom:
         bloom = self._lists.get(round_id)
         if bloom is None:
-            self._lists = {
-                round_id: RedisBloom(
-                    self.server,
-                    list_key_of(self.base, round_id),
-                    self._list_shape,
-                    self.config.list_ttl,
-                )
-            }
-            bloom = self._lists[round_id]
+            for old in self._lists.values():
+                old.close()
+            key = list_key_of(self.base, round_id)
+            bloom = RedisBloom(self.server, key, self._list_shape, self.config.list_ttl)
+            self._lists = {round_id: bloom}
         return bloom
 
     def check(self) -> BloomEstimate | None:
@@ -553,6 +558,8 @@ class BloomDupeFilter(BaseDupeFilter):
 
     def close(self, reason: str) -> None:
         self.check()
+        for bloom in [self.bloom, *self._lists.values()]:
+            bloom.close()
 
     def clear(self) -> None:
         """Delete the filter, its shape and every list round (scrapy-redis's flush)."""

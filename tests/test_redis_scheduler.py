@@ -1,0 +1,167 @@
+"""The shared queue's scheduler against a real Redis: requests the engine schedules are
+checked and pushed a batch at a time, duplicates still fire ``request_dropped``, and a
+batch that cannot be pushed is logged and counted instead of raising into the engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+import redis
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.utils.test import get_crawler
+
+from tests.conftest import REPO
+from zeroarchive.redis_queue import MAX_PENDING, RedisScheduler
+
+
+class _Spider(Spider):
+    name = "generic"
+
+
+def settings_for(redis_url: str) -> dict[str, object]:
+    return {
+        "REDIS_URL": redis_url,
+        "DUPEFILTER_CLASS": "zeroarchive.bloom_dupefilter.BloomDupeFilter",
+        "BLOOMFILTER_CAPACITY": 10_000,
+        "ZEROARCHIVE_QUEUE_POLL_SECONDS": 0.25,
+    }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def reactor_installed() -> None:
+    """A batch is flushed through the reactor (never run here: these tests flush by hand
+    or pop); importing it installs the default one, as a crawl would install its own."""
+    from twisted.internet import reactor  # noqa: F401
+
+
+@pytest.fixture
+def crawler(redis_url: str) -> Crawler:
+    crawler = get_crawler(_Spider, settings_for(redis_url))
+    crawler.spider = crawler._create_spider()
+    crawler.engine = crawler._create_engine()
+    return crawler
+
+
+@pytest.fixture
+def scheduler(crawler: Crawler) -> Iterator[RedisScheduler]:
+    scheduler = RedisScheduler.from_crawler(crawler)
+    scheduler.open(crawler.spider)
+    yield scheduler
+    scheduler.close("finished")
+
+
+def bitfield_calls(server: redis.Redis) -> int:
+    stats = server.info("commandstats").get("cmdstat_bitfield", {})
+    return int(stats.get("calls", 0))
+
+
+def test_a_batch_is_checked_in_one_round_trip_and_duplicates_are_dropped(
+    crawler: Crawler, scheduler: RedisScheduler
+) -> None:
+    dropped: list[str] = []
+
+    def on_dropped(request: Request, spider: Spider) -> None:
+        dropped.append(request.url)
+
+    crawler.signals.connect(on_dropped, signal=signals.request_dropped)
+    requests = [Request(f"https://example.com/a/{i}") for i in range(10)]
+    requests += [Request("https://example.com/a/3"), Request("https://example.com/a/3")]
+    requests.append(Request("https://example.com/a/4", dont_filter=True))
+    assert all(scheduler.enqueue_request(r) for r in requests)
+    assert scheduler.has_pending_requests()
+    assert len(scheduler.queue) == 0, "nothing is pushed before the batch is flushed"
+
+    before = bitfield_calls(scheduler.server)
+    assert scheduler.flush_pending() == 11
+    assert bitfield_calls(scheduler.server) == before + 1
+    assert dropped == ["https://example.com/a/3", "https://example.com/a/3"]
+    assert len(scheduler.queue) == 11
+    stats = crawler.stats
+    assert stats is not None
+    assert stats.get_value("scheduler/enqueued/redis") == 11
+    assert stats.get_value("bloomfilter/new") == 10
+    assert stats.get_value("bloomfilter/filtered") == 2
+    assert scheduler.flush_pending() == 0
+
+    popped = [scheduler.next_request() for _ in range(11)]
+    assert sorted(r.url for r in popped if r is not None) == sorted(
+        [f"https://example.com/a/{i}" for i in range(10)] + ["https://example.com/a/4"]
+    )
+    assert scheduler.next_request() is None
+    assert not scheduler.has_pending_requests()
+
+
+def test_next_request_pushes_the_pending_batch_before_popping(
+    scheduler: RedisScheduler,
+) -> None:
+    scheduler.enqueue_request(Request("https://example.com/b", priority=5))
+    popped = scheduler.next_request()
+    assert popped is not None and popped.url == "https://example.com/b"
+    assert popped.priority == 5
+
+
+def test_a_full_batch_is_pushed_at_once(scheduler: RedisScheduler) -> None:
+    for i in range(MAX_PENDING):
+        scheduler.enqueue_request(Request(f"https://example.com/c/{i}"))
+    assert len(scheduler.queue) == MAX_PENDING
+    assert not scheduler._pending
+
+
+def test_a_batch_that_cannot_be_pushed_is_logged_and_counted(
+    crawler: Crawler, scheduler: RedisScheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    scheduler.server = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1)
+    for i in range(3):
+        scheduler.enqueue_request(Request(f"https://example.com/d/{i}"))
+    assert scheduler.flush_pending() == 0
+    assert "Could not queue 3 request(s)" in caplog.text
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("scheduler/redis/push_errors") == 3
+
+
+def test_the_pending_batch_is_pushed_at_the_end_of_the_reactor_turn(redis_url: str) -> None:
+    """Without waiting for the engine to ask for the next request (it does not while its
+    downloader is busy), so idle workers elsewhere can take the work."""
+    script = textwrap.dedent(
+        f"""
+        from scrapy import Request, Spider
+        from scrapy.utils.reactor import install_reactor
+        from scrapy.utils.test import get_crawler
+
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+        from zeroarchive.redis_queue import RedisScheduler
+
+        class S(Spider):
+            name = "generic"
+
+        crawler = get_crawler(S, {settings_for(redis_url)!r})
+        crawler.spider = crawler._create_spider()
+        crawler.engine = crawler._create_engine()
+        scheduler = RedisScheduler.from_crawler(crawler)
+        scheduler.open(crawler.spider)
+        for i in range(3):
+            scheduler.enqueue_request(Request(f"https://example.com/e/{{i}}"))
+        seen = []
+        seen.append(len(scheduler.queue))
+        later = deferLater(reactor, 0.05, lambda: seen.append(len(scheduler.queue)))
+        later.addBoth(lambda _: reactor.stop())
+        reactor.run()
+        print("queued", seen)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "queued [0, 3]" in done.stdout, done.stdout + done.stderr
