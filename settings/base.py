@@ -84,6 +84,9 @@ ZEROARCHIVE_IDLE_LIMIT = 0
 ZEROARCHIVE_QUEUE_HIGH_WATER = 20000
 # How often an idle worker looks for new requests in the shared queue.
 ZEROARCHIVE_QUEUE_POLL_SECONDS = 0.25
+# How many queued requests a worker takes per round trip (it puts back what it did not
+# start when it closes; a killed worker's share comes due again with its leases).
+ZEROARCHIVE_QUEUE_PREFETCH = 8
 
 # --- Operations ------------------------------------------------------------------------
 FEED_EXPORT_ENCODING = "utf-8"

@@ -29,6 +29,7 @@ def settings_for(redis_url: str) -> dict[str, object]:
         "DUPEFILTER_CLASS": "zeroarchive.bloom_dupefilter.BloomDupeFilter",
         "BLOOMFILTER_CAPACITY": 10_000,
         "ZEROARCHIVE_QUEUE_POLL_SECONDS": 0.25,
+        "ZEROARCHIVE_QUEUE_PREFETCH": 8,
     }
 
 
@@ -55,11 +56,6 @@ def scheduler(crawler: Crawler) -> Iterator[RedisScheduler]:
     scheduler.close("finished")
 
 
-def bitfield_calls(server: redis.Redis) -> int:
-    stats = server.info("commandstats").get("cmdstat_bitfield", {})
-    return int(stats.get("calls", 0))
-
-
 def test_a_batch_is_checked_in_one_round_trip_and_duplicates_are_dropped(
     crawler: Crawler, scheduler: RedisScheduler
 ) -> None:
@@ -76,9 +72,12 @@ def test_a_batch_is_checked_in_one_round_trip_and_duplicates_are_dropped(
     assert scheduler.has_pending_requests()
     assert len(scheduler.queue) == 0, "nothing is pushed before the batch is flushed"
 
-    before = bitfield_calls(scheduler.server)
+    sent: list[int] = []
+    bloom = scheduler.df.bloom
+    send = bloom._send
+    bloom._send = lambda commands, replies: sent.append(len(commands)) or send(commands, replies)  # type: ignore[method-assign]
     assert scheduler.flush_pending() == 11
-    assert bitfield_calls(scheduler.server) == before + 1
+    assert sent == [1], "one write of one BITFIELD for the whole batch"
     assert dropped == ["https://example.com/a/3", "https://example.com/a/3"]
     assert len(scheduler.queue) == 11
     stats = crawler.stats
@@ -110,6 +109,31 @@ def test_a_full_batch_is_pushed_at_once(scheduler: RedisScheduler) -> None:
         scheduler.enqueue_request(Request(f"https://example.com/c/{i}"))
     assert len(scheduler.queue) == MAX_PENDING
     assert not scheduler._pending
+
+
+def test_a_worker_takes_several_requests_per_round_trip_and_puts_back_the_rest(
+    crawler: Crawler, scheduler: RedisScheduler
+) -> None:
+    assert scheduler.prefetch == 8
+    for i in range(10):
+        scheduler.enqueue_request(Request(f"https://example.com/p/{i}", priority=i))
+    scheduler.flush_pending()
+    first = scheduler.next_request()
+    assert first is not None and first.url == "https://example.com/p/9", "best first"
+    assert len(scheduler.queue) == 2, "8 taken in one round trip"
+    assert scheduler.has_pending_requests()
+    second = scheduler.next_request()
+    assert second is not None and second.url == "https://example.com/p/8"
+
+    scheduler.close("shutdown")
+    assert len(scheduler.queue) == 8, "the 6 taken and not started are back"
+    other = RedisScheduler.from_crawler(crawler)
+    other.open(crawler.spider)
+    urls = []
+    while (request := other.next_request()) is not None:
+        urls.append((request.url, request.priority))
+    assert urls == [(f"https://example.com/p/{i}", i) for i in range(7, -1, -1)]
+    other.close("finished")
 
 
 def test_a_batch_that_cannot_be_pushed_is_logged_and_counted(

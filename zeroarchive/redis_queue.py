@@ -11,6 +11,9 @@ Differences from stock scrapy-redis, each for a reason:
 - an idle worker looks at the queue every ``ZEROARCHIVE_QUEUE_POLL_SECONDS``: Scrapy's
   engine only asks an empty scheduler again on its 5 s heartbeat, so work pushed by
   ``scrapy schedule`` or another worker would wait up to 5 s on every idle worker;
+- a worker takes up to ``ZEROARCHIVE_QUEUE_PREFETCH`` entries per ZPOPMIN and hands
+  them to its engine one by one, instead of one round trip per request; a worker that
+  closes puts back what it took and did not start;
 - requests the engine schedules are checked and pushed in batches: every request found
   while the reactor is busy (the links of a page, say) is checked against the dupefilter
   in one round trip and pushed in one more, at the end of that reactor turn or before
@@ -25,6 +28,7 @@ import base64
 import json
 import logging
 import os
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -104,14 +108,28 @@ class JsonSerializer:
 
 class SharedQueue(PriorityQueue):
     """scrapy-redis's priority queue, popped with one ZPOPMIN instead of a MULTI/EXEC of
-    ZRANGE and ZREMRANGEBYRANK: the same entry (lowest score, i.e. highest priority),
+    ZRANGE and ZREMRANGEBYRANK: the same entries (lowest score, i.e. highest priority),
     just as atomic, in one command instead of four."""
 
     def pop(self, timeout: int = 0) -> Request | None:
-        popped = self.server.zpopmin(self.key, 1)
-        if not popped:
+        taken = self.take(1)
+        if not taken:
             return None
-        request: Request = self._decode_request(popped[0][0])
+        return self.decode(taken[0][0])
+
+    def take(self, count: int) -> list[tuple[bytes, float]]:
+        """Remove and return up to ``count`` raw entries with their scores, best first."""
+        taken: list[tuple[bytes, float]] = self.server.zpopmin(self.key, count)
+        return taken
+
+    def put_back(self, entries: Iterable[tuple[bytes, float]]) -> None:
+        """Return taken entries under their own scores."""
+        mapping = dict(entries)
+        if mapping:
+            self.server.zadd(self.key, mapping)
+
+    def decode(self, entry: bytes) -> Request:
+        request: Request = self._decode_request(entry)
         return request
 
 
@@ -149,6 +167,8 @@ class RedisScheduler(Scheduler):
         super().__init__(*args, **kwargs)
         self._pending: list[Request] = []
         self._flush_later = CallLaterOnce(self.flush_pending)
+        self.prefetch = 1
+        self._taken: deque[tuple[bytes, float]] = deque()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
@@ -173,6 +193,11 @@ class RedisScheduler(Scheduler):
         if scheduler.poll_seconds <= 0:
             raise ValueError(
                 f"ZEROARCHIVE_QUEUE_POLL_SECONDS must be positive, not {scheduler.poll_seconds}"
+            )
+        scheduler.prefetch = settings.getint("ZEROARCHIVE_QUEUE_PREFETCH", 1)
+        if scheduler.prefetch < 1:
+            raise ValueError(
+                f"ZEROARCHIVE_QUEUE_PREFETCH must be at least 1, not {scheduler.prefetch}"
             )
         return scheduler
 
@@ -202,6 +227,7 @@ class RedisScheduler(Scheduler):
         # Never flush the queue: it belongs to every worker, not to this one.
         self.flush_pending()
         self._flush_later.cancel()
+        self._put_back_taken()
         if hasattr(self.df, "close"):
             self.df.close(reason)
 
@@ -249,20 +275,42 @@ class RedisScheduler(Scheduler):
             self.stats.inc_value("scheduler/enqueued/redis", len(new))
         return len(new)
 
+    def _put_back_taken(self) -> None:
+        if not self._taken:
+            return
+        try:
+            self.queue.put_back(self._taken)
+        except redis.RedisError as exc:
+            logger.error(
+                "Could not put %d taken request(s) back in %s (the leases queue their "
+                "articles again): %s",
+                len(self._taken),
+                self.queue.key,
+                exc,
+            )
+        else:
+            logger.info("Put %d taken request(s) back in %s", len(self._taken), self.queue.key)
+        self._taken.clear()
+
     def has_pending_requests(self) -> bool:
-        return bool(self._pending) or len(self.queue) > 0
+        return bool(self._pending) or bool(self._taken) or len(self.queue) > 0
 
     def next_request(self) -> Request | None:
         self.flush_pending()
         for _ in range(MAX_MALFORMED_PER_POP):
+            if not self._taken:
+                self._taken.extend(self.queue.take(self.prefetch))
+                if not self._taken:
+                    return None
+            entry, _score = self._taken.popleft()
             try:
-                request = self.queue.pop(0)
+                request = self.queue.decode(entry)
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 logger.error("Skipping a malformed entry in %s: %s", self.queue.key, exc)
                 if self.stats:
                     self.stats.inc_value("scheduler/redis/malformed")
                 continue
-            if request is not None and self.stats:
+            if self.stats:
                 self.stats.inc_value("scheduler/dequeued/redis")
             return request
         return None
