@@ -37,7 +37,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from scrapy.http import Request, Response
 
 from middlewares.throttle import CODES_META
-from zeroarchive.archive_spider import META_KEY, now
+from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, now
 from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.list_walk import ListWalkSpider
 from zeroarchive.schedule import plan_for_site
@@ -183,6 +183,7 @@ class DcardSpider(ListWalkSpider):
             errback=self.list_failed,
             headers=JSON_HEADERS,
             meta={**self.list_meta(site, walk), CODES_META: THROTTLE_CODES},
+            priority=LIST_PRIORITY,
         )
 
     def parse_posts(self, response: Response) -> Iterator[Any]:

@@ -34,7 +34,7 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from zeroarchive.archive_spider import META_KEY, ArchiveSpider, header_lists, now
+from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, ArchiveSpider, header_lists, now
 from zeroarchive.facebook import (
     ARTICLE_TYPE,
     EXPAND_SELECTOR,
@@ -131,6 +131,7 @@ class FacebookSpider(ArchiveSpider):
             errback=self.list_failed,
             meta=self._browser_meta(site, "list", depth=0),
             dont_filter=True,
+            priority=LIST_PRIORITY,
         )
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:

@@ -17,7 +17,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from zeroarchive.archive_spider import META_KEY, ArchiveSpider, header_lists, now
+from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, ArchiveSpider, header_lists, now
 from zeroarchive.canonical import declared_urls, moved_to
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.items import ArticleLinks, FetchedPage
@@ -107,6 +107,7 @@ class GenericSpider(ArchiveSpider):
             callback=self.parse_list,
             errback=self.list_failed,
             meta=self.request_meta(site, "list", depth=depth),
+            priority=LIST_PRIORITY,
         )
 
     def parse_list(self, response: Response) -> Iterator[Any]:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from scrapy.http import FormRequest, Request, Response, TextResponse
 
-from zeroarchive.archive_spider import META_KEY, header_lists, now
+from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, header_lists, now
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.list_walk import ListWalkSpider
@@ -106,6 +106,7 @@ class PttSpider(ListWalkSpider):
             errback=self.list_failed,
             cookies=over18_cookie(),
             meta=self.list_meta(site, walk),
+            priority=LIST_PRIORITY,
         )
 
     def parse_index(self, response: Response) -> Iterator[Any]:

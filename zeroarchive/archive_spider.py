@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 MODES = ("discover", "snapshot", "all")
 META_KEY = "zeroarchive"
+# List pages go ahead of snapshots in every queue: one list page leads to many articles,
+# and a walk goes one page at a time, so a list page that waited behind every snapshot
+# queued before it would set the pace of discovery (and of the whole crawl).
+LIST_PRIORITY = 10
 
 
 FAKE_NOW_ENV = "ZEROARCHIVE_FAKE_NOW"
