@@ -94,7 +94,10 @@ def redis_url() -> Iterator[str]:
     except redis.RedisError as exc:
         error = str(exc)
     require_service("Redis", error)
-    url = f"{server}/{secrets.randbelow(14) + 2}"
+    # One database per pytest-xdist worker (gw0 -> 2, gw1 -> 3, ...): tests of a worker
+    # run one after another, so none empties another's database.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    url = f"{server}/{2 + int(worker.removeprefix('gw')) % 14}"
     client = redis.Redis.from_url(url)
     client.flushdb()
     try:
