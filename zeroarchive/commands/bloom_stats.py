@@ -1,18 +1,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.bloom_dupefilter import (
-    BloomConfig,
-    BloomEstimate,
-    RedisBloom,
-    iter_list_keys,
-    shape_key_of,
-)
+if TYPE_CHECKING:
+    from zeroarchive.bloom_dupefilter import BloomEstimate
 
 
 def _print(title: str, est: BloomEstimate) -> None:
@@ -47,6 +43,15 @@ class Command(ScrapyCommand):
         if args:
             raise UsageError("bloom_stats takes no arguments")
         assert self.settings is not None
+        # Imported here: Scrapy loads every command module on every `scrapy` call, and
+        # the filter's numpy would slow all of them.
+        from zeroarchive.bloom_dupefilter import (
+            BloomConfig,
+            RedisBloom,
+            iter_list_keys,
+            shape_key_of,
+        )
+
         try:
             config = BloomConfig.from_settings(self.settings)
         except Exception as exc:
