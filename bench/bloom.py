@@ -203,45 +203,51 @@ def through_scheduler(url: str, prefix: str, n: int, links: int) -> tuple[float,
     # scrapy-redis 0.9.1 passes spider= to the stats, deprecated in Scrapy 2.19.
     warnings.filterwarnings("ignore", "Passing a 'spider' argument", ScrapyDeprecationWarning)
 
-    ours = _scheduler(RedisScheduler, url, prefix, "ours")
-    stock = _scheduler(Scheduler, url, prefix, "stock")
+    # A spider of its own: our queue's key is named after the spider, not the prefix.
+    spider_cls = type("_SchedulerBench", (Spider,), {"name": prefix.replace(":", "-")})
+    ours = _scheduler(RedisScheduler, spider_cls, url, prefix, "ours")
+    stock = _scheduler(Scheduler, spider_cls, url, prefix, "stock")
     pages = [
         [Request(f"https://news.example.com/s/{i}.html?utm_source=x") for i in range(p, p + links)]
         for p in range(0, n, links)
     ]
     copies = [[r.copy() for r in page] for page in pages]
     ours_s = stock_s = 0.0
-    for page, copy in zip(pages, copies, strict=True):
-        t = time.perf_counter()
-        for r in page:
-            ours.enqueue_request(r)
-        ours.flush_pending()
-        ours_s += time.perf_counter() - t
-        t = time.perf_counter()
-        for r in copy:
-            stock.enqueue_request(r)
-        stock_s += time.perf_counter() - t
-    assert len(ours.queue) == len(stock.queue) == sum(map(len, pages))
-    ours.server.delete(ours.queue.key)
+    try:
+        for page, copy in zip(pages, copies, strict=True):
+            t = time.perf_counter()
+            for r in page:
+                ours.enqueue_request(r)
+            ours.flush_pending()
+            ours_s += time.perf_counter() - t
+            t = time.perf_counter()
+            for r in copy:
+                stock.enqueue_request(r)
+            stock_s += time.perf_counter() - t
+        assert len(ours.queue) == len(stock.queue) == sum(map(len, pages))
+    finally:
+        ours.server.delete(ours.queue.key)
     return n / ours_s, n / stock_s
 
 
-def _scheduler(cls: type[Scheduler], url: str, prefix: str, name: str) -> Scheduler:
+def _scheduler(
+    cls: type[Scheduler], spider_cls: type[Spider], url: str, prefix: str, name: str
+) -> Scheduler:
+    ours = cls is RedisScheduler
     crawler = get_crawler(
-        _Spider,
+        spider_cls,
         {
             "REDIS_URL": url,
             "BLOOMFILTER_KEY": f"{prefix}:{name}:%(spider)s:bloom",
             "BLOOMFILTER_CAPACITY": 1_000_000,
-            "DUPEFILTER_CLASS": "zeroarchive.bloom_dupefilter.BloomDupeFilter",
+            "DUPEFILTER_CLASS": "zeroarchive.bloom_dupefilter.BloomDupeFilter"
+            if ours
+            else "scrapy_redis.dupefilter.RFPDupeFilter",
             "ZEROARCHIVE_QUEUE_POLL_SECONDS": 0.25,
             "SCHEDULER_QUEUE_KEY": f"{prefix}:{name}:%(spider)s:requests",
             "SCHEDULER_DUPEFILTER_KEY": f"{prefix}:{name}:%(spider)s:dupefilter",
         },
     )
-    if cls is Scheduler:
-        crawler.settings.frozen = False
-        crawler.settings.set("DUPEFILTER_CLASS", "scrapy_redis.dupefilter.RFPDupeFilter")
     crawler.spider = crawler._create_spider()
     crawler.engine = crawler._create_engine()
     scheduler = cls.from_crawler(crawler)
