@@ -7,10 +7,11 @@ import zlib
 
 import zstandard
 
-# Measured on the 110 corpus pages of bench/crawl_embedded.py (111 KiB on average):
-# level 12 stores 0.180 of the raw bytes in 7.4 ms a page, 9 0.182 in 2.4 ms, 7 0.183 in
-# 1.4 ms, 3 0.200 in 0.6 ms. Compression was a worker's largest cost; 7 keeps the bytes.
-ZSTD_LEVEL = 7
+# Measured on the 110 corpus pages of bench/crawl_embedded.py (111 KiB on average), one
+# core: level 12 stores 0.180 of the raw bytes in 7.4 ms a page, 7 0.183 in 0.97 ms, 5 0.188
+# in 0.67 ms, 3 (zstd's own default) 0.200 in 0.28 ms. Compression was still a worker's
+# largest cost at 7 (a quarter of its busy time); 3 costs 3.5x less CPU for 9 % more bytes.
+ZSTD_LEVEL = 3
 # zstd contexts must never be shared between threads (pipelines write from worker threads).
 _contexts = threading.local()
 
