@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import urljoin, urlsplit
 
@@ -60,7 +61,7 @@ def moved_to(
     'http://s.tw/a/2'
     """
     candidates = [final_url, *(_absolute(final_url, value) for value in declared)]
-    front_pages = {_canonical(site_url, rules), _canonical(_root(site_url), rules)}
+    front_pages = _front_pages(site_url, rules)
     for index, candidate in enumerate(candidates):
         canonical = _canonical(candidate, rules)
         if canonical is None or canonical == article_url:
@@ -69,6 +70,12 @@ def moved_to(
             continue
         return canonical
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _front_pages(site_url: str, rules: UrlRules) -> frozenset[str | None]:
+    # The same few sites for every page of a crawl: canonicalised once each.
+    return frozenset({_canonical(site_url, rules), _canonical(_root(site_url), rules)})
 
 
 def _canonical(url: str, rules: UrlRules) -> str | None:
