@@ -155,9 +155,8 @@ class GenericSpider(ArchiveSpider):
     def parse_snapshot(self, response: Response) -> Iterator[FetchedPage]:
         site = self.response_site(response)
         meta = response.meta[META_KEY]
-        page = decoded(response)
-        assert isinstance(page.encoding, str)
-        declared = declared_urls(page.text)
+        encoding = detect_encoding(response.body, _content_type(response))
+        declared = declared_urls(response.body, encoding)
         moved = moved_to(
             meta["article_url"], response.url, declared, site.url, site.config.url_rules
         )
@@ -171,7 +170,7 @@ class GenericSpider(ArchiveSpider):
             status=response.status,
             final_url=response.url,
             headers=header_lists(response.headers),
-            encoding=page.encoding,
+            encoding=encoding,
             body=response.body,
             plan=plan_for_site(site),
             moved_to=moved,

@@ -9,33 +9,38 @@ from urllib.parse import urljoin, urlsplit
 
 from parsel import Selector
 
+from zeroarchive.encoding import decode_body
 from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url, is_on_site
 
-HEAD_END = re.compile(r"</head\s*>", re.IGNORECASE)
+HEAD_END = re.compile(rb"</head\s*>", re.IGNORECASE)
 HEAD_LIMIT = 256 * 1024
+XPATH = (
+    "//link[contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')]/@href"
+    " | //meta[@property='og:url']/@content"
+)
 
 
-def declared_urls(html: str) -> list[str]:
+def declared_urls(body: bytes, encoding: str) -> list[str]:
     """The page's ``rel=canonical`` and ``og:url`` values, in that order.
 
-    Only the head is parsed: both live there, and the body can be megabytes.
+    Only the head is decoded and parsed: both live there, and the body can be megabytes.
 
     >>> html = '<link rel="canonical" href="/a?x=1"><meta property="og:url" content="https://s/a">'
-    >>> declared_urls(html)
+    >>> declared_urls(html.encode(), "utf-8")
     ['/a?x=1', 'https://s/a']
+    >>> page = '<head><link rel=canonical href="/新聞/1"></head><p>台灣</p>'
+    >>> declared_urls(page.encode("cp950"), "cp950"), declared_urls(page.encode("utf-16"), "utf-16")
+    (['/新聞/1'], ['/新聞/1'])
     """
-    end = HEAD_END.search(html, 0, HEAD_LIMIT)
-    head = html[: end.start() if end else HEAD_LIMIT]
+    if encoding.startswith(("utf-16", "utf-32")):
+        body, encoding = decode_body(body, encoding).encode("utf-8"), "utf-8"
+    # Cut before decoding: in the ASCII-compatible codecs "<" and "/" are never part of a
+    # multibyte character, so "</head>" in the bytes is the end of the head in the text.
+    end = HEAD_END.search(body, 0, HEAD_LIMIT)
+    head = decode_body(body[: end.start() if end else HEAD_LIMIT], encoding)
     if not head.strip():
         return []
-    found = (
-        Selector(text=head)
-        .xpath(
-            "//link[contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')]/@href"
-            " | //meta[@property='og:url']/@content"
-        )
-        .getall()
-    )
+    found = Selector(text=head).xpath(XPATH).getall()
     return [value.strip() for value in found if value.strip()]
 
 
