@@ -96,6 +96,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 drops the SYNs of a crawler opening 32 connections
+    # at once, and each dropped one stalls its request 1 s, then 3 s (TCP's retransmission
+    # timer); real servers listen with hundreds (nginx: 511).
+    request_queue_size = 512
     replay: ReplayServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
