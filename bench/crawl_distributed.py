@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -41,6 +42,8 @@ from tests.replay import ReplayServer  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/1"
 DB = "zeroarchive_bench"
+# A site config walks at most 50 list pages deep; bigger runs get longer list pages.
+MAX_DEPTH = 50
 
 
 def fresh_database() -> None:
@@ -116,7 +119,12 @@ def zeroarchive_run(server: ReplayServer, articles: int, work: Path) -> Timing:
         "name": "corpus",
         "url": server.url("/list/1.html"),
         "type": "news",
-        "config": {"article": r"/c\d+/", "following": r"/list/\d+\.html$", "depth": 50, "delay": 0},
+        "config": {
+            "article": r"/c\d+/",
+            "following": r"/list/\d+\.html$",
+            "depth": MAX_DEPTH,
+            "delay": 0,
+        },
     }
     (work / "sites.json").write_text(json.dumps([site]))
     scrapy = [sys.executable, "-m", "scrapy"]
@@ -210,6 +218,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     options = parser.parse_args()
     routes, paths = build_site(options.copies)
+    per_list = math.ceil(len(paths) / MAX_DEPTH)
+    if per_list > 50:
+        routes, paths = build_site(options.copies, per_list)
     n = len(paths)
     rounds: list[dict[str, Timing]] = []
     with ReplayServer(routes) as server, tempfile.TemporaryDirectory() as tmp:
