@@ -97,8 +97,8 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     # socketserver's default backlog of 5 drops the SYNs of a crawler opening 32 connections
-    # at once, and each dropped one stalls its request 1 s, then 3 s (TCP's retransmission
-    # timer); real servers listen with hundreds (nginx: 511).
+    # at once, and each dropped one stalls its request a second or more (TCP retransmits);
+    # real servers listen with hundreds (nginx: 511).
     request_queue_size = 512
     replay: ReplayServer
 
