@@ -176,8 +176,8 @@ def test_settings_shape_the_filter_and_it_keeps_its_shape(server: redis.Redis, p
     crawler = make_crawler(prefix, BLOOMFILTER_CAPACITY=1000, BLOOMFILTER_ERROR_RATE=0.001)
     df = BloomDupeFilter.from_crawler(crawler)
     assert df.base == f"{prefix}:generic:bloom"
-    assert (df.bloom.shape.capacity, df.bloom.shape.hashes) == (1000, 8)
-    assert df.bloom.shape == shape(1000, 0.001, hashes=8)
+    assert (df.bloom.shape.capacity, df.bloom.shape.hashes) == (1000, 7)
+    assert df.bloom.shape == shape(1000, 0.001, hashes=7)
     optimal = make_crawler(f"{prefix}:o", BLOOMFILTER_CAPACITY=1000, BLOOMFILTER_HASHES=0)
     assert BloomDupeFilter.from_crawler(optimal).bloom.shape.hashes == 13
     # A worker configured differently uses the shape the filter was created with.
