@@ -44,6 +44,7 @@ REDIS_URL = "redis://127.0.0.1:6379/1"
 DB = "zeroarchive_bench"
 # A site config walks at most 50 list pages deep; bigger runs get longer list pages.
 MAX_DEPTH = 50
+LIST_LINKS = 50
 
 
 def fresh_database() -> None:
@@ -217,9 +218,9 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     options = parser.parse_args()
-    routes, paths = build_site(options.copies)
+    routes, paths = build_site(options.copies, LIST_LINKS)
     per_list = math.ceil(len(paths) / MAX_DEPTH)
-    if per_list > 50:
+    if per_list > LIST_LINKS:
         routes, paths = build_site(options.copies, per_list)
     n = len(paths)
     rounds: list[dict[str, Timing]] = []

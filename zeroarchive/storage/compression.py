@@ -8,9 +8,10 @@ import zlib
 import zstandard
 
 # Measured on the 110 corpus pages of bench/crawl_embedded.py (111 KiB on average), one
-# core: level 12 stores 0.180 of the raw bytes in 7.4 ms a page, 7 0.183 in 0.97 ms, 5 0.188
-# in 0.67 ms, 3 (zstd's own default) 0.200 in 0.28 ms. Compression was still a worker's
-# largest cost at 7 (a quarter of its busy time); 3 costs 3.5x less CPU for 9 % more bytes.
+# core: level 7 stores 0.183 of the raw bytes in 0.97 ms a page, 5 0.188 in 0.67 ms, 3
+# (zstd's own default) 0.200 in 0.28 ms; 12 stored 0.180 in over 5x the time of 7 (an
+# earlier machine). Compression was still a worker's largest cost at 7 (a quarter of its
+# busy time); 3 costs 3.5x less CPU for 9 % more bytes.
 ZSTD_LEVEL = 3
 # zstd contexts must never be shared between threads (pipelines write from worker threads).
 _contexts = threading.local()
