@@ -22,7 +22,7 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
 from middlewares.retry_backoff import NOT_BEFORE
-from zeroarchive.archive_spider import META_KEY
+from zeroarchive.request_meta import META_KEY
 from zeroarchive.stats import count
 
 logger = logging.getLogger(__name__)

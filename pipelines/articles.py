@@ -7,7 +7,7 @@ from typing import Any
 from scrapy.crawler import Crawler
 
 from zeroarchive.archive import Archive, open_archive
-from zeroarchive.archive_spider import now
+from zeroarchive.clock import now
 from zeroarchive.db_retry import write_with_retry
 from zeroarchive.items import ArticleLinks
 from zeroarchive.signals import articles_stored

@@ -37,10 +37,10 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from scrapy.http import Request, Response
 
 from middlewares.throttle import CODES_META
-from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, now
+from zeroarchive.clock import now
 from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.list_walk import ListWalkSpider
-from zeroarchive.schedule import plan_for_site
+from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
 from zeroarchive.sites import Site
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
@@ -322,7 +322,6 @@ class DcardSpider(ListWalkSpider):
             headers={**meta["headers"], "Content-Type": ["application/json; charset=utf-8"]},
             encoding="utf-8",
             body=snapshot_document(meta["post"], comments),
-            plan=plan_for_site(site),
         )
 
     def _malformed(self, site: Site, response: Response, exc: Exception) -> FailedFetch | None:

@@ -34,7 +34,8 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, ArchiveSpider, header_lists, now
+from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.clock import now
 from zeroarchive.facebook import (
     ARTICLE_TYPE,
     EXPAND_SELECTOR,
@@ -44,8 +45,8 @@ from zeroarchive.facebook import (
     gate_kind,
     post_url,
 )
-from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage
-from zeroarchive.schedule import plan_for_site
+from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
+from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
 from zeroarchive.sites import Site
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
@@ -302,7 +303,7 @@ class FacebookSpider(ArchiveSpider):
                 headers=header_lists(response.headers),
                 encoding="utf-8",
                 body=html.encode("utf-8"),
-                plan=plan_for_site(site),
+                rendered=True,
             )
         except PlaywrightError as exc:
             kind = "page_crashed" if "crash" in str(exc).lower() else "browser"

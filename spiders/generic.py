@@ -17,11 +17,12 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, ArchiveSpider, header_lists, now
+from zeroarchive.archive_spider import ArchiveSpider
 from zeroarchive.canonical import declared_urls, moved_to
+from zeroarchive.clock import now
 from zeroarchive.encoding import detect_encoding
-from zeroarchive.items import ArticleLinks, FetchedPage
-from zeroarchive.schedule import plan_for_site
+from zeroarchive.items import ArticleLinks, FetchedPage, header_lists
+from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
 from zeroarchive.sites import GENERIC_TYPES, Site, SiteConfigError, parse_spec
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
@@ -172,6 +173,5 @@ class GenericSpider(ArchiveSpider):
             headers=header_lists(response.headers),
             encoding=encoding,
             body=response.body,
-            plan=plan_for_site(site),
             moved_to=moved,
         )

@@ -24,11 +24,11 @@ from urllib.parse import urlsplit
 
 from scrapy.http import FormRequest, Request, Response, TextResponse
 
-from zeroarchive.archive_spider import LIST_PRIORITY, META_KEY, header_lists, now
+from zeroarchive.clock import now
 from zeroarchive.encoding import detect_encoding
-from zeroarchive.items import FailedFetch, FetchedPage
+from zeroarchive.items import FailedFetch, FetchedPage, header_lists
 from zeroarchive.list_walk import ListWalkSpider
-from zeroarchive.schedule import plan_for_site
+from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
 from zeroarchive.sites import Site
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
@@ -228,5 +228,4 @@ class PttSpider(ListWalkSpider):
                 response.body, content_type.decode("latin-1") if content_type else None
             ),
             body=response.body,
-            plan=plan_for_site(site),
         )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine, inspect
+import pytest
+from alembic import command
+from sqlalchemy import create_engine, inspect, select, text
+from sqlalchemy.exc import IntegrityError
 
-from zeroarchive.storage.engine import make_engine, migrate
-from zeroarchive.storage.schema import metadata
+from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
+from zeroarchive.storage.schema import article, metadata, site
 
 
 def test_migrated_database_matches_the_declared_schema(db_url: str) -> None:
@@ -19,4 +22,51 @@ def test_migrated_database_matches_the_declared_schema(db_url: str) -> None:
         assert columns == {column.name for column in table.columns}, table.name
         indexes = {index["name"] for index in inspector.get_indexes(table.name)}
         assert {index.name for index in table.indexes} <= indexes, table.name
+    engine.dispose()
+
+
+def test_sites_keep_their_rows_and_articles_when_names_stop_being_unique(db_url: str) -> None:
+    engine = make_engine(db_url)
+    config = _alembic_config(engine)
+    for revision in ("0002", "0003", "0004", "0005"):
+        command.upgrade(config, revision)
+    site_row = {
+        "name": "琦琦看新聞",
+        "url": "https://a.example/",
+        "type": "content_farm",
+        "config": "{}",
+        "is_active": True,
+        "airtable_id": "recA",
+        "created_at": 1,
+        "updated_at": 1,
+        "last_crawl_at": 0,
+        "next_crawl_at": 0,
+    }
+    with engine.begin() as conn:
+        conn.execute(site.insert().values(site_id=7, **site_row))
+        conn.execute(
+            text(
+                "INSERT INTO Article (site_id, url, url_hash, article_type, created_at,"
+                " first_snapshot_at, last_snapshot_at, next_snapshot_at, snapshot_count,"
+                " failure_count, lease_until) VALUES (7, 'https://a.example/1', :h,"
+                " 'Article', 1, 0, 0, 0, 0, 0, 0)"
+            ),
+            {"h": b"\x01" * 16},
+        )
+    migrate(engine)
+    with engine.begin() as conn:
+        conn.execute(
+            site.insert().values(
+                site_id=8, **{**site_row, "url": "https://b.example/", "airtable_id": "recB"}
+            )
+        )
+        names = conn.execute(select(site.c.site_id, site.c.name, site.c.category)).all()
+        assert sorted(names) == [(7, "琦琦看新聞", None), (8, "琦琦看新聞", None)]
+        assert conn.execute(select(article.c.site_id)).scalars().all() == [7]
+    # Foreign keys still hold, and Airtable ids stay unique.
+    with pytest.raises(IntegrityError), engine.begin() as conn:
+        conn.execute(site.insert().values(**{**site_row, "url": "https://c.example/"}))
+    if engine.dialect.name == "sqlite":
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text("UPDATE Article SET site_id = 99"))
     engine.dispose()

@@ -15,7 +15,6 @@ from tests.conftest import CORPORA, REPO, scrapy
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.items import FetchedPage
 from zeroarchive.parser.batch import ParseRunConfig, parse_pending
-from zeroarchive.schedule import plan_for
 from zeroarchive.sites import parse_spec
 from zeroarchive.storage.schema import (
     article,
@@ -68,7 +67,6 @@ def snapshot(archive: Archive, ids: tuple[int, int], at: int, body: bytes, url: 
                 headers={"Content-Type": ["text/html; charset=utf-8"]},
                 encoding="utf-8",
                 body=body,
-                plan=plan_for("news"),
             )
         ]
     )

@@ -12,7 +12,8 @@ from spiders.dcard import DcardSpider
 from spiders.facebook import FacebookSpider
 from spiders.generic import GenericSpider
 from spiders.ptt import PttSpider
-from zeroarchive.archive_spider import LIST_PRIORITY, ArchiveSpider
+from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.request_meta import LIST_PRIORITY
 from zeroarchive.sites import Site, parse_config
 from zeroarchive.storage.articles import DueArticle
 

@@ -13,13 +13,16 @@ from sqlalchemy import create_engine, func, select, text
 from tests.conftest import scrapy
 from tests.replay import tw_news_pages, tw_news_routes
 from zeroarchive.archive import close_archives, open_archive
-from zeroarchive.commands.export_snapshots import snapshot_record
 from zeroarchive.items import FetchedPage
-from zeroarchive.schedule import plan_for
 from zeroarchive.sites import parse_spec
 from zeroarchive.storage.rotation import Month, record_bytes
 from zeroarchive.storage.schema import article, article_snapshot
-from zeroarchive.storage.snapshots import content_hash, iter_snapshots, read_snapshot
+from zeroarchive.storage.snapshots import (
+    content_hash,
+    iter_snapshots,
+    read_snapshot,
+    snapshot_record,
+)
 
 
 def ts(day: str) -> int:
@@ -83,7 +86,6 @@ def fill(db_url: str) -> dict[str, int]:
                     headers={"Content-Type": ["text/html"]},
                     encoding="cp950" if version == "big5" else "utf-8",
                     body=pages[version],
-                    plan=plan_for("news"),
                 )
             ]
         )

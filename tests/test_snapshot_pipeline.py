@@ -19,7 +19,6 @@ from sqlalchemy.exc import IntegrityError
 
 from pipelines.snapshots import MAX_WAITING_BATCHES, BatchConfig, SnapshotsPipeline
 from zeroarchive.items import FailedFetch, FetchedPage
-from zeroarchive.schedule import plan_for
 from zeroarchive.storage.snapshots import SaveResult
 
 CONFIG = BatchConfig(max_items=2, max_bytes=10**9, flush_seconds=3600, db_retry_seconds=0)
@@ -65,7 +64,6 @@ def fetched(article_id: int) -> FetchedPage:
         headers={},
         encoding="utf-8",
         body=b"<p>%d</p>" % article_id,
-        plan=plan_for("news"),
     )
 
 

@@ -124,7 +124,6 @@ def page(
         },
         encoding=encoding,
         body=body,
-        plan=NEWS,
         moved_to=moved_to,
     )
 

@@ -13,7 +13,7 @@ import middlewares.throttle
 from middlewares.retry_backoff import NOT_BEFORE
 from middlewares.throttle import CODES_META, ThrottleConfig, ThrottleDownloaderMiddleware
 from settings import base
-from zeroarchive.archive_spider import META_KEY
+from zeroarchive.request_meta import META_KEY
 
 SLOT = "site-7"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
@@ -19,13 +18,15 @@ import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
-from scrapy.http import Headers, Request, Response
+from scrapy.http import Request, Response
 from twisted.python.failure import Failure
 
 from zeroarchive.archive import Archive, open_archive
+from zeroarchive.clock import now
 from zeroarchive.errors import error_kind
 from zeroarchive.items import ArticleLinks, FailedFetch
 from zeroarchive.redis_queue import redis_url_from
+from zeroarchive.request_meta import META_KEY
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.schedule import next_list_crawl_at, plan_for_site
 from zeroarchive.sites import Site, SiteConfigError
@@ -36,32 +37,6 @@ from zeroarchive.storage.sites import site_from_row
 logger = logging.getLogger(__name__)
 
 MODES = ("discover", "snapshot", "all")
-META_KEY = "zeroarchive"
-# List pages go ahead of snapshots in every queue: one list page leads to many articles,
-# and a walk goes one page at a time, so a list page that waited behind every snapshot
-# queued before it would set the pace of discovery (and of the whole crawl).
-LIST_PRIORITY = 10
-
-
-FAKE_NOW_ENV = "ZEROARCHIVE_FAKE_NOW"
-
-
-def header_lists(headers: Headers) -> dict[str, list[str]]:
-    """Response headers as stored with a snapshot: names to lists of values, as text."""
-    return {
-        key.decode("latin-1"): [value.decode("latin-1") for value in values]
-        for key, values in headers.items()
-    }
-
-
-def now() -> int:
-    """The crawl's clock: unix seconds, or ``ZEROARCHIVE_FAKE_NOW`` when set.
-
-    The fake clock is for tests only (schedules are replayed over days in seconds); never
-    set it on a real archive, every timestamp written would be the fake one.
-    """
-    fake = os.environ.get(FAKE_NOW_ENV)
-    return int(fake) if fake else int(time.time())
 
 
 class ArchiveSpider(scrapy.Spider):

@@ -15,8 +15,9 @@ import redis
 from scrapy.settings import BaseSettings
 
 from zeroarchive.archive import Archive
-from zeroarchive.archive_spider import META_KEY, ArchiveSpider
+from zeroarchive.archive_spider import ArchiveSpider
 from zeroarchive.redis_queue import push_requests, request_queue
+from zeroarchive.request_meta import META_KEY
 from zeroarchive.schedule import next_list_crawl_at, plan_for_site
 from zeroarchive.sites import Site, SiteConfigError
 from zeroarchive.storage.sites import site_from_row

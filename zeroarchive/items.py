@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from zeroarchive.schedule import Plan
+from scrapy.http import Headers
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,11 @@ class FetchedPage:
     headers: Mapping[str, Sequence[str]]
     encoding: str
     body: bytes = field(repr=False)
-    plan: Plan
     # The canonical URL the page belongs to, when it differs from the article's own URL
     # (server redirect, og:url or rel=canonical).
     moved_to: str | None = None
+    # The DOM a browser built (scripts run), not the bytes the server sent.
+    rendered: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,11 @@ class FailedFetch:
     failed_at: int
     reason: str
     status: int | None = None
+
+
+def header_lists(headers: Headers) -> dict[str, list[str]]:
+    """Response headers as stored with a snapshot: names to lists of values, as text."""
+    return {
+        key.decode("latin-1"): [value.decode("latin-1") for value in values]
+        for key, values in headers.items()
+    }

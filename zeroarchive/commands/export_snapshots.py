@@ -11,23 +11,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
-from zeroarchive.encoding import decode_body
-from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
-
-
-def snapshot_record(exported: ExportedSnapshot) -> dict[str, object]:
-    """One line of the export: the snapshot's facts and its page as decoded text."""
-    snapshot = exported.snapshot
-    return {
-        "article_id": snapshot.article_id,
-        "site_id": exported.site_id,
-        "url": exported.url,
-        "snapshot_at": snapshot.snapshot_at,
-        "status": snapshot.status,
-        "content_hash": snapshot.content_hash.hex(),
-        "encoding": snapshot.encoding,
-        "html": decode_body(snapshot.raw, snapshot.encoding),
-    }
+from zeroarchive.storage.snapshots import iter_snapshots, snapshot_record
 
 
 def open_output(path: Path) -> IO[str]:

@@ -35,7 +35,7 @@ from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.storage.schema import article_snapshot
-from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
+from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots, snapshot_record
 
 logger = logging.getLogger(__name__)
 
@@ -138,8 +138,6 @@ def _db_keys(conn: Connection, month: Month) -> list[tuple[int, int, str]]:
 
 def rotation_record(exported: ExportedSnapshot) -> dict[str, object]:
     """export_snapshots' record, plus the raw bytes when the text does not give them back."""
-    from zeroarchive.commands.export_snapshots import snapshot_record
-
     record = snapshot_record(exported)
     if _reencoded(str(record["html"]), exported.snapshot.encoding) != exported.snapshot.raw:
         record["raw_base64"] = base64.b64encode(exported.snapshot.raw).decode("ascii")

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.dialects.mysql import BINARY, LONGBLOB, MEDIUMTEXT
 
@@ -34,7 +35,9 @@ site = Table(
     "Site",
     metadata,
     Column("site_id", Id, primary_key=True, autoincrement=True),
-    Column("name", String(255), nullable=False, unique=True),
+    # Not unique: 0archive's table names one operator's five content farms alike. A synced
+    # site is known by its airtable_id, a site from a file by its name (migration 0006).
+    Column("name", String(255), nullable=False),
     Column("url", String(2048), nullable=False),
     Column("type", String(32), nullable=False),
     Column("config", Text, nullable=False, default="{}"),
@@ -46,6 +49,9 @@ site = Table(
     Column("next_crawl_at", BigInteger, nullable=False, default=0),
     # When a list page last answered; last_crawl_at is when a walk started (migration 0005).
     Column("last_list_ok_at", BigInteger, nullable=False, default=0, server_default="0"),
+    # The researchers' category: the Airtable label or 0archive type name it came with.
+    Column("category", String(64), nullable=True),
+    Index("ix_Site_name", "name"),
 )
 
 article = Table(
@@ -101,6 +107,8 @@ article_snapshot = Table(
     # NULL when the bytes equal an earlier snapshot of the same article (same content_hash).
     Column("raw_data", Blob, nullable=True),
     Column("codec", String(8), nullable=True),
+    # The DOM a browser built, not the bytes as served (migration 0006).
+    Column("rendered", Boolean, nullable=False, default=False, server_default=false()),
     PrimaryKeyConstraint("article_id", "snapshot_at", "snapshot_at_date"),
 )
 

@@ -12,11 +12,19 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from zeroarchive.encoding import decode_body
 from zeroarchive.items import FailedFetch, FetchedPage
-from zeroarchive.schedule import STOP, next_adaptive_snapshot, next_after_failure
+from zeroarchive.schedule import (
+    STOP,
+    Plan,
+    next_adaptive_snapshot,
+    next_after_failure,
+    plan_for_site,
+)
 from zeroarchive.storage.articles import insert_new
 from zeroarchive.storage.compression import compress, decompress
-from zeroarchive.storage.schema import article, article_snapshot
+from zeroarchive.storage.schema import article, article_snapshot, site
+from zeroarchive.storage.sites import site_from_row
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class StoredSnapshot:
     encoding: str
     content_hash: bytes
     raw: bytes
+    rendered: bool = False
 
 
 def content_hash(raw: bytes) -> bytes:
@@ -63,6 +72,7 @@ def _snapshot_row(
         "raw_size": len(page.body),
         "raw_data": data,
         "codec": codec,
+        "rendered": page.rendered,
     }
 
 
@@ -101,6 +111,22 @@ def _reschedule_params(row: dict[str, Any]) -> dict[str, Any]:
 class SnapshotStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # Plans by (site id, type, config as stored): a site edited mid-run gets its new plan.
+        self._plans: dict[tuple[int, str, str], Plan] = {}
+
+    def _site_plans(self, conn: Connection, site_ids: set[int]) -> dict[int, Plan]:
+        """The schedule plan of each site, from the site itself (its type and overrides)."""
+        rows = conn.execute(select(site).where(site.c.site_id.in_(sorted(site_ids)))).mappings()
+        plans = {}
+        for row in rows:
+            key = (row["site_id"], row["type"], row["config"])
+            if key not in self._plans:
+                self._plans[key] = plan_for_site(site_from_row(row))
+            plans[row["site_id"]] = self._plans[key]
+        missing = site_ids - plans.keys()
+        if missing:
+            raise LookupError(f"snapshots of unknown site(s): {sorted(missing)}")
+        return plans
 
     def save(self, pages: Sequence[FetchedPage]) -> list[SaveResult]:
         """Store a batch of fetched pages in one transaction and reschedule their articles.
@@ -116,6 +142,7 @@ class SnapshotStore:
         with self.engine.begin() as conn:
             targets = [self._resolve_move(conn, page) for page in pages]
             rows = self._article_rows(conn, {article_id for article_id, _ in targets})
+            plans = self._site_plans(conn, {page.site_id for page in pages})
             inserts: list[dict[str, Any]] = []
             updates: dict[int, dict[str, Any]] = {}
             for page, (article_id, moved_from) in zip(pages, targets, strict=True):
@@ -132,7 +159,7 @@ class SnapshotStore:
                 inserts.append(_snapshot_row(article_id, page, digest, data, codec))
                 # The first snapshot counts as a change: it starts at the plan step's interval.
                 upcoming = next_adaptive_snapshot(
-                    page.plan,
+                    plans[page.site_id],
                     row["created_at"],
                     page.fetched_at,
                     row["snapshot_interval"],
@@ -252,6 +279,7 @@ def _stored(row: object, raw: bytes) -> StoredSnapshot:
         encoding=row.encoding,  # type: ignore[attr-defined]
         content_hash=bytes(row.content_hash),  # type: ignore[attr-defined]
         raw=raw,
+        rendered=bool(row.rendered),  # type: ignore[attr-defined]
     )
 
 
@@ -280,6 +308,22 @@ class ExportedSnapshot:
     site_id: int
     url: str
     snapshot: StoredSnapshot
+
+
+def snapshot_record(exported: ExportedSnapshot) -> dict[str, object]:
+    """One JSON line of an export: the snapshot's facts and its page as decoded text."""
+    snapshot = exported.snapshot
+    return {
+        "article_id": snapshot.article_id,
+        "site_id": exported.site_id,
+        "url": exported.url,
+        "snapshot_at": snapshot.snapshot_at,
+        "status": snapshot.status,
+        "content_hash": snapshot.content_hash.hex(),
+        "encoding": snapshot.encoding,
+        "rendered": snapshot.rendered,
+        "html": decode_body(snapshot.raw, snapshot.encoding),
+    }
 
 
 def iter_snapshots(
