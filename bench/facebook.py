@@ -115,7 +115,7 @@ def main() -> None:
         log = work / "crawl.log"
         started = time.monotonic()
         with log.open("w") as out:
-            recycle = f"FACEBOOK_CONTEXT_PAGES={args.context_pages}"
+            recycle = f"BROWSER_CONTEXT_PAGES={args.context_pages}"
             crawl = subprocess.Popen(
                 [*scrapy, "crawl", "facebook", "-s", recycle],
                 cwd=work,

@@ -8,14 +8,21 @@ what it sets is what they see.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.settings import BaseSettings
 
-from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.sites import Site
+
+
+@runtime_checkable
+class SiteSpider(Protocol):
+    """A spider that knows the site of each of its requests (the archive's spiders)."""
+
+    def site_of(self, request: Request) -> Site | None: ...
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class SitePolicyDownloaderMiddleware:
 
     def process_request(self, request: Request) -> None:
         spider = self.crawler.spider
-        if not isinstance(spider, ArchiveSpider):
+        if not isinstance(spider, SiteSpider):
             return
         site = spider.site_of(request)
         if site is None:
@@ -59,6 +66,6 @@ class SitePolicyDownloaderMiddleware:
         if site.config.ua:
             request.headers["User-Agent"] = site.config.ua
         for name, value in site.config.cookies.items():
-            request.cookies.setdefault(name, value)  # type: ignore[union-attr]
+            request.cookies.setdefault(name, value)
         if not site.config.robots:
             request.meta["dont_obey_robotstxt"] = True

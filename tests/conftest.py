@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -105,6 +106,14 @@ def redis_url() -> Iterator[str]:
     finally:
         client.flushdb()
         client.close()
+
+
+def project_settings(**overrides: Any) -> dict[str, Any]:
+    """settings/base.py (where every setting has its one default) with ``overrides``: what
+    a test's crawler needs to build the project's components."""
+    from settings import base
+
+    return {**{k: v for k, v in vars(base).items() if k.isupper()}, **overrides}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 from scrapy_redis.scheduler import Scheduler
 
-from tests.conftest import require_service, scrapy
+from tests.conftest import project_settings, require_service, scrapy
 from zeroarchive.bloom import positions, shape
 from zeroarchive.bloom_dupefilter import BloomDupeFilter, RedisBloom
 
@@ -59,12 +59,12 @@ class _Spider(Spider):
 def make_crawler(prefix: str, **settings: Any) -> Crawler:
     crawler = get_crawler(
         _Spider,
-        {
-            "REDIS_URL": REDIS_URL,
-            "BLOOMFILTER_KEY": f"{prefix}:%(spider)s:bloom",
-            "DUPEFILTER_CLASS": "zeroarchive.bloom_dupefilter.BloomDupeFilter",
+        project_settings(
+            REDIS_URL=REDIS_URL,
+            BLOOMFILTER_KEY=f"{prefix}:%(spider)s:bloom",
+            DUPEFILTER_CLASS="zeroarchive.bloom_dupefilter.BloomDupeFilter",
             **settings,
-        },
+        ),
     )
     crawler.spider = crawler._create_spider()
     return crawler

@@ -29,7 +29,7 @@ from scrapy.core.engine import ExecutionEngine
 from scrapy.utils.test import get_crawler
 from sqlalchemy import create_engine, func, select
 
-from tests.conftest import REPO, scrapy
+from tests.conftest import REPO, project_settings, scrapy
 from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
 from zeroarchive.redis_queue import RedisScheduler
 from zeroarchive.storage.schema import article, article_snapshot
@@ -502,11 +502,11 @@ def test_an_idle_worker_looks_at_the_queue_every_poll_interval(redis_url: str, p
     shared queue's scheduler sets this engine's heartbeat to the poll interval."""
     crawler = get_crawler(
         _QueueSpider,
-        {
-            "REDIS_URL": redis_url,
-            "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
-            "ZEROARCHIVE_QUEUE_POLL_SECONDS": poll,
-        },
+        project_settings(
+            REDIS_URL=redis_url,
+            DUPEFILTER_CLASS="scrapy.dupefilters.BaseDupeFilter",
+            ZEROARCHIVE_QUEUE_POLL_SECONDS=poll,
+        ),
     )
     crawler.spider = crawler._create_spider()
     crawler.engine = crawler._create_engine()

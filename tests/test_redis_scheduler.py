@@ -15,7 +15,7 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
-from tests.conftest import REPO
+from tests.conftest import REPO, project_settings
 from zeroarchive.redis_queue import MAX_PENDING, RedisScheduler
 
 
@@ -24,13 +24,13 @@ class _Spider(Spider):
 
 
 def settings_for(redis_url: str) -> dict[str, object]:
-    return {
-        "REDIS_URL": redis_url,
-        "DUPEFILTER_CLASS": "zeroarchive.bloom_dupefilter.BloomDupeFilter",
-        "BLOOMFILTER_CAPACITY": 10_000,
-        "ZEROARCHIVE_QUEUE_POLL_SECONDS": 0.25,
-        "ZEROARCHIVE_QUEUE_PREFETCH": 8,
-    }
+    return project_settings(
+        REDIS_URL=redis_url,
+        DUPEFILTER_CLASS="zeroarchive.bloom_dupefilter.BloomDupeFilter",
+        BLOOMFILTER_CAPACITY=10_000,
+        ZEROARCHIVE_QUEUE_POLL_SECONDS=0.25,
+        ZEROARCHIVE_QUEUE_PREFETCH=8,
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -12,15 +12,14 @@ from scrapy.utils.test import get_crawler
 import middlewares.throttle
 from middlewares.retry_backoff import NOT_BEFORE
 from middlewares.throttle import CODES_META, ThrottleConfig, ThrottleDownloaderMiddleware
-from settings import base
+from tests.conftest import project_settings
 from zeroarchive.request_meta import META_KEY
 
 SLOT = "site-7"
 
 
 def middleware(**settings: object) -> ThrottleDownloaderMiddleware:
-    project = {k: v for k, v in vars(base).items() if k.isupper()}
-    crawler = get_crawler(settings_dict={**project, **settings})
+    crawler = get_crawler(settings_dict=project_settings(**settings))
     crawler.stats.open_spider()
     return ThrottleDownloaderMiddleware.from_crawler(crawler)
 
@@ -73,8 +72,7 @@ def test_statuses_per_request() -> None:
 
 
 def test_bad_settings_are_refused() -> None:
-    project = {k: v for k, v in vars(base).items() if k.isupper()}
     with pytest.raises(ValueError, match="THROTTLE_"):
         ThrottleConfig.from_settings(
-            get_crawler(settings_dict={**project, "THROTTLE_BASE": -1}).settings
+            get_crawler(settings_dict=project_settings(THROTTLE_BASE=-1)).settings
         )

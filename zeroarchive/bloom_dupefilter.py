@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,6 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.request import RequestFingerprinterProtocol
 
 from zeroarchive.bloom import (
-    MAX_KEY_BITS,
     BloomShape,
     current_false_positive_rate,
     estimated_items,
@@ -41,6 +39,7 @@ from zeroarchive.bloom import (
     positions_of_batch,
     shape,
 )
+from zeroarchive.redis_client import connect, redis_url_from
 
 if TYPE_CHECKING:
     from typing import Self
@@ -60,27 +59,19 @@ VECTOR_MIN = 16
 Offsets = Sequence[int] | np.ndarray
 
 
-def redis_url(settings: BaseSettings) -> str | None:
-    """``REDIS_URL`` from the environment or, failing that, the settings."""
-    return os.environ.get("REDIS_URL") or settings.get("REDIS_URL") or None
-
-
 @dataclass(frozen=True)
 class BloomConfig:
     """The ``BLOOMFILTER_*`` settings, typed and checked."""
 
     redis_url: str
-    capacity: int = 100_000_000
-    error_rate: float = 1e-4
-    # 7, not the optimal 13 at 1e-4: redis's time for a check grows with the bits it sets
-    # (~0.4-0.6 us each), and 7 is the fewest that keep a filter under 3 bytes per URL at
-    # 1e-4 (2.80; 8: 2.63; 13: 2.40), for checks about twice as cheap as the optimal's.
-    hashes: int | None = 7
-    key: str = "%(spider)s:bloom"
-    key_bits: int = MAX_KEY_BITS
-    list_capacity: int = 100_000
-    list_ttl: int = 7200
-    check_seconds: float = 60.0
+    capacity: int
+    error_rate: float
+    hashes: int | None
+    key: str
+    key_bits: int
+    list_capacity: int
+    list_ttl: int
+    check_seconds: float
     debug: bool = False
 
     def __post_init__(self) -> None:
@@ -93,20 +84,20 @@ class BloomConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BloomConfig:
-        url = redis_url(settings)
+        url = redis_url_from(settings)
         if not url:
             raise NotConfigured("the Bloom dupefilter needs REDIS_URL")
-        hashes = settings.get("BLOOMFILTER_HASHES", cls.hashes)
+        hashes = settings.get("BLOOMFILTER_HASHES")
         return cls(
             redis_url=url,
-            capacity=settings.getint("BLOOMFILTER_CAPACITY", cls.capacity),
-            error_rate=settings.getfloat("BLOOMFILTER_ERROR_RATE", cls.error_rate),
+            capacity=settings.getint("BLOOMFILTER_CAPACITY"),
+            error_rate=settings.getfloat("BLOOMFILTER_ERROR_RATE"),
             hashes=int(hashes) if hashes else None,
-            key=settings.get("BLOOMFILTER_KEY") or cls.key,
-            key_bits=settings.getint("BLOOMFILTER_KEY_BITS", cls.key_bits),
-            list_capacity=settings.getint("BLOOMFILTER_LIST_CAPACITY", cls.list_capacity),
-            list_ttl=settings.getint("BLOOMFILTER_LIST_TTL", cls.list_ttl),
-            check_seconds=settings.getfloat("BLOOMFILTER_CHECK_SECONDS", cls.check_seconds),
+            key=settings.get("BLOOMFILTER_KEY"),
+            key_bits=settings.getint("BLOOMFILTER_KEY_BITS"),
+            list_capacity=settings.getint("BLOOMFILTER_LIST_CAPACITY"),
+            list_ttl=settings.getint("BLOOMFILTER_LIST_TTL"),
+            check_seconds=settings.getfloat("BLOOMFILTER_CHECK_SECONDS"),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
         )
 
@@ -460,7 +451,7 @@ class BloomDupeFilter(BaseDupeFilter):
         config = BloomConfig.from_settings(crawler.settings)
         if crawler.spider is None:
             raise RuntimeError("BloomDupeFilter is built by the scheduler, once a spider exists")
-        server = redis.Redis.from_url(config.redis_url)
+        server = connect(crawler.settings, config.redis_url)
         return cls(
             server, config, crawler.spider.name, crawler.request_fingerprinter, crawler.stats
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-from zeroarchive.redis_queue import redis_url_from
+from zeroarchive.redis_client import redis_url_from
 
 
 class DistributedAddon:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -36,11 +35,12 @@ import redis
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Request
-from scrapy.settings import BaseSettings
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
+
+from zeroarchive.redis_client import connect
 
 logger = logging.getLogger(__name__)
 
@@ -48,20 +48,6 @@ QUEUE_KEY = "zeroarchive:%(spider)s:requests"
 MAX_MALFORMED_PER_POP = 100
 # A batch this large is flushed at once rather than at the end of the reactor turn.
 MAX_PENDING = 500
-
-
-def redis_url_from(settings: BaseSettings | None) -> str | None:
-    """``REDIS_URL`` from the environment, else from settings; None means embedded mode."""
-    from_env = os.environ.get("REDIS_URL")
-    if from_env:
-        return from_env
-    if settings is not None and settings.get("REDIS_URL"):
-        return str(settings.get("REDIS_URL"))
-    return None
-
-
-def connect(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=10)
 
 
 def _tag_bytes(value: Any) -> Any:
@@ -173,10 +159,7 @@ class RedisScheduler(Scheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
         settings = crawler.settings
-        url = redis_url_from(settings)
-        if url is None:
-            raise ValueError("RedisScheduler needs REDIS_URL")
-        server = connect(url)
+        server = connect(settings)
         server.ping()
         dupefilter = build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler)
         scheduler = cls(
@@ -194,7 +177,7 @@ class RedisScheduler(Scheduler):
             raise ValueError(
                 f"ZEROARCHIVE_QUEUE_POLL_SECONDS must be positive, not {scheduler.poll_seconds}"
             )
-        scheduler.prefetch = settings.getint("ZEROARCHIVE_QUEUE_PREFETCH", 1)
+        scheduler.prefetch = settings.getint("ZEROARCHIVE_QUEUE_PREFETCH")
         if scheduler.prefetch < 1:
             raise ValueError(
                 f"ZEROARCHIVE_QUEUE_PREFETCH must be at least 1, not {scheduler.prefetch}"

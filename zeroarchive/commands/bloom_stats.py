@@ -7,6 +7,8 @@ import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.redis_client import connect
+
 if TYPE_CHECKING:
     from zeroarchive.bloom_dupefilter import BloomEstimate
 
@@ -58,7 +60,7 @@ class Command(ScrapyCommand):
             print(f"error: {exc}")
             self.exitcode = 1
             return
-        server = redis.Redis.from_url(config.redis_url)
+        server = connect(self.settings, config.redis_url)
         base = config.base_key(opts.spider)
         try:
             if not server.exists(shape_key_of(base)):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,26 +12,21 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
+from zeroarchive.environment import from_environment
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-DEFAULT_DB_URL = "sqlite:///zeroarchive.db"
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
 
 def db_url_from(settings: BaseSettings | None = None) -> str:
     """The database URL: the ``ZEROARCHIVE_DB_URL`` environment variable, else the
-    setting of that name, else the embedded SQLite file.
-
-    >>> db_url_from(None) if "ZEROARCHIVE_DB_URL" not in os.environ else DEFAULT_DB_URL
-    'sqlite:///zeroarchive.db'
-    """
-    from_env = os.environ.get("ZEROARCHIVE_DB_URL")
-    if from_env:
-        return from_env
-    if settings is not None and settings.get("ZEROARCHIVE_DB_URL"):
-        return str(settings.get("ZEROARCHIVE_DB_URL"))
-    return DEFAULT_DB_URL
+    setting of that name (settings/base.py: the embedded SQLite file)."""
+    url = from_environment("ZEROARCHIVE_DB_URL", settings)
+    if url is None:
+        raise ValueError("ZEROARCHIVE_DB_URL is not set (environment or setting)")
+    return url
 
 
 def safe_url(url: str) -> str:
