@@ -32,7 +32,7 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
 from scrapy.http import Request, Response
 
@@ -40,15 +40,15 @@ from middlewares.throttle import CODES_META
 from zeroarchive.clock import now
 from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.list_walk import ListWalkSpider
-from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
+from zeroarchive.request_meta import META_KEY
 from zeroarchive.sites import Site
+from zeroarchive.sources.dcard import SOURCE, forum_of
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
 from zeroarchive.urls import UrlRejected, canonicalize_url
 
 logger = logging.getLogger(__name__)
 
-FORUM_PATH = re.compile(r"^(?P<prefix>.*)/f/(?P<forum>[A-Za-z0-9_-]+)/?$")
 POST_PATH = re.compile(r"/f/(?P<forum>[A-Za-z0-9_-]+)/p/(?P<id>\d+)$")
 THROTTLE_CODES = (403, 429)
 PAGE_SIZE = 100
@@ -57,24 +57,6 @@ JSON_HEADERS = {"Accept": "application/json"}
 
 class MalformedJson(ValueError):
     """A body that is not the JSON document an API URL answers with."""
-
-
-def forum_of(site_url: str) -> tuple[str, str] | None:
-    """``(root, forum)`` of a forum page URL, or None when it is not one.
-
-    >>> forum_of("https://www.dcard.tw/f/funny")
-    ('https://www.dcard.tw', 'funny')
-    >>> forum_of("http://127.0.0.1:8080/mirror/f/girl/")
-    ('http://127.0.0.1:8080/mirror', 'girl')
-    >>> forum_of("https://www.dcard.tw/f/funny/p/224362515") is None
-    True
-    """
-    parts = urlsplit(site_url)
-    found = FORUM_PATH.match(parts.path)
-    if found is None:
-        return None
-    root = urlunsplit((parts.scheme, parts.netloc, found.group("prefix"), "", ""))
-    return root, found.group("forum")
 
 
 def posts_api(root: str, forum: str, before: int | None = None) -> str:
@@ -159,8 +141,7 @@ def snapshot_document(post: Mapping[str, Any], comments: list[Any]) -> bytes:
 
 class DcardSpider(ListWalkSpider):
     name = "dcard"
-    site_types = ("dcard",)
-    article_type = "Dcard"
+    source = SOURCE
 
     def discovery_requests(self, site: Site) -> Iterator[Request]:
         forum = forum_of(site.url)
@@ -183,7 +164,7 @@ class DcardSpider(ListWalkSpider):
             errback=self.list_failed,
             headers=JSON_HEADERS,
             meta={**self.list_meta(site, walk), CODES_META: THROTTLE_CODES},
-            priority=LIST_PRIORITY,
+            priority=self.source.list_priority,
         )
 
     def parse_posts(self, response: Response) -> Iterator[Any]:
@@ -198,7 +179,7 @@ class DcardSpider(ListWalkSpider):
             self._malformed(site, response, exc)
             count(stats, "list_page_failures", site.site_id)
             return
-        count(stats, "list_pages", site.site_id)
+        self.list_page_answered(site)
         ids: list[int] = []
         for meta in metas:
             post_id = meta.get("id") if isinstance(meta, dict) else None

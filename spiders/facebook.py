@@ -23,6 +23,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
 from playwright.async_api import BrowserContext, Page
@@ -35,40 +36,61 @@ from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.browser import BrowserConfig, use_browser
 from zeroarchive.clock import now
-from zeroarchive.facebook import (
-    ARTICLE_TYPE,
+from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
+from zeroarchive.request_meta import META_KEY
+from zeroarchive.sites import Site
+from zeroarchive.sources.facebook import (
     EXPAND_SELECTOR,
     FILTER_ALL_SELECTOR,
     FILTER_OPEN_SELECTOR,
-    FacebookConfig,
+    SOURCE,
     gate_kind,
     post_url,
 )
-from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
-from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
-from zeroarchive.sites import Site
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
 from zeroarchive.urls import UrlRejected, is_on_site
 
 logger = logging.getLogger(__name__)
 
-HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
-MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
 COUNTED = "facebook_page_counted"
 LINKS_JS = "() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"
 MORE_LINKS_JS = "n => document.querySelectorAll('a[href]').length > n"
 DETACHED_JS = "el => !el.isConnected"
 
 
+@dataclass(frozen=True)
+class FacebookConfig:
+    """The facebook spider's ``FACEBOOK_*`` settings (browser: ``BROWSER_*``), checked."""
+
+    idle_scrolls: int
+    scroll_seconds: float
+    scroll_wait: float
+    expand_seconds: float
+    expand_wait: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> FacebookConfig:
+        """Every setting must be positive (a whole number of scrolls, seconds otherwise)."""
+        names = [f.name for f in fields(cls)]
+        values = {name: settings.getfloat(f"FACEBOOK_{name.upper()}") for name in names}
+        bad = [f"FACEBOOK_{name.upper()}={value}" for name, value in values.items() if value <= 0]
+        if bad:
+            raise ValueError(f"must be positive: {', '.join(bad)}")
+        return cls(**{**values, "idle_scrolls": int(values["idle_scrolls"])})
+
+
 class FacebookSpider(ArchiveSpider):
     name = "facebook"
-    site_types = ("facebook",)
+    source = SOURCE
+
+    config: FacebookConfig
+    browser: BrowserConfig
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.config = FacebookConfig()
         self.blocked: dict[int, str] = {}
         self._generation: Counter[int] = Counter()
         self._used: Counter[str] = Counter()
@@ -83,30 +105,17 @@ class FacebookSpider(ArchiveSpider):
         """The browser download handler for this spider only: generic, ptt and dcard crawls
         never start a browser. Merged into the project's settings, not replacing them."""
         super().update_settings(settings)
-        config = FacebookConfig.from_settings(settings)
-        handlers = settings.getdict("DOWNLOAD_HANDLERS")
-        handlers.update({"http": HANDLER, "https": HANDLER})
-        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
-        middlewares.setdefault(MIDDLEWARE, 45)
-        settings.set("DOWNLOAD_HANDLERS", handlers, priority="spider")
-        settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
-        settings.set("PLAYWRIGHT_BROWSER_TYPE", "chromium", priority="spider")
-        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", config.launch_options(), priority="spider")
-        settings.set("PLAYWRIGHT_ABORT_REQUEST", "zeroarchive.facebook.abort_request", "spider")
         # Contexts are per site: a site keeps as many pages open as it may download at once
         # (pages stay open while their comments are expanded, after the download slot is free).
-        settings.set(
-            "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT",
-            settings.getint("SITE_POLICY_CONCURRENCY", 2),
-            priority="spider",
-        )
+        use_browser(settings, pages_per_context=settings.getint("SITE_POLICY_CONCURRENCY"))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FacebookSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, FacebookSpider)
         spider.config = FacebookConfig.from_settings(crawler.settings)
-        spider.concurrency = max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY", 2))
+        spider.browser = BrowserConfig.from_settings(crawler.settings)
+        spider.concurrency = max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY"))
         return spider
 
     # --- requests -----------------------------------------------------------------------
@@ -132,7 +141,7 @@ class FacebookSpider(ArchiveSpider):
             errback=self.list_failed,
             meta=self._browser_meta(site, "list", depth=0),
             dont_filter=True,
-            priority=LIST_PRIORITY,
+            priority=self.source.list_priority,
         )
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:
@@ -156,7 +165,7 @@ class FacebookSpider(ArchiveSpider):
         """Wait for one of the site's page slots (``SITE_POLICY_CONCURRENCY``: pages stay
         open while their comments are expanded, after the download slot is free), then drop
         the request if its site met a gate meanwhile, else give it the site's current
-        browser context, a fresh one every ``FACEBOOK_CONTEXT_PAGES`` pages."""
+        browser context, a fresh one every ``BROWSER_CONTEXT_PAGES`` pages."""
         site_id = request.meta[META_KEY]["site_id"]
         if request.meta.get(COUNTED):
             return
@@ -167,7 +176,7 @@ class FacebookSpider(ArchiveSpider):
                 name = f"facebook-{site_id}-{self._generation[site_id]}"
                 self._used[name] += 1
                 self._open[name] += 1
-                if self._used[name] >= self.config.context_pages:
+                if self._used[name] >= self.browser.context_pages:
                     self._generation[site_id] += 1
                     self._retired.add(name)
                 request.meta["playwright_context"] = name
@@ -234,7 +243,7 @@ class FacebookSpider(ArchiveSpider):
         try:
             if self._gated(site, response, response.text):
                 return
-            count(self.crawler.stats, "list_pages", site.site_id)
+            self.list_page_answered(site)
             urls = await self._scroll(page, site)
         except PlaywrightError as exc:
             count(self.crawler.stats, "errors/browser", site.site_id)
@@ -243,7 +252,7 @@ class FacebookSpider(ArchiveSpider):
         finally:
             await self._release(response.request, page)  # type: ignore[arg-type]
         if urls:
-            yield ArticleLinks(site.site_id, ARTICLE_TYPE, response.url, tuple(urls))
+            yield ArticleLinks(site.site_id, self.source.article_type, response.url, tuple(urls))
 
     async def _scroll(self, page: Page, site: Site) -> list[str]:
         found = self._post_urls(await page.evaluate(LINKS_JS), site)

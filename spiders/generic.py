@@ -1,5 +1,6 @@
-"""News sites, content farms, government pages and YouTube lists: any site described by
-an ``article`` regex (what to archive) and a ``following`` regex (which list pages to walk).
+"""News sites, content farms, government and organisation pages: any site described by
+an ``article`` regex (what to archive) and a ``following`` regex (which list pages to walk),
+logged in first when it has a ``login_url`` (zeroarchive/login.py).
 
     scrapy crawl generic                          every due generic site
     scrapy crawl generic -a site=3                one site, due or not
@@ -22,16 +23,15 @@ from zeroarchive.canonical import declared_urls, moved_to
 from zeroarchive.clock import now
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.items import ArticleLinks, FetchedPage, header_lists
-from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
-from zeroarchive.sites import GENERIC_TYPES, Site, SiteConfigError, parse_spec
+from zeroarchive.login import LoginError, asks_for_password, credentials, login_request
+from zeroarchive.request_meta import META_KEY
+from zeroarchive.sites import Site, SiteConfigError, parse_spec
+from zeroarchive.sources.generic import SOURCE
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
-from zeroarchive.storage.site_stats import record_list_success
 from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
 
 logger = logging.getLogger(__name__)
-
-ARTICLE_TYPE = "Article"
 
 
 def decoded(response: Response) -> TextResponse:
@@ -54,7 +54,7 @@ def _content_type(response: Response) -> str | None:
 
 class GenericSpider(ArchiveSpider):
     name = "generic"
-    site_types = GENERIC_TYPES
+    source = SOURCE
 
     def __init__(
         self,
@@ -70,7 +70,6 @@ class GenericSpider(ArchiveSpider):
         self.adhoc = {"url": url, "article": article, "following": following, "depth": depth}
         self.adhoc_type = type
         self.links = LinkExtractor(tags=("a", "area"), attrs=("href",), canonicalize=False)
-        self.list_answered: set[int] = set()
 
     def adhoc_site(self) -> Site | None:
         url = self.adhoc["url"]
@@ -100,6 +99,52 @@ class GenericSpider(ArchiveSpider):
         return site
 
     def discovery_requests(self, site: Site) -> Iterator[Request]:
+        if site.config.login_url:
+            yield Request(
+                site.config.login_url,
+                callback=self.log_in,
+                errback=self.list_failed,
+                meta=self.request_meta(site, "login"),
+                # Logging in comes before the walk it opens, and again every round.
+                priority=self.source.list_priority + 1,
+                dont_filter=True,
+            )
+            return
+        yield self._list_request(site, site.url, depth=0)
+
+    def log_in(self, response: Response) -> Iterator[Request]:
+        """Submit the login form, then walk; a site that cannot log in is walked anyway
+        (what it shows to everyone is still worth keeping), with the error logged."""
+        site = self.response_site(response)
+        try:
+            user, password = credentials(response.url)
+            yield login_request(
+                response,
+                user,
+                password,
+                callback=self.logged_in,
+                errback=self.list_failed,
+                meta=self.request_meta(site, "login"),
+                priority=self.source.list_priority + 1,
+                dont_filter=True,
+            )
+        except LoginError as exc:
+            count(self.crawler.stats, f"errors/{exc.kind}", site.site_id)
+            logger.error("Site %s (#%d): cannot log in: %s", site.name, site.site_id, exc)
+            yield self._list_request(site, site.url, depth=0)
+
+    def logged_in(self, response: Response) -> Iterator[Request]:
+        site = self.response_site(response)
+        if asks_for_password(response):
+            count(self.crawler.stats, "errors/login_failed", site.site_id)
+            logger.error(
+                "Site %s (#%d): still asked to log in after submitting the form at %s",
+                site.name,
+                site.site_id,
+                response.url,
+            )
+        else:
+            count(self.crawler.stats, "logins", site.site_id)
         yield self._list_request(site, site.url, depth=0)
 
     def _list_request(self, site: Site, url: str, depth: int) -> Request:
@@ -108,18 +153,14 @@ class GenericSpider(ArchiveSpider):
             callback=self.parse_list,
             errback=self.list_failed,
             meta=self.request_meta(site, "list", depth=depth),
-            priority=LIST_PRIORITY,
+            priority=self.source.list_priority,
         )
 
     def parse_list(self, response: Response) -> Iterator[Any]:
         site = self.response_site(response)
         stats = self.crawler.stats
-        count(stats, "list_pages", site.site_id)
+        self.list_page_answered(site)
         depth = response.meta[META_KEY]["depth"]
-        if site.site_id not in self.list_answered:
-            # Once per site and run: one short UPDATE, for the monitor's "last list ok".
-            self.list_answered.add(site.site_id)
-            record_list_success(self.archive.engine, site.site_id, now())
         page = decoded(response)
         articles: list[str] = []
         follow: list[str] = []
@@ -132,13 +173,13 @@ class GenericSpider(ArchiveSpider):
                 continue
             if not is_on_site(url, site.url):
                 continue
-            if site.config.is_article(url):
+            if site.config.is_article(url, as_found=link.url):
                 articles.append(url)
             elif depth < site.config.depth and site.config.is_following(url):
                 follow.append(url)
         if articles:
             yield ArticleLinks(
-                site.site_id, ARTICLE_TYPE, response.url, tuple(dict.fromkeys(articles))
+                site.site_id, self.source.article_type, response.url, tuple(dict.fromkeys(articles))
             )
         for url in dict.fromkeys(follow):
             yield self._list_request(site, url, depth + 1)

@@ -17,7 +17,6 @@ A snapshot is the whole post page as served, pushes included.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,48 +27,19 @@ from zeroarchive.clock import now
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.items import FailedFetch, FetchedPage, header_lists
 from zeroarchive.list_walk import ListWalkSpider
-from zeroarchive.request_meta import LIST_PRIORITY, META_KEY
+from zeroarchive.request_meta import META_KEY
 from zeroarchive.sites import Site
+from zeroarchive.sources.ptt import SOURCE, board_of, is_post_of
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
 from zeroarchive.urls import UrlRejected, canonicalize_url
 
 logger = logging.getLogger(__name__)
 
-BOARD_INDEX = re.compile(r"/bbs/(?P<board>[A-Za-z0-9_.-]+)/index\d*\.html$")
-POST_PATH = re.compile(r"/bbs/(?P<board>[A-Za-z0-9_.-]+)/M\.\d+\.A\.[0-9A-Fa-f]+\.html$")
 OVER18_PATH = "/ask/over18"
 ANSWERED = "ptt_over18_answered"
 # "(本文已被刪除) [user]" when the author deleted it, "(已被xxx刪除) <user>" for a moderator.
 DELETED = "刪除"
-
-
-def board_of(url: str) -> str | None:
-    """The board of an index page URL, or None when ``url`` is not one.
-
-    >>> board_of("https://www.ptt.cc/bbs/Gossiping/index.html")
-    'Gossiping'
-    >>> board_of("https://www.ptt.cc/bbs/Gossiping/index39000.html")
-    'Gossiping'
-    >>> board_of("https://www.ptt.cc/bbs/Gossiping/M.1.A.2.html") is None
-    True
-    """
-    found = BOARD_INDEX.search(urlsplit(url).path)
-    return found.group("board") if found else None
-
-
-def is_post_of(url: str, board: str) -> bool:
-    """Whether ``url`` is a post of ``board`` (boards compare case-insensitively, as PTT's).
-
-    >>> is_post_of("https://www.ptt.cc/bbs/LoL/M.1457622282.A.D4F.html", "lol")
-    True
-    >>> is_post_of("https://www.ptt.cc/bbs/LoL/M.1457622048.A.Z80.html", "LoL")
-    False
-    >>> is_post_of("https://www.ptt.cc/bbs/Other/M.1457622282.A.D4F.html", "LoL")
-    False
-    """
-    found = POST_PATH.search(urlsplit(url).path)
-    return found is not None and found.group("board").lower() == board.lower()
 
 
 def over18_cookie() -> dict[str | bytes, str | bytes | bool | float | int]:
@@ -83,8 +53,7 @@ def is_over18_gate(response: Response) -> bool:
 
 class PttSpider(ListWalkSpider):
     name = "ptt"
-    site_types = ("ptt",)
-    article_type = "PTT"
+    source = SOURCE
 
     def discovery_requests(self, site: Site) -> Iterator[Request]:
         if board_of(site.url) is None:
@@ -106,7 +75,7 @@ class PttSpider(ListWalkSpider):
             errback=self.list_failed,
             cookies=over18_cookie(),
             meta=self.list_meta(site, walk),
-            priority=LIST_PRIORITY,
+            priority=self.source.list_priority,
         )
 
     def parse_index(self, response: Response) -> Iterator[Any]:
@@ -115,7 +84,7 @@ class PttSpider(ListWalkSpider):
             return
         site = self.response_site(response)
         stats = self.crawler.stats
-        count(stats, "list_pages", site.site_id)
+        self.list_page_answered(site)
         board = board_of(site.url) or ""
         posts: list[str] = []
         for row in response.css("div.r-ent"):

@@ -12,7 +12,7 @@ import spiders.dcard
 from tests.conftest import Run, scrapy
 from tests.dcard_server import DcardApp
 from tests.emulator import EmulatorServer, Reply
-from tests.test_generic import articles_by_url, stat, table_counts, write_sites
+from tests.test_generic import articles_by_url, list_ok_at, stat, table_counts, write_sites
 from zeroarchive.storage.schema import article
 from zeroarchive.storage.snapshots import iter_snapshots
 
@@ -73,6 +73,7 @@ def test_dcard_archives_every_post_with_all_comments(db_url: str, tmp_path: Path
         assert {row["article_type"] for row in stored.values()} == {"Dcard"}
         # 3 full pages of funny and its empty end, girl's one page and its empty end.
         assert stat(first, "zeroarchive/list_pages") == 6
+        assert all(list_ok_at(db_url).values()) and len(list_ok_at(db_url)) == 2
         assert stat(first, "zeroarchive/throttled/http_429") == 1
         assert stat(first, "zeroarchive/throttled/http_403") == 1
         assert stat(first, "zeroarchive/dcard/malformed_json") == 1

@@ -18,11 +18,12 @@ import pytest
 from scrapy.settings import Settings
 from sqlalchemy import create_engine
 
-from spiders.facebook import HANDLER, FacebookSpider
+from spiders.facebook import FacebookSpider
 from spiders.generic import GenericSpider
 from tests.conftest import REPO, Run, require_service, scrapy
 from tests.facebook_server import FacebookServer
-from tests.test_generic import articles_by_url, stat, write_sites
+from tests.test_generic import articles_by_url, list_ok_at, stat, write_sites
+from zeroarchive.browser import HANDLER
 from zeroarchive.storage.snapshots import iter_snapshots
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -99,7 +100,7 @@ def test_archives_every_post_with_every_comment(db_url: str, tmp_path: Path) -> 
     tag = secrets.token_hex(6)
     with FacebookServer(posts=8) as fb:
         load(db_url, tmp_path, fb)
-        run = crawl(db_url, tmp_path, tag, "-s", "FACEBOOK_CONTEXT_PAGES=3")
+        run = crawl(db_url, tmp_path, tag, "-s", "BROWSER_CONTEXT_PAGES=3")
         hits = dict(fb.hits)
         expected = {fb.url(f"/{pid}") for post in fb.posts for pid in post.ids}
         markers = {fb.url(f"/{post.post_id}"): post.markers() for post in fb.posts}
@@ -111,6 +112,7 @@ def test_archives_every_post_with_every_comment(db_url: str, tmp_path: Path) -> 
         # Every comment (all comments, not just the relevant ones) and every reply.
         assert set(re.findall(r'data-emu="([^"]+)"', html)) == markers[url], url
     assert stat(run, "zeroarchive/snapshots_saved") == len(expected)
+    assert list(list_ok_at(db_url).values()) != [0]
     assert stat(run, "zeroarchive/facebook/filters_switched") == len(expected)
     assert stat(run, "zeroarchive/snapshot_failures") == 0
     # Nothing fetched twice: no page, no "more posts" batch, no comment or reply page.

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, func, select
 from tests.conftest import Run, scrapy
 from tests.replay import ReplayServer, iana_routes, tw_news_pages, tw_news_routes
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
-from zeroarchive.storage.schema import article, article_snapshot
+from zeroarchive.storage.schema import article, article_snapshot, site
 
 HREF = re.compile(rb'href="([^"]+)"')
 IANA_FOLLOWING = r"^http://127\.0\.0\.1:\d+/(domains)?$"
@@ -56,6 +56,15 @@ def table_counts(db_url: str) -> tuple[int, int]:
         snapshots = conn.execute(select(func.count()).select_from(article_snapshot)).scalar_one()
     engine.dispose()
     return articles, snapshots
+
+
+def list_ok_at(db_url: str) -> dict[str, int]:
+    """When each site's list pages last answered (Site.last_list_ok_at), by site name."""
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        rows = conn.execute(select(site.c.name, site.c.last_list_ok_at)).all()
+    engine.dispose()
+    return {row.name: row.last_list_ok_at for row in rows}
 
 
 def articles_by_url(db_url: str) -> dict[str, dict[str, object]]:
@@ -210,7 +219,7 @@ def test_bad_arguments_exit_non_zero(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'archive.db'}"
     unknown = scrapy("crawl", "generic", "-a", "site=nowhere", db_url=db_url, cwd=tmp_path)
     assert unknown.returncode == 2
-    assert "No news/content_farm/gov/youtube site 'nowhere'" in unknown.output
+    assert "No news/content_farm/gov/organization/youtube site 'nowhere'" in unknown.output
     bad_regex = scrapy(
         "crawl",
         "generic",

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from tests.conftest import CORPORA, REPO, scrapy
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.items import FetchedPage
-from zeroarchive.parser.batch import ParseRunConfig, parse_pending
+from zeroarchive.parse_run import ParseRunConfig, parse_pending
 from zeroarchive.sites import parse_spec
 from zeroarchive.storage.schema import (
     article,

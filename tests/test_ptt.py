@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import doctest
 from pathlib import Path
 
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, update
 
-import spiders.ptt
 from tests.conftest import Run, scrapy
 from tests.emulator import EmulatorServer
 from tests.ptt_server import ptt_app
-from tests.test_generic import articles_by_url, stat, table_counts, write_sites
+from tests.test_generic import articles_by_url, list_ok_at, stat, table_counts, write_sites
+from zeroarchive.storage.schema import site
 from zeroarchive.storage.snapshots import iter_snapshots
 
 PUSH = b'<div class="push">'
@@ -47,6 +46,8 @@ def test_ptt_archives_every_post_with_its_pushes(db_url: str, tmp_path: Path) ->
         )
         assert loaded.returncode == 0, loaded.output
         first = crawl_ptt(db_url, tmp_path)
+        # The monitor sees every board's list pages answering.
+        assert all(list_ok_at(db_url).values()) and len(list_ok_at(db_url)) == 2
 
         posts = {server.url(p): (board, p) for board in (lol, gossiping) for p in board.posts}
         stored = articles_by_url(db_url)
@@ -111,7 +112,8 @@ def test_ptt_depth_and_bad_site_url(tmp_path: Path) -> None:
                 "type": "ptt",
                 "config": {"depth": 1, "delay": 0},
             },
-            {"name": "not-a-board", "url": server.url("/bbs/LoL/"), "type": "ptt"},
+            {"name": "board", "url": server.url("/bbs/Board/"), "type": "ptt"},
+            {"name": "a-post", "url": server.url("/bbs/LoL/M.1.A.2.html"), "type": "ptt"},
         ]
         loaded = scrapy(
             "load_sites",
@@ -119,7 +121,18 @@ def test_ptt_depth_and_bad_site_url(tmp_path: Path) -> None:
             db_url=db_url,
             cwd=tmp_path,
         )
-        assert loaded.returncode == 0, loaded.output
+        # A board given without its index page is taken as the board; a post is no board.
+        assert loaded.returncode == 1, loaded.output
+        assert "#2 board (ptt)" in loaded.output
+        assert "site 'a-post': url: bad URL" in loaded.output
+        assert "not a PTT board" in loaded.output
+        # A site stored before its URL was checked is refused by the spider, alone.
+        engine = create_engine(db_url)
+        with engine.begin() as conn:
+            conn.execute(
+                update(site).where(site.c.name == "board").values(url=server.url("/bbs/Board/"))
+            )
+        engine.dispose()
         run = crawl_ptt(db_url, tmp_path, "-a", "mode=discover")
         assert stat(run, "zeroarchive/list_pages") == 2
         assert stat(run, "zeroarchive/errors/bad_site_url") == 1
@@ -127,9 +140,3 @@ def test_ptt_depth_and_bad_site_url(tmp_path: Path) -> None:
         pages = list(app.boards["LoL"].pages)
         assert [p for p in pages if server.hits[f"GET {p}"]] == pages[:2]
         assert not [k for k in server.hits if "/M." in k]
-
-
-def test_doctests() -> None:
-    results = doctest.testmod(spiders.ptt)
-    assert results.attempted > 0
-    assert results.failed == 0

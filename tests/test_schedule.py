@@ -16,7 +16,6 @@ from zeroarchive.schedule import (
     HOUR,
     MAX_FAILURES,
     MINUTE,
-    PLANS,
     STOP,
     WEEK,
     Plan,
@@ -24,8 +23,8 @@ from zeroarchive.schedule import (
     next_after_failure,
     next_list_crawl_at,
     next_snapshot_at,
-    plan_for,
 )
+from zeroarchive.sources import plan_for_type, site_type_names
 
 T0 = 1_700_000_000  # when the article was first seen: any fixed time, never the clock
 
@@ -66,19 +65,22 @@ SNAPSHOT_CASES = [
     ("dcard", WEEK + 1, None),
     ("gov", 0, None),
     ("gov", HOUR, None),
+    ("organization", 0, DAY),
+    ("organization", 6 * DAY + HOUR, WEEK),
+    ("organization", WEEK, None),
     ("youtube", 0, None),
     ("youtube", 5 * DAY, None),
 ]
 
 
 def test_the_cases_cover_every_plan() -> None:
-    assert {case[0] for case in SNAPSHOT_CASES} == set(PLANS)
+    assert {case[0] for case in SNAPSHOT_CASES} == set(site_type_names())
 
 
 @pytest.mark.parametrize(("site_type", "age", "next_age"), SNAPSHOT_CASES)
 def test_next_snapshot_at(site_type: str, age: int, next_age: int | None) -> None:
     expected = STOP if next_age is None else T0 + next_age
-    assert next_snapshot_at(plan_for(site_type), T0, T0 + age) == expected
+    assert next_snapshot_at(plan_for_type(site_type), T0, T0 + age) == expected
 
 
 # (site type, ages of every snapshot taken on time, from the first to the last)
@@ -89,13 +91,14 @@ WHOLE_PLANS = [
     ("ptt", [DAY * n for n in range(8)]),
     ("dcard", [DAY * n for n in range(8)]),
     ("gov", [0]),
+    ("organization", [DAY * n for n in range(8)]),
     ("youtube", [0]),
 ]
 
 
 @pytest.mark.parametrize(("site_type", "ages"), WHOLE_PLANS)
 def test_a_whole_plan_ends_exactly_on_its_end(site_type: str, ages: list[int]) -> None:
-    plan = plan_for(site_type)
+    plan = plan_for_type(site_type)
     taken = [T0]
     while (due := next_snapshot_at(plan, T0, taken[-1])) != STOP:
         assert due > taken[-1]
@@ -113,15 +116,16 @@ def test_a_whole_plan_ends_exactly_on_its_end(site_type: str, ages: list[int]) -
         ("ptt", WEEK),
         ("dcard", WEEK),
         ("gov", 0),
+        ("organization", WEEK),
         ("youtube", 0),
     ],
 )
 def test_plan_end(site_type: str, end: int) -> None:
-    assert plan_for(site_type).end == end
+    assert plan_for_type(site_type).end == end
 
 
 def test_content_farm_goes_from_daily_to_weekly_at_seven_days() -> None:
-    farm = plan_for("content_farm")
+    farm = plan_for_type("content_farm")
     intervals = {
         age: next_snapshot_at(farm, T0, T0 + age) - (T0 + age)
         for age in (0, WEEK - HOUR, WEEK - 1, WEEK, WEEK + 1, 2 * WEEK)
@@ -137,7 +141,7 @@ def test_content_farm_goes_from_daily_to_weekly_at_seven_days() -> None:
 
 
 def test_a_late_snapshot_is_rescheduled_from_when_it_was_taken() -> None:
-    news = plan_for("news")
+    news = plan_for_type("news")
     # Due at T0 + 1 h but taken at T0 + 3 h 10 min (the crawler was down): the plan goes on
     # from then, it does not try to catch up.
     assert next_snapshot_at(news, T0, T0 + 3 * HOUR + 10 * MINUTE) == T0 + 4 * HOUR + 10 * MINUTE
@@ -169,17 +173,18 @@ def test_a_plan_without_steps_takes_one_snapshot() -> None:
         ("ptt", 10 * MINUTE),
         ("dcard", 10 * MINUTE),
         ("gov", DAY),
+        ("organization", DAY),
         ("youtube", DAY),
     ],
 )
 def test_next_list_crawl_at(site_type: str, interval: int) -> None:
-    assert next_list_crawl_at(plan_for(site_type), T0) == T0 + interval
-    assert next_list_crawl_at(plan_for(site_type), T0 + 7) == T0 + 7 + interval
+    assert next_list_crawl_at(plan_for_type(site_type), T0) == T0 + interval
+    assert next_list_crawl_at(plan_for_type(site_type), T0 + 7) == T0 + 7 + interval
 
 
 def test_plan_for_an_unknown_type() -> None:
-    with pytest.raises(KeyError):
-        plan_for("blog")
+    with pytest.raises(ValueError, match="unknown type 'blog'"):
+        plan_for_type("blog")
 
 
 # --- failures -----------------------------------------------------------------------------

@@ -24,17 +24,16 @@ from zeroarchive.schedule import (
     Step,
     adapt_interval,
     next_adaptive_snapshot,
-    plan_for,
-    plan_for_site,
     plan_with_overrides,
 )
 from zeroarchive.sites import SiteConfigError, parse_spec
+from zeroarchive.sources import plan_for_type
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.snapshots import content_hash
 
 T0 = 1_700_000_000
-NEWS = plan_for("news")
-FARM = plan_for("content_farm")
+NEWS = plan_for_type("news")
+FARM = plan_for_type("content_farm")
 
 # (plan, age at the snapshot, previous interval, changed, expected next age or None, interval)
 ADAPTIVE_CASES = [
@@ -63,7 +62,7 @@ ADAPTIVE_CASES = [
     (FARM, WEEK, 4 * DAY, False, WEEK + 8 * DAY, 8 * DAY),
     (FARM, 20 * DAY, 4 * WEEK, False, 30 * DAY, 4 * WEEK),
     # "once" plans never snapshot again
-    (plan_for("gov"), 0, 0, True, None, 0),
+    (plan_for_type("gov"), 0, 0, True, None, 0),
 ]
 
 
@@ -78,7 +77,7 @@ def test_adaptive_next_snapshot(
     assert got == NextSnapshot(expected_at, interval)
 
 
-@pytest.mark.parametrize("plan", [NEWS, FARM, plan_for("facebook")])
+@pytest.mark.parametrize("plan", [NEWS, FARM, plan_for_type("facebook")])
 def test_intervals_never_leave_the_step_bounds(plan: Plan) -> None:
     for step in plan.steps:
         interval = 0
@@ -120,7 +119,7 @@ def test_site_schedule_overrides(
     from zeroarchive.sites import Site, parse_config
 
     site = Site(1, spec.name, spec.url, "news", parse_config(spec.config, "s"))
-    plan = plan_for_site(site)
+    plan = site.plan
     assert plan.list_interval == list_interval
     assert [(s.interval, s.until, s.min_interval, s.max_interval) for s in plan.steps] == steps
 

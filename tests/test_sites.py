@@ -22,6 +22,8 @@ CNA = "https://www.cna.com.tw/"
 CNA_ARTICLE = "https://www.cna.com.tw/news/aipl/201401010001.aspx"
 CNA_LIST = "https://www.cna.com.tw/list/aipl.aspx"
 PTT_POST = "https://www.ptt.cc/bbs/Gossiping/M.1459688662.A.CFE.html"
+PTT_INDEX = "https://www.ptt.cc/bbs/Gossiping/index.html"
+DCARD_TRENDING = "https://www.dcard.tw/f/trending"
 
 
 def news(**config: Any) -> dict[str, Any]:
@@ -126,7 +128,7 @@ def test_the_site_url_is_canonicalised_with_the_site_rules() -> None:
     [
         ("ptt", "https://www.ptt.cc/bbs/Gossiping/index.html"),
         ("dcard", "https://www.dcard.tw/f/trending"),
-        ("facebook", "https://www.facebook.com/taiwan.gov/"),
+        ("facebook", "https://m.facebook.com/taiwan.gov/posts/"),
     ],
 )
 @pytest.mark.parametrize("config", [None, {}, "", "{}"], ids=["none", "empty", "blank", "json"])
@@ -202,7 +204,7 @@ def _long_url() -> str:
         ({**news(), "tpye": "news"}, "cna", "tpye", "unknown field"),
         (news(depth=51), "cna", "depth", "between 0 and 50"),
         (news(depth=-1), "cna", "depth", "between 0 and 50"),
-        (news(depth="3"), "cna", "depth", "must be a number"),
+        (news(depth="3 pages"), "cna", "depth", "must be a number"),
         (news(depth=None), "cna", "depth", "must be a number"),
         (news(depth=True), "cna", "depth", "must be a number"),
         (news(depth=2.5), "cna", "depth", "whole number"),
@@ -281,3 +283,127 @@ def test_parse_config_values(config: dict[str, Any], expected: SiteConfig) -> No
     parsed = parse_config(config, "demo")
     assert parsed == expected
     assert isinstance(parsed.depth, int) and isinstance(parsed.delay, float)
+
+
+# --- 0archive's site lists and the source registry ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "site_type", "category"),
+    [
+        ("news", "news", None),
+        ("news_website", "news", "news_website"),
+        ("official_media", "news", "official_media"),
+        ("organization_website", "organization", "organization_website"),
+        ("content_farm", "content_farm", None),
+        ("官媒", "news", "官媒"),
+    ],
+)
+def test_0archive_type_names_load_and_are_kept_as_categories(
+    given: str, site_type: str, category: str | None
+) -> None:
+    from zeroarchive.sources import label_types
+
+    spec = parse_spec({**news(), "type": given}, label_types())
+    assert (spec.type, spec.category, spec.warnings) == (site_type, category, ())
+
+
+def test_a_category_given_is_kept() -> None:
+    spec = parse_spec({**news(), "type": "official_media", "category": "中共官媒"})
+    assert (spec.type, spec.category) == ("news", "中共官媒")
+
+
+@pytest.mark.parametrize(
+    ("given", "url", "site_type", "stored", "warned"),
+    [
+        (
+            "fb_page",
+            "https://www.facebook.com/MOHW.Taiwan/?ref=page_internal",
+            "facebook",
+            "https://m.facebook.com/MOHW.Taiwan/posts/",
+            False,
+        ),
+        (
+            "fb_public_group",
+            "https://www.facebook.com/groups/twgov/?__tn__=%2Cd",
+            "facebook",
+            "https://m.facebook.com/groups/twgov/",
+            False,
+        ),
+        ("discussion_board", "https://www.ptt.cc/bbs/Gossiping", "ptt", PTT_INDEX, False),
+        ("news", "https://www.ptt.cc/bbs/Gossiping/index.html", "ptt", PTT_INDEX, True),
+        (
+            "ptt",
+            "https://www.dcard.tw/f/trending/",
+            "dcard",
+            "https://www.dcard.tw/f/trending",
+            True,
+        ),
+    ],
+)
+def test_a_platform_url_decides_the_type(
+    given: str, url: str, site_type: str, stored: str, warned: bool
+) -> None:
+    spec = parse_spec({"name": "x", "url": url, "type": given, "config": {"article": "/a/"}})
+    assert (spec.type, spec.url) == (site_type, stored)
+    assert bool(spec.warnings) is warned
+    if warned:
+        assert f"archived as {site_type}" in spec.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("site_type", "url", "says"),
+    [
+        ("facebook", "https://www.facebook.com/search/top?q=x", "not a Facebook page or group"),
+        ("news", "https://www.facebook.com/watch/?v=1", "not a Facebook page or group"),
+        ("ptt", "https://www.ptt.cc/bbs/Gossiping/M.1459688662.A.CFE.html", "not a PTT board"),
+        ("ptt", "http://127.0.0.1:8080/", "not a PTT board"),
+        ("dcard", "https://www.dcard.tw/f/funny/p/224362515", "not a Dcard forum"),
+    ],
+)
+def test_a_url_no_spider_can_archive_is_an_error_of_the_url(
+    site_type: str, url: str, says: str
+) -> None:
+    with pytest.raises(SiteConfigError) as caught:
+        parse_spec({"name": "x", "url": url, "type": site_type, "config": {"article": "/a/"}})
+    assert caught.value.field == "url" and says in caught.value.message
+
+
+def test_a_0archive_config_loads_as_it_is() -> None:
+    # As 0archive's Site.config held it: numbers as text, `selenium`, an empty login_url,
+    # and a regex with a needless escape written straight into the JSON.
+    config = (
+        '{"article": "/news/\\\\d+\\&cat=\\\\d+", "following": "", "depth": "5", '
+        '"delay": "1.5", "ua": "Mozilla/5.0", "selenium": true, "login_url": ""}'
+    )
+    spec = parse_spec({"name": "x", "url": CNA, "type": "content_farm", "config": config})
+    parsed = parse_config(spec.config, "x")
+    assert (parsed.depth, parsed.delay, parsed.render, parsed.login_url) == (5, 1.5, True, None)
+    assert [p.pattern for p in parsed.article] == [r"/news/\d+\&cat=\d+"]
+    assert parsed.is_article("https://www.cna.com.tw/news/12&cat=3")
+
+
+def test_render_and_selenium_must_agree() -> None:
+    with pytest.raises(SiteConfigError) as caught:
+        parse_config({"render": True, "selenium": False}, "x")
+    assert caught.value.field == "selenium"
+    assert parse_config({"render": True, "selenium": True}, "x").render is True
+
+
+def test_login_url_is_a_url() -> None:
+    assert parse_config({"login_url": "HTTPS://Member.Example.tw/login"}, "x").login_url == (
+        "https://member.example.tw/login"
+    )
+    with pytest.raises(SiteConfigError) as caught:
+        parse_config({"login_url": "javascript:void(0)"}, "x")
+    assert caught.value.field == "login_url"
+
+
+def test_article_regexes_match_the_link_as_found_too() -> None:
+    # 0archive wrote regexes for the site's own URLs, query order and all; the canonical
+    # URL sorts the query.
+    config = parse_config({"article": r"news\.php\?id=\d+&cat="}, "x")
+    as_found = "https://x.tw/news.php?id=3&cat=2"
+    canonical = "https://x.tw/news.php?cat=2&id=3"
+    assert not config.is_article(canonical)
+    assert config.is_article(canonical, as_found=as_found)

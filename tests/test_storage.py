@@ -25,16 +25,16 @@ from zeroarchive.schedule import (
     HOUR,
     MAX_FAILURES,
     STOP,
-    plan_for,
 )
 from zeroarchive.sites import SiteSpec, parse_spec
+from zeroarchive.sources import plan_for_type
 from zeroarchive.storage.engine import current_revision, head_revision, make_engine, migrate
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.snapshots import iter_snapshots, read_snapshot
 from zeroarchive.urls import url_hash
 
 NOW = 1_700_000_000  # 2023-11-14 22:13:20 UTC: any fixed time, never the clock
-NEWS = plan_for("news")
+NEWS = plan_for_type("news")
 PAGES = CORPORA / "tw-news-2014" / "html"
 TABLES = {"Site", "Article", "ArticleSnapshot"}
 
@@ -55,8 +55,9 @@ def news_spec(name: str = "cna", url: str = "https://www.cna.com.tw/", **extra: 
 
 def add_site(archive: Archive, name: str = "cna", site_type: str = "news") -> int:
     config = {"article": "/news/"} if site_type != "ptt" else {}
+    path = "/bbs/Board/index.html" if site_type == "ptt" else "/"
     spec = parse_spec(
-        {"name": name, "url": f"https://{name}.example/", "type": site_type, "config": config}
+        {"name": name, "url": f"https://{name}.example{path}", "type": site_type, "config": config}
     )
     site_id, outcome = archive.sites.upsert(spec, NOW)
     assert outcome == "added"

@@ -1,5 +1,6 @@
 """The base of every source spider: picks the sites to work on, walks their list pages,
-then snapshots their due articles. Source spiders only say how to fetch and read pages.
+then snapshots their due articles. Source spiders only say how to fetch and read pages;
+what they serve comes from their record in the source registry (``source``).
 
 Arguments common to every spider: ``-a site=<id or name>`` (one site, even if not due),
 ``-a mode=discover|snapshot|all`` (default all).
@@ -23,25 +24,30 @@ from twisted.python.failure import Failure
 
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.clock import now
+from zeroarchive.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.errors import error_kind
 from zeroarchive.items import ArticleLinks, FailedFetch
-from zeroarchive.redis_queue import redis_url_from
+from zeroarchive.redis_client import redis_url_from
 from zeroarchive.request_meta import META_KEY
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
-from zeroarchive.schedule import next_list_crawl_at, plan_for_site
-from zeroarchive.sites import Site, SiteConfigError
+from zeroarchive.sites import Site
+from zeroarchive.sources import Source
 from zeroarchive.stats import count, site_metrics
 from zeroarchive.storage.articles import DueArticle
-from zeroarchive.storage.sites import site_from_row
+from zeroarchive.storage.site_stats import record_list_success
+from zeroarchive.storage.sites import AmbiguousSite
 
 logger = logging.getLogger(__name__)
 
 MODES = ("discover", "snapshot", "all")
+# How often a long-running worker records that a site's list pages answer (for the
+# monitor's "last list ok"): one short UPDATE per site at most this often.
+LIST_OK_EVERY = 60
 
 
 class ArchiveSpider(scrapy.Spider):
-    #: The site types this spider crawls.
-    site_types: ClassVar[tuple[str, ...]] = ()
+    #: This spider's record in the source registry (zeroarchive/sources/).
+    source: ClassVar[Source]
 
     archive: Archive
     locks: SiteRunLocks
@@ -57,6 +63,18 @@ class ArchiveSpider(scrapy.Spider):
         self.distributed = False
         self.idle_limit = 0
         self._idle_since: float | None = None
+        self._list_ok_at: dict[int, float] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        source = cls.__dict__.get("source")
+        if source is not None and cls.__dict__.get("name") != source.name:
+            raise TypeError(f"{cls.__name__}.name must be its source's name {source.name!r}")
+
+    @property
+    def site_types(self) -> tuple[str, ...]:
+        """The site types this spider crawls."""
+        return self.source.type_names
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
@@ -124,8 +142,12 @@ class ArchiveSpider(scrapy.Spider):
         if adhoc is not None:
             return True, [adhoc], {adhoc.site_id}
         if self.site_key is not None:
-            site = self.archive.sites.get(self.site_key)
-            if site is None or site.type not in self.site_types:
+            try:
+                site = self.archive.sites.get(self.site_key, self.site_types)
+            except AmbiguousSite as exc:
+                logger.error("%s", exc)
+                raise CloseSpider("ambiguous_site") from None
+            if site is None:
                 logger.error(
                     "No %s site %r: see `scrapy sites` for ids and names",
                     "/".join(self.site_types),
@@ -133,23 +155,16 @@ class ArchiveSpider(scrapy.Spider):
                 )
                 raise CloseSpider("unknown_site")
             return True, [site], {site.site_id}
-        started = now()
-        lists, snapshots = self.mode != "snapshot", self.mode != "discover"
-        sites: list[Site] = []
-        walk: set[int] = set()
-        for row in self.archive.sites.due_rows(
-            self.site_types, started, lists=lists, snapshots=snapshots
-        ):
-            try:
-                site = site_from_row(row)
-            except SiteConfigError as exc:
-                logger.error("Skipping a site with a bad stored config: %s", exc)
-                count(self.crawler.stats, "errors/bad_site_config", row["site_id"])
-                continue
-            sites.append(site)
-            if lists and row["next_crawl_at"] <= started:
-                walk.add(site.site_id)
-        return False, sites, walk
+        due = due_sites(
+            self.archive,
+            self.site_types,
+            now(),
+            lists=self.mode != "snapshot",
+            snapshots=self.mode != "discover",
+        )
+        for _ in due.bad:
+            count(self.crawler.stats, "errors/bad_site_config")
+        return False, list(due.sites.values()), set(due.walk)
 
     async def start(self) -> AsyncIterator[Any]:
         if self.mode not in MODES:
@@ -194,11 +209,7 @@ class ArchiveSpider(scrapy.Spider):
         for site in list(self.sites.values()):
             if site.site_id not in walk:
                 continue
-            started = now()
-            next_at = next_list_crawl_at(plan_for_site(site), started)
-            await asyncio.to_thread(
-                self.archive.sites.mark_list_crawl, site.site_id, started, next_at
-            )
+            await asyncio.to_thread(begin_walk, self.archive, site, now())
             for request in self.discovery_requests(site):
                 yield request
 
@@ -213,7 +224,7 @@ class ArchiveSpider(scrapy.Spider):
         if self.mode != "all" or not isinstance(item, ArticleLinks):
             return
         due = await asyncio.to_thread(
-            self.archive.articles.claim_due, [item.site_id], now(), self.due_batch, self.lease
+            claim_due, self.archive, [item.site_id], now(), self.due_batch, self.lease
         )
         self._crawl_due(due)
 
@@ -238,7 +249,7 @@ class ArchiveSpider(scrapy.Spider):
             raise DontCloseSpider
         if self.mode == "discover" or self._snapshots_exhausted or not self.sites:
             return
-        due = self.archive.articles.claim_due(list(self.sites), now(), self.due_batch, self.lease)
+        due = claim_due(self.archive, list(self.sites), now(), self.due_batch, self.lease)
         if not due:
             self._snapshots_exhausted = True
             return
@@ -254,6 +265,15 @@ class ArchiveSpider(scrapy.Spider):
         count(self.crawler.stats, "snapshot_failures", meta["site_id"])
         logger.warning("Snapshot of %s failed: %s", request.url, kind)
         yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
+
+    def list_page_answered(self, site: Site) -> None:
+        """What every list page callback calls once the page is what it should be: counts
+        it, and records for the monitor that the site's list pages answer."""
+        count(self.crawler.stats, "list_pages", site.site_id)
+        clock = time.monotonic()
+        if clock - self._list_ok_at.get(site.site_id, -LIST_OK_EVERY) >= LIST_OK_EVERY:
+            self._list_ok_at[site.site_id] = clock
+            record_list_success(self.archive.engine, site.site_id, now())
 
     def list_failed(self, failure: Failure) -> None:
         """Errback of list page requests: count the error; the next round walks again."""

@@ -1,7 +1,8 @@
 """The one process that decides when, in distributed mode (`scrapy schedule`).
 
-Each round it selects the due list pages and due articles of all active sites (the same
-selection the embedded mode uses) and pushes them to the right spider's shared queue.
+Each round it selects the due list pages and due articles of all active sites with the
+one selection of due work (zeroarchive/due_work.py, which the embedded mode uses too) and
+pushes them to the right spider's shared queue.
 Articles are pushed under a lease, so nothing is queued twice while in flight, and work a
 dead worker held comes due again when its lease runs out.
 """
@@ -16,11 +17,9 @@ from scrapy.settings import BaseSettings
 
 from zeroarchive.archive import Archive
 from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.redis_queue import push_requests, request_queue
 from zeroarchive.request_meta import META_KEY
-from zeroarchive.schedule import next_list_crawl_at, plan_for_site
-from zeroarchive.sites import Site, SiteConfigError
-from zeroarchive.storage.sites import site_from_row
 
 logger = logging.getLogger(__name__)
 
@@ -84,42 +83,33 @@ class Dispatcher:
                 logger.warning("Redis lost its queues: %d leased article(s) queued again", released)
         return {spider.name: self._dispatch(spider, now) for spider in self.spiders}
 
-    def _sites(self, spider: ArchiveSpider, report: RoundReport, rows: list) -> list[Site]:
-        sites = []
-        for row in rows:
-            try:
-                sites.append(site_from_row(row))
-            except SiteConfigError as exc:
-                logger.error("Skipping a site with a bad stored config: %s", exc)
-                report.bad_sites.append(row["name"])
-        return sites
-
     def _dispatch(self, spider: ArchiveSpider, now: int) -> RoundReport:
         report = RoundReport()
         queue = request_queue(self.server, spider)
-        due_lists = self._sites(spider, report, self.archive.sites.due_rows(spider.site_types, now))
-        for site in due_lists:
-            self.archive.sites.mark_list_crawl(
-                site.site_id, now, next_list_crawl_at(plan_for_site(site), now)
-            )
+        due = due_sites(self.archive, spider.site_types, now)
+        report.bad_sites.extend(due.bad)
+        for site_id in sorted(due.walk):
+            site = due.sites[site_id]
+            begin_walk(self.archive, site, now)
             requests = list(spider.discovery_requests(site))
             for request in requests:
                 # The Bloom filter keeps list pages per round, so each round walks them again.
                 request.meta[META_KEY]["round"] = now
             report.list_requests += push_requests(self.server, spider, requests)
             report.list_sites += 1
-        active = self._sites(spider, report, self.archive.sites.active_rows(spider.site_types))
-        by_id = {site.site_id: site for site in active}
-        while by_id and len(queue) < self.config.high_water:
-            due = self.archive.articles.claim_due(
-                list(by_id), now, self.config.batch, self.config.lease
+        while due.sites and len(queue) < self.config.high_water:
+            claimed = claim_due(
+                self.archive, list(due.sites), now, self.config.batch, self.config.lease
             )
-            if not due:
+            if not claimed:
                 break
             report.snapshots += push_requests(
                 self.server,
                 spider,
-                (spider.snapshot_request(by_id[article.site_id], article) for article in due),
+                (
+                    spider.snapshot_request(due.sites[article.site_id], article)
+                    for article in claimed
+                ),
             )
         report.queued = len(queue)
         return report

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.http import Request
@@ -58,8 +58,6 @@ def next_stale_run(new: int, stale_run: int, stale_limit: int) -> int | None:
 class ListWalkSpider(ArchiveSpider):
     """An ArchiveSpider whose list pages form a chain walked one page at a time."""
 
-    #: Article type of the links this spider finds.
-    article_type: ClassVar[str] = "Article"
     stale_limit = 2
 
     @classmethod
@@ -98,7 +96,7 @@ class ListWalkSpider(ArchiveSpider):
         if urls:
             yield WalkedListPage(
                 site.site_id,
-                self.article_type,
+                self.source.article_type,
                 source_url,
                 tuple(dict.fromkeys(urls)),
                 next_url=next_url,

@@ -1,7 +1,8 @@
 """When to walk a site's list pages and when to snapshot an article again.
 
-Defaults follow the 0archive plan (DESIGN.md, Scheduling). All functions are pure: they
-take the current time and return the next one; 0 means "never again".
+Each site type's default plan is in its source's record (zeroarchive/sources/); a site's
+config may override it. All functions are pure: they take the current time and return
+the next one; 0 means "never again".
 
 Re-snapshots adapt within each plan step: an unchanged page doubles the article's interval
 (up to the step's ``max_interval``), a changed one halves it (down to ``min_interval``).
@@ -12,10 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from zeroarchive.sites import Site
+from typing import Any
 
 MINUTE = 60
 HOUR = 60 * MINUTE
@@ -75,16 +73,17 @@ class Plan:
         return self.steps[-1].until if self.steps else 0
 
 
-PLANS: dict[str, Plan] = {
-    "news": Plan(10 * MINUTE, (Step(HOUR, DAY),)),
-    "content_farm": Plan(10 * MINUTE, (Step(DAY, WEEK), Step(WEEK, 30 * DAY))),
-    "facebook": Plan(10 * MINUTE, (Step(DAY, WEEK),)),
-    "ptt": Plan(10 * MINUTE, (Step(DAY, WEEK),)),
-    "dcard": Plan(10 * MINUTE, (Step(DAY, WEEK),)),
-    # "once": the first snapshot is the only one.
-    "gov": Plan(DAY, ()),
-    "youtube": Plan(DAY, ()),
-}
+# 0archive's plans (DESIGN.md, Scheduling); each site type's record names the one it uses.
+#: News: list pages every 10 minutes, each article hourly for a day.
+HOURLY_FOR_A_DAY = Plan(10 * MINUTE, (Step(HOUR, DAY),))
+#: Platforms (PTT, Dcard, Facebook): daily for a week, all comments.
+DAILY_FOR_A_WEEK = Plan(10 * MINUTE, (Step(DAY, WEEK),))
+#: Content farms: daily for a week, then weekly until a month.
+DAILY_THEN_WEEKLY = Plan(10 * MINUTE, (Step(DAY, WEEK), Step(WEEK, 30 * DAY)))
+#: Government pages: list pages daily, each page once.
+ONCE = Plan(DAY, ())
+#: Organisations edit and withdraw statements: list pages daily, each page daily for a week.
+DAILY_LIST_DAILY_FOR_A_WEEK = Plan(DAY, (Step(DAY, WEEK),))
 
 
 def _seconds(value: Any, name: str, low: int, high: int) -> int:
@@ -109,12 +108,13 @@ def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
     seconds, ``[]`` = snapshot once), ``min_factor`` / ``max_factor`` (adaptive bounds as
     fractions/multiples of each step's interval; 1 and 1 = a fixed schedule).
 
-    >>> plan = plan_with_overrides(plan_for("news"), {"steps": [{"interval": 1800, "until": 7200}]})
+    >>> steps = {"steps": [{"interval": 1800, "until": 7200}]}
+    >>> plan = plan_with_overrides(HOURLY_FOR_A_DAY, steps)
     >>> plan.steps[0].interval, plan.steps[0].min_interval, plan.end
     (1800, 450, 7200)
-    >>> plan_with_overrides(plan_for("news"), {"max_factor": 1}).steps[0].max_interval
+    >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"max_factor": 1}).steps[0].max_interval
     3600
-    >>> plan_with_overrides(plan_for("news"), {"steps": [{"interval": 60}]})
+    >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"steps": [{"interval": 60}]})
     Traceback (most recent call last):
     ...
     ValueError: steps[0].until: must be whole seconds between 60 and 31536000, got None
@@ -153,28 +153,10 @@ def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
     return replace(base, list_interval=list_interval, steps=steps)
 
 
-def plan_for(site_type: str) -> Plan:
-    """The schedule plan of a site type.
-
-    >>> plan_for("news").list_interval
-    600
-    """
-    return PLANS[site_type]
-
-
-def plan_for_site(site: Site) -> Plan:
-    """The plan of a site: its type's plan with the site config's ``schedule`` overrides
-    (validated when the config was parsed)."""
-    base = plan_for(site.type)
-    if not site.config.schedule:
-        return base
-    return plan_with_overrides(base, site.config.schedule)
-
-
 def next_list_crawl_at(plan: Plan, now: int) -> int:
     """When the list pages are due again after a walk that started at ``now``.
 
-    >>> next_list_crawl_at(plan_for("gov"), 1000)
+    >>> next_list_crawl_at(ONCE, 1000)
     87400
     """
     return now + plan.list_interval
@@ -185,17 +167,17 @@ def next_snapshot_at(plan: Plan, first_seen_at: int, now: int) -> int:
 
     News: hourly for a day, so the last snapshot is taken at the day's end.
 
-    >>> news = plan_for("news")
+    >>> news = HOURLY_FOR_A_DAY
     >>> next_snapshot_at(news, 0, 0)
     3600
     >>> next_snapshot_at(news, 0, 23 * HOUR)
     86400
     >>> next_snapshot_at(news, 0, DAY)
     0
-    >>> farm = plan_for("content_farm")
+    >>> farm = DAILY_THEN_WEEKLY
     >>> next_snapshot_at(farm, 0, 6 * DAY) // DAY, next_snapshot_at(farm, 0, 7 * DAY) // DAY
     (7, 14)
-    >>> next_snapshot_at(plan_for("gov"), 0, 0)
+    >>> next_snapshot_at(ONCE, 0, 0)
     0
     """
     age = now - first_seen_at
@@ -208,9 +190,9 @@ def next_snapshot_at(plan: Plan, first_seen_at: int, now: int) -> int:
 def step_at(plan: Plan, age: int) -> Step | None:
     """The plan step an article of this age is in; None once the plan is over.
 
-    >>> step_at(plan_for("content_farm"), 8 * DAY).interval == WEEK
+    >>> step_at(DAILY_THEN_WEEKLY, 8 * DAY).interval == WEEK
     True
-    >>> step_at(plan_for("news"), DAY) is None
+    >>> step_at(HOURLY_FOR_A_DAY, DAY) is None
     True
     """
     return next((step for step in plan.steps if age < step.until), None)
@@ -221,7 +203,7 @@ def adapt_interval(step: Step, previous: int, changed: bool) -> int:
     always within the step's bounds. ``previous`` 0 means the article has no interval yet
     (its first snapshot), which starts at the step's own interval.
 
-    >>> news = plan_for("news").steps[0]
+    >>> news = HOURLY_FOR_A_DAY.steps[0]
     >>> adapt_interval(news, 0, True), adapt_interval(news, HOUR, False) // HOUR
     (3600, 2)
     >>> adapt_interval(news, 4 * HOUR, False) // HOUR, adapt_interval(news, HOUR, True) // MINUTE
@@ -247,7 +229,7 @@ def next_adaptive_snapshot(
     """When to snapshot again after a successful snapshot at ``now`` that ``changed`` the
     page (or was the first), given the interval the article had; STOP past the plan's end.
 
-    >>> news = plan_for("news")
+    >>> news = HOURLY_FOR_A_DAY
     >>> next_adaptive_snapshot(news, 0, 0, 0, True)
     NextSnapshot(at=3600, interval=3600)
     >>> next_adaptive_snapshot(news, 0, HOUR, HOUR, False)

@@ -1,27 +1,46 @@
 """Sites as data: the site record, its typed crawl config, and validation of both.
 
 A site config uses the 0archive keys (``article``, ``following``, ``depth``, ``delay``,
-``ua``, ``cookies``, ``render``, ``robots``) plus ``url_rules`` for canonicalisation.
+``ua``, ``cookies``, ``render`` or 0archive's ``selenium``, ``login_url``, ``robots``) plus
+``url_rules`` for canonicalisation and ``schedule`` for the plan. What a type means, which
+URLs a source can archive and which platform a URL is on come from the source registry.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zeroarchive.schedule import PLANS, plan_with_overrides
+from zeroarchive import sources
+from zeroarchive.schedule import DAY, Plan, plan_with_overrides
+from zeroarchive.sources import SiteUrlError, Source, UnknownSiteType
 from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url
 
-GENERIC_TYPES = ("news", "content_farm", "gov", "youtube")
-SITE_TYPES = (*GENERIC_TYPES, "ptt", "dcard", "facebook")
+DEFAULT_TYPE = "news"
 DEFAULT_DEPTH = 3
 DEFAULT_DELAY = 1.0
 MAX_DEPTH = 50
-CONFIG_KEYS = ("article", "following", "depth", "delay", "ua", "cookies", "render", "robots")
+CONFIG_KEYS = (
+    "article",
+    "following",
+    "depth",
+    "delay",
+    "ua",
+    "cookies",
+    "render",
+    "login_url",
+    "robots",
+    "url_rules",
+    "schedule",
+)
+#: 0archive's names of config keys.
+CONFIG_ALIASES = {"selenium": "render"}
 URL_RULE_KEYS = ("strip_www", "trailing_slash", "ignore_params", "keep_fragment")
+SPEC_FIELDS = ("name", "url", "type", "category", "config", "active", "airtable_id")
 
 
 class SiteConfigError(ValueError):
@@ -43,13 +62,21 @@ class SiteConfig:
     ua: str | None = None
     cookies: Mapping[str, str] = field(default_factory=dict)
     render: bool = False
+    #: A login form to submit (credentials from the environment) before walking the site.
+    login_url: str | None = None
     robots: bool = True
     url_rules: UrlRules = field(default_factory=UrlRules)
     # Overrides of the site type's schedule plan (zeroarchive.schedule.plan_with_overrides).
     schedule: Mapping[str, Any] = field(default_factory=dict)
 
-    def is_article(self, url: str) -> bool:
-        return any(pattern.search(url) for pattern in self.article)
+    def is_article(self, url: str, as_found: str | None = None) -> bool:
+        """Whether a link is an article: its canonical ``url``, or the link ``as_found`` on
+        the page (0archive's regexes were written for the site's own URLs, query order
+        and all)."""
+        return any(
+            pattern.search(url) or (as_found is not None and pattern.search(as_found))
+            for pattern in self.article
+        )
 
     def is_following(self, url: str) -> bool:
         # An empty `following` never means "follow everything" (0archive crawled whole sites).
@@ -64,6 +91,21 @@ class Site:
     type: str
     config: SiteConfig
     is_active: bool = True
+    #: The researchers' category (an Airtable label or 0archive type name), if any.
+    category: str | None = None
+
+    @property
+    def source(self) -> Source:
+        return sources.source_for_type(self.type)
+
+    @property
+    def plan(self) -> Plan:
+        """Its type's plan with the site config's ``schedule`` overrides (validated when
+        the config was parsed)."""
+        base = sources.plan_for_type(self.type)
+        if not self.config.schedule:
+            return base
+        return plan_with_overrides(base, self.config.schedule)
 
 
 @dataclass(frozen=True)
@@ -76,6 +118,9 @@ class SiteSpec:
     config: Mapping[str, Any]
     is_active: bool = True
     airtable_id: str | None = None
+    category: str | None = None
+    #: What validation accepted but a person should know (a label the URL contradicts).
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def config_json(self) -> str:
         return json.dumps(self.config, ensure_ascii=False, sort_keys=True)
@@ -111,11 +156,35 @@ def split_patterns(value: Any, site: str, field_name: str) -> tuple[re.Pattern[s
 
 
 def _number(value: Any, site: str, name: str, low: float, high: float) -> float:
+    value = number_from_text(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SiteConfigError(site, name, f"must be a number, got {value!r}")
     if not low <= value <= high:
         raise SiteConfigError(site, name, f"must be between {low} and {high}, got {value!r}")
     return value
+
+
+def number_from_text(value: Any) -> Any:
+    """A number typed as text (Airtable text fields, 0archive's lists) becomes a number;
+    anything else is left to validation.
+
+    >>> number_from_text("3"), number_from_text(" 1.5 "), number_from_text(2)
+    (3, 1.5, 2)
+    >>> number_from_text("3 pages"), number_from_text("nan")
+    ('3 pages', 'nan')
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return value
+    return number if math.isfinite(number) else value
 
 
 def _whole(value: float, site: str) -> int:
@@ -140,9 +209,10 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
     ...
     zeroarchive.sites.SiteConfigError: site 'demo': dpeth: unknown config key (known: article, ...)
     """
+    raw = _unalias(raw, site)
     for key in raw:
-        if key not in (*CONFIG_KEYS, "url_rules", "schedule"):
-            known = ", ".join((*CONFIG_KEYS, "url_rules", "schedule"))
+        if key not in CONFIG_KEYS:
+            known = ", ".join(CONFIG_KEYS)
             raise SiteConfigError(site, key, f"unknown config key (known: {known})")
     ua = raw.get("ua")
     if ua is not None and (not isinstance(ua, str) or "\n" in ua):
@@ -176,10 +246,36 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         ua=ua,
         cookies={k: str(v) for k, v in cookies.items()},
         render=_flag(raw.get("render", False), site, "render"),
+        login_url=_login_url(raw.get("login_url"), site),
         robots=_flag(raw.get("robots", True), site, "robots"),
         url_rules=rules,
         schedule=_schedule(raw.get("schedule"), site),
     )
+
+
+def _unalias(raw: Mapping[str, Any], site: str) -> Mapping[str, Any]:
+    """The config with 0archive's key names (``selenium``) under ours (``render``)."""
+    if not any(alias in raw for alias in CONFIG_ALIASES):
+        return raw
+    out = {k: v for k, v in raw.items() if k not in CONFIG_ALIASES}
+    for alias, key in CONFIG_ALIASES.items():
+        if alias in raw:
+            if key in raw and raw[key] != raw[alias]:
+                says = f"says {raw[alias]!r} but {key} says {raw[key]!r}"
+                raise SiteConfigError(site, alias, says)
+            out[key] = raw[alias]
+    return out
+
+
+def _login_url(value: Any, site: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise SiteConfigError(site, "login_url", "must be a URL")
+    try:
+        return canonicalize_url(value.strip())
+    except UrlRejected as exc:
+        raise SiteConfigError(site, "login_url", f"bad URL {value[:200]!r}: {exc}") from exc
 
 
 def _schedule(value: Any, site: str) -> Mapping[str, Any]:
@@ -188,47 +284,65 @@ def _schedule(value: Any, site: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise SiteConfigError(site, "schedule", "must be a mapping")
     try:
-        plan_with_overrides(PLANS["news"], value)
+        plan_with_overrides(Plan(DAY, ()), value)
     except ValueError as exc:
         key, _, message = str(exc).partition(": ")
         raise SiteConfigError(site, f"schedule.{key}", message) from exc
     return dict(value)
 
 
-def parse_spec(raw: Any) -> SiteSpec:
-    """Validate one entry of a sites file into a SiteSpec."""
+def parse_spec(raw: Any, labels: Mapping[str, str] | None = None) -> SiteSpec:
+    """Validate one entry of a sites file (or an Airtable row) into a SiteSpec.
+
+    ``type`` may be a site type, one of 0archive's database type names, or a label of
+    ``labels`` (normalised label -> site type; see ``sources.label_types``). A URL on a known
+    platform (facebook.com, ptt.cc, dcard.tw, ...) decides the type by itself: a type that
+    says otherwise is a warning, not an error. The type as given, when it is not our own
+    name of the type, is kept as the site's ``category`` unless one is given.
+    """
     if not isinstance(raw, Mapping):
         raise SiteConfigError("?", "entry", f"must be a mapping, got {type(raw).__name__}")
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SiteConfigError(str(raw.get("url", "?")), "name", "missing or empty")
     name = name.strip()
-    unknown = sorted(set(raw) - {"name", "url", "type", "config", "active", "airtable_id"})
+    unknown = sorted(set(raw) - set(SPEC_FIELDS))
     if unknown:
         raise SiteConfigError(name, unknown[0], "unknown field")
-    site_type = raw.get("type", "news")
-    if site_type not in SITE_TYPES:
-        raise SiteConfigError(
-            name, "type", f"unknown type {site_type!r} (known: {', '.join(SITE_TYPES)})"
-        )
+    given = raw.get("type", DEFAULT_TYPE)
+    site_type = _site_type(given, name, labels)
+    category = raw.get("category")
+    if category is not None and not isinstance(category, str):
+        raise SiteConfigError(name, "category", "must be text")
+    if not category and given != site_type:
+        category = str(given).strip()
     url = raw.get("url")
     if not isinstance(url, str):
         raise SiteConfigError(name, "url", "missing")
     config = raw.get("config") or {}
     if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except json.JSONDecodeError as exc:
-            raise SiteConfigError(name, "config", f"not valid JSON: {exc}") from exc
+        config = _config_json(config, name)
     if not isinstance(config, Mapping):
         raise SiteConfigError(name, "config", "must be a mapping")
     parsed = parse_config(config, name)
+    warnings: list[str] = []
     try:
         url = canonicalize_url(url.strip(), parsed.url_rules)
-    except UrlRejected as exc:
+        platform = sources.platform_of(url)
+        source = sources.source_for_type(site_type)
+        if platform is not None and platform is not source:
+            # The platform decides; a type that cannot mean it is worth a warning.
+            if not sources.fits(str(given), platform):
+                warnings.append(
+                    f"site {name!r}: type {given!r} means a {source.name} site, but {url} is "
+                    f"on {platform.name}: archived as {platform.type_names[0]}"
+                )
+            site_type, source = platform.type_names[0], platform
+        url = canonicalize_url(source.site_url(url), parsed.url_rules)
+    except (UrlRejected, SiteUrlError) as exc:
         raise SiteConfigError(name, "url", f"bad URL {url[:200]!r}: {exc}") from exc
-    if site_type in GENERIC_TYPES and not parsed.article:
-        raise SiteConfigError(name, "article", "a generic site needs an article regex")
+    if source.needs_article_regex and not parsed.article:
+        raise SiteConfigError(name, "article", f"a {source.name} site needs an article regex")
     return SiteSpec(
         name=name,
         url=url,
@@ -236,4 +350,39 @@ def parse_spec(raw: Any) -> SiteSpec:
         config=dict(config),
         is_active=_flag(raw.get("active", True), name, "active"),
         airtable_id=raw.get("airtable_id"),
+        category=category or None,
+        warnings=tuple(warnings),
     )
+
+
+def _site_type(given: Any, name: str, labels: Mapping[str, str] | None) -> str:
+    if isinstance(given, str):
+        if labels is not None and sources.normalise_label(given) in labels:
+            return labels[sources.normalise_label(given)]
+        try:
+            return sources.resolve_type(given)
+        except UnknownSiteType as exc:
+            raise SiteConfigError(name, "type", str(exc)) from None
+    raise SiteConfigError(name, "type", f"unknown type {given!r}")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    """A JSON escape as it is, or a backslash that escapes nothing JSON knows, doubled."""
+    return match.group(0) if match.group(1) in '\\"/bfnrtu' else "\\" + match.group(0)
+
+
+def _config_json(text: str, name: str) -> Any:
+    r"""A config given as JSON text. 0archive's regexes carry needless escapes (``\&``)
+    that are fine in a Python regex but not in JSON: a lone backslash is read as itself.
+
+    >>> _config_json(r'{"article": "a\&b=\d+"}', "x")
+    {'article': 'a\\&b=\\d+'}
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        lenient = re.sub(r"\\(.)", _json_escape, text, flags=re.DOTALL)
+        try:
+            return json.loads(lenient)
+        except json.JSONDecodeError:
+            raise SiteConfigError(name, "config", f"not valid JSON: {exc}") from exc

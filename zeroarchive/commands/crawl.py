@@ -6,7 +6,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 #: Spider close reasons that mean the run did nothing because of how it was asked.
-REFUSED = frozenset({"bad_arguments", "site_locked", "unknown_site"})
+REFUSED = frozenset({"ambiguous_site", "bad_arguments", "site_locked", "unknown_site"})
 
 
 class Command(ScrapyCrawlCommand):

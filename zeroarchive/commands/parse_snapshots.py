@@ -7,8 +7,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
+from zeroarchive.parse_run import ParseRunConfig, parse_pending
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
-from zeroarchive.parser.batch import ParseRunConfig, parse_pending
 
 
 class Command(ScrapyCommand):

@@ -15,7 +15,8 @@ from scrapy.utils.log import configure_logging
 from zeroarchive.archive import open_archive
 from zeroarchive.archive_spider import ArchiveSpider
 from zeroarchive.dispatch import DispatchConfig, Dispatcher
-from zeroarchive.redis_queue import connect, redis_url_from
+from zeroarchive.redis_client import connect, redis_url_from
+from zeroarchive.sources import SOURCES
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +47,15 @@ class Command(ScrapyCommand):
         if opts.interval <= 0:
             raise UsageError("--interval must be positive")
         loader = get_spider_loader(self.settings)
-        spiders = [
-            cls()
-            for name in sorted(loader.list())
-            if issubclass(cls := loader.load(name), ArchiveSpider) and cls.site_types
-        ]
+        spiders: list[ArchiveSpider] = []
+        for source in SOURCES:
+            spider = loader.load(source.name)()
+            if not isinstance(spider, ArchiveSpider):
+                raise UsageError(f"spider {source.name!r} of the registry is no ArchiveSpider")
+            spiders.append(spider)
         dispatcher = Dispatcher(
             open_archive(self.settings),
-            connect(url),
+            connect(self.settings, url),
             spiders,
             DispatchConfig.from_settings(self.settings),
         )

@@ -7,35 +7,37 @@ parse_snapshots`` parses every snapshot again under the new version.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
+from scrapy.utils.misc import load_object
+
 from zeroarchive.parser.result import Parsed, ParseError
+from zeroarchive.sources import source_for_article_type
 
 PARSER_VERSION = "2026.1"
 DEFAULT_TIMEZONE = "Asia/Taipei"
 
 __all__ = ["DEFAULT_TIMEZONE", "PARSER_VERSION", "ParseError", "Parsed", "parse_snapshot"]
 
+_parsers: dict[str, Callable[[bytes, str, str, ZoneInfo], Parsed]] = {}
+
 
 def parse_snapshot(
     article_type: str, raw: bytes, encoding: str, url: str, tz: str = DEFAULT_TIMEZONE
 ) -> Parsed:
-    """The publication in one snapshot, by the parser for its article type.
+    """The publication in one snapshot, by the parser its source names in the registry.
 
     ``tz`` is the zone naive page times are read in. Raises :class:`ParseError` when the
-    snapshot is not what its type promises.
+    snapshot is not what its type promises, or no source archives that article type.
     """
-    # Imported here: every `scrapy` command loads this package for PARSER_VERSION, and the
-    # parsers' libraries (readability, trafilatura, htmldate) take a fifth of a second.
-    from zeroarchive.parser.dcard import parse_dcard
-    from zeroarchive.parser.facebook import parse_facebook
-    from zeroarchive.parser.generic import parse_generic
-    from zeroarchive.parser.ptt import parse_ptt
-
-    if article_type == "PTT":
-        return parse_ptt(raw, encoding, url)
-    if article_type == "Dcard":
-        return parse_dcard(raw, encoding, url)
-    if article_type == "FBPost":
-        return parse_facebook(raw, encoding, url)
-    return parse_generic(raw, encoding, url, ZoneInfo(tz))
+    try:
+        source = source_for_article_type(article_type)
+    except KeyError as exc:
+        raise ParseError(str(exc.args[0])) from None
+    parser = _parsers.get(source.parser)
+    if parser is None:
+        # Imported on first use: every `scrapy` command loads this package for
+        # PARSER_VERSION, and the parsers' libraries take a fifth of a second to import.
+        parser = _parsers[source.parser] = load_object(source.parser.replace(":", "."))
+    return parser(raw, encoding, url, ZoneInfo(tz))

@@ -58,7 +58,8 @@ def _comment(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def parse_dcard(raw: bytes, encoding: str, url: str) -> Parsed:
+def parse_dcard(raw: bytes, encoding: str, url: str, _tz: ZoneInfo | None = None) -> Parsed:
+    """A Dcard snapshot (the post and all its comments); Dcard states its times in UTC."""
     try:
         document = json.loads(decode_body(raw, encoding))
     except ValueError as exc:

@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+from zoneinfo import ZoneInfo
 
 import lxml.html
 from lxml.html import HtmlElement
@@ -128,7 +129,8 @@ def _comment(node: HtmlElement, base: str) -> dict[str, Any]:
     }
 
 
-def parse_facebook(raw: bytes, encoding: str, url: str) -> Parsed:
+def parse_facebook(raw: bytes, encoding: str, url: str, _tz: ZoneInfo | None = None) -> Parsed:
+    """A rendered Facebook post and its comments; its times are unix stamps, no zone needed."""
     html = unhide(decode_body(raw, encoding))
     if not html.strip():
         raise ParseError("empty page")

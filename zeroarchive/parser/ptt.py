@@ -70,7 +70,8 @@ def decode_cfemail(encoded: str) -> str:
     return bytes(b ^ data[0] for b in data[1:]).decode("utf-8", "replace")
 
 
-def parse_ptt(raw: bytes, encoding: str, url: str) -> Parsed:
+def parse_ptt(raw: bytes, encoding: str, url: str, _tz: ZoneInfo | None = None) -> Parsed:
+    """A PTT post with every push. PTT prints Taipei time whatever zone ``_tz`` names."""
     html = decode_body(raw, encoding)
     tree = lxml.html.document_fromstring(html) if html.strip() else None
     main = tree.get_element_by_id("main-content", None) if tree is not None else None

@@ -21,11 +21,16 @@ class SiteRow:
     site_id: int
     name: str
     type: str
+    category: str | None
     url: str
     is_active: bool
     articles: int
     last_crawl_at: int
     next_crawl_at: int
+
+
+class AmbiguousSite(LookupError):
+    """A name that several sites share; the message lists their ids and URLs."""
 
 
 def site_from_row(row: RowMapping) -> Site:
@@ -41,6 +46,7 @@ def site_from_row(row: RowMapping) -> Site:
         type=row["type"],
         config=parse_config(raw, row["name"]),
         is_active=bool(row["is_active"]),
+        category=row["category"],
     )
 
 
@@ -49,20 +55,32 @@ class SiteStore:
         self.engine = engine
 
     def upsert(self, spec: SiteSpec, now: int) -> tuple[int, str]:
-        """Insert or update the site named ``spec.name``.
+        """Insert or update the site of ``spec``: the one with its Airtable id, else the
+        one site of its name that no Airtable row owns (names of sites from files are
+        their keys; names of synced sites need not be unique).
 
         Returns the site id and what happened: "added", "updated" or "unchanged".
         """
         values = {
             "url": spec.url,
             "type": spec.type,
+            "category": spec.category,
             "config": spec.config_json(),
             "is_active": spec.is_active,
         }
         if spec.airtable_id is not None:
             values["airtable_id"] = spec.airtable_id
         with self.engine.begin() as conn:
-            existing = conn.execute(select(site).where(site.c.name == spec.name)).mappings().first()
+            existing = None
+            if spec.airtable_id is not None:
+                query = select(site).where(site.c.airtable_id == spec.airtable_id)
+                existing = conn.execute(query).mappings().first()
+            if existing is None:
+                query = select(site).where(site.c.name == spec.name, site.c.airtable_id.is_(None))
+                rows = conn.execute(query.order_by(site.c.site_id)).mappings().all()
+                if len(rows) > 1:
+                    raise AmbiguousSite(_ambiguous(spec.name, rows))
+                existing = rows[0] if rows else None
             if existing is None:
                 result = conn.execute(
                     site.insert().values(name=spec.name, created_at=now, updated_at=now, **values)
@@ -70,12 +88,14 @@ class SiteStore:
                 key = result.inserted_primary_key
                 assert key is not None
                 return int(key[0]), "added"
-            if all(existing[key] == value for key, value in values.items()):
+            if existing["name"] == spec.name and all(
+                existing[key] == value for key, value in values.items()
+            ):
                 return int(existing["site_id"]), "unchanged"
             conn.execute(
                 update(site)
                 .where(site.c.site_id == existing["site_id"])
-                .values(updated_at=now, **values)
+                .values(name=spec.name, updated_at=now, **values)
             )
             return int(existing["site_id"]), "updated"
 
@@ -93,6 +113,7 @@ class SiteStore:
                     config=json.loads(row["config"] or "{}"),
                     is_active=bool(row["is_active"]),
                     airtable_id=row["airtable_id"],
+                    category=row["category"],
                 ),
             )
             for row in rows
@@ -111,6 +132,7 @@ class SiteStore:
                     "config": spec.config_json(),
                     "is_active": spec.is_active,
                     "airtable_id": spec.airtable_id,
+                    "category": spec.category,
                     "updated_at": now,
                 }
                 if site_id is None:
@@ -122,16 +144,24 @@ class SiteStore:
                     ids.append(site_id)
         return ids
 
-    def get(self, key: int | str) -> Site | None:
-        """The site with this id or name (a numeric string is tried as an id first)."""
+    def get(self, key: int | str, types: Sequence[str] | None = None) -> Site | None:
+        """The site with this id or name (a numeric string is tried as an id first), of one
+        of ``types`` when given; AmbiguousSite when several such sites have the name."""
         with self.engine.connect() as conn:
             row = None
             if isinstance(key, int) or key.isdigit():
                 by_id = select(site).where(site.c.site_id == int(key))
                 row = conn.execute(by_id).mappings().first()
+                if row is not None and types is not None and row["type"] not in types:
+                    row = None
             if row is None:
-                by_name = select(site).where(site.c.name == str(key))
-                row = conn.execute(by_name).mappings().first()
+                by_name = select(site).where(site.c.name == str(key)).order_by(site.c.site_id)
+                if types is not None:
+                    by_name = by_name.where(site.c.type.in_(list(types)))
+                rows = conn.execute(by_name).mappings().all()
+                if len(rows) > 1:
+                    raise AmbiguousSite(_ambiguous(str(key), rows))
+                row = rows[0] if rows else None
         return site_from_row(row) if row is not None else None
 
     def active_rows(self, types: tuple[str, ...]) -> list[RowMapping]:
@@ -191,6 +221,7 @@ class SiteStore:
                     site_id=row["site_id"],
                     name=row["name"],
                     type=row["type"],
+                    category=row["category"],
                     url=row["url"],
                     is_active=bool(row["is_active"]),
                     articles=int(row["articles"]),
@@ -199,3 +230,8 @@ class SiteStore:
                 )
                 for row in conn.execute(query).mappings()
             ]
+
+
+def _ambiguous(name: str, rows: Sequence[RowMapping]) -> str:
+    listed = "; ".join(f"#{row['site_id']} {row['url']}" for row in rows)
+    return f"{len(rows)} sites are named {name!r}: {listed} (give the id instead)"

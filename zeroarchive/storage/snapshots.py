@@ -19,7 +19,6 @@ from zeroarchive.schedule import (
     Plan,
     next_adaptive_snapshot,
     next_after_failure,
-    plan_for_site,
 )
 from zeroarchive.storage.articles import insert_new
 from zeroarchive.storage.compression import compress, decompress
@@ -121,7 +120,7 @@ class SnapshotStore:
         for row in rows:
             key = (row["site_id"], row["type"], row["config"])
             if key not in self._plans:
-                self._plans[key] = plan_for_site(site_from_row(row))
+                self._plans[key] = site_from_row(row).plan
             plans[row["site_id"]] = self._plans[key]
         missing = site_ids - plans.keys()
         if missing:

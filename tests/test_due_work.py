@@ -1,0 +1,163 @@
+"""The one selection of due work (zeroarchive/due_work.py), and both modes using it: the
+embedded crawl (the base spider's start and idle batches) and `scrapy schedule`'s rounds
+(the Dispatcher) hand out exactly the same work from the same archive."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scrapy.utils.test import get_crawler
+from sqlalchemy import select, update
+
+from spiders.generic import GenericSpider
+from spiders.ptt import PttSpider
+from tests.conftest import project_settings
+from zeroarchive.archive import Archive, open_archive
+from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.clock import FAKE_NOW_ENV
+from zeroarchive.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
+from zeroarchive.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.redis_client import connect
+from zeroarchive.sites import parse_spec
+from zeroarchive.storage.schema import article, site
+from zeroarchive.urls import url_hash
+
+NOW = 1_800_000_000
+
+
+def add(archive: Archive, name: str, kind: str, url: str, **config: object) -> int:
+    spec = parse_spec({"name": name, "url": url, "type": kind, "config": config})
+    site_id, _ = archive.sites.upsert(spec, NOW - 3600)
+    return site_id
+
+
+def set_site(archive: Archive, site_id: int, **values: object) -> None:
+    with archive.engine.begin() as conn:
+        conn.execute(update(site).where(site.c.site_id == site_id).values(**values))
+
+
+def set_article(archive: Archive, url: str, **values: object) -> None:
+    with archive.engine.begin() as conn:
+        conn.execute(update(article).where(article.c.url_hash == url_hash(url)).values(**values))
+
+
+@pytest.fixture
+def archive(db_url: str) -> Archive:
+    """Sites of every case: due lists, due snapshots, leased, stopped, inactive, not due,
+    another spider's type, and a stored config that no longer validates."""
+    archive = open_archive(url=db_url)
+    news = add(archive, "news", "news", "https://news.example/", article="/a/")
+    farm = add(archive, "farm", "content_farm", "https://farm.example/", article="/a/")
+    gov = add(archive, "gov", "gov", "https://gov.example/", article="/a/")
+    off = add(archive, "off", "news", "https://off.example/", article="/a/")
+    broken = add(archive, "broken", "news", "https://broken.example/", article="/a/")
+    ptt = add(archive, "ptt", "ptt", "https://www.ptt.cc/bbs/LoL/index.html")
+    for site_id, host in ((news, "news"), (farm, "farm"), (gov, "gov"), (off, "off")):
+        urls = [f"https://{host}.example/a/{n}" for n in range(3)]
+        archive.articles.add(site_id, "Article", urls, NOW - 3600)
+    archive.articles.add(ptt, "PTT", ["https://www.ptt.cc/bbs/LoL/M.1.A.1.html"], NOW - 3600)
+    # news: lists due, 3 articles due. farm: lists not due, 1 due, 1 leased, 1 stopped.
+    # gov: nothing due. off: inactive. broken: lists due but its config is bad.
+    set_site(archive, farm, next_crawl_at=NOW + 600)
+    set_article(archive, "https://farm.example/a/1", lease_until=NOW + 60)
+    set_article(archive, "https://farm.example/a/2", next_snapshot_at=0)
+    set_site(archive, gov, next_crawl_at=NOW + 600)
+    for n in range(3):
+        set_article(archive, f"https://gov.example/a/{n}", next_snapshot_at=NOW + 60)
+    set_site(archive, off, is_active=False)
+    set_site(archive, broken, config=json.dumps({"article": "(unclosed"}))
+    return archive
+
+
+def ids(archive: Archive, *names: str) -> set[int]:
+    with archive.engine.connect() as conn:
+        rows = conn.execute(select(site.c.site_id).where(site.c.name.in_(names)))
+        return set(rows.scalars())
+
+
+def test_due_sites_by_what_is_due(archive: Archive) -> None:
+    kinds = ("news", "content_farm", "gov")
+    both = due_sites(archive, kinds, NOW)
+    assert set(both.sites) == ids(archive, "news", "farm")
+    assert both.walk == ids(archive, "news")
+    assert both.bad == ("broken",)
+    lists = due_sites(archive, kinds, NOW, snapshots=False)
+    assert (set(lists.sites), lists.walk) == (ids(archive, "news"), ids(archive, "news"))
+    snaps = due_sites(archive, kinds, NOW, lists=False)
+    assert (set(snaps.sites), snaps.walk) == (ids(archive, "news", "farm"), frozenset())
+    assert set(due_sites(archive, ("ptt",), NOW).sites) == ids(archive, "ptt")
+
+
+def test_claims_are_leased_and_never_handed_out_twice(archive: Archive) -> None:
+    news, farm = sorted(ids(archive, "news", "farm"))
+    first = claim_due(archive, [news, farm], NOW, 2, 3600)
+    second = claim_due(archive, [news, farm], NOW, 10, 3600)
+    assert len(first) == 2 and len(second) == 2
+    urls = {a.url for a in first + second}
+    assert urls == {f"https://news.example/a/{n}" for n in range(3)} | {"https://farm.example/a/0"}
+    assert claim_due(archive, [news, farm], NOW, 10, 3600) == []
+    # Leases that ran out hand the work out again (farm/a/1's too, leased before).
+    again = claim_due(archive, [news, farm], NOW + 3600, 10, 3600)
+    assert {a.url for a in again} == urls | {"https://farm.example/a/1"}
+
+
+def test_a_walk_is_marked_with_its_plans_next_time(archive: Archive) -> None:
+    news = archive.sites.get("news")
+    assert news is not None
+    begin_walk(archive, news, NOW)
+    due = due_sites(archive, ("news",), NOW, snapshots=False)
+    assert due.walk == frozenset()
+    assert due_sites(archive, ("news",), NOW + 600, snapshots=False).walk == {news.site_id}
+
+
+def _embedded(archive: Archive, spider: ArchiveSpider) -> tuple[set[int], set[str]]:
+    """What the embedded crawl hands out: the sites it walks, then its idle batches."""
+    _, sites, walk = spider._choose_sites()
+    for site_id in sorted(walk):
+        begin_walk(archive, next(s for s in sites if s.site_id == site_id), NOW)
+    claimed: set[str] = set()
+    while batch := claim_due(archive, [s.site_id for s in sites], NOW, 2, 3600):
+        claimed |= {a.url for a in batch}
+    return walk, claimed
+
+
+@pytest.mark.parametrize("mode", ["embedded", "distributed"])
+def test_both_modes_hand_out_the_same_work(
+    archive: Archive,
+    mode: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    monkeypatch.setenv(FAKE_NOW_ENV, str(NOW))
+    settings = project_settings(ZEROARCHIVE_DB_URL=archive.url, ZEROARCHIVE_DUE_BATCH=2)
+    spiders = [cls.from_crawler(get_crawler(cls, settings)) for cls in (GenericSpider, PttSpider)]
+    if mode == "embedded":
+        walked: set[int] = set()
+        claimed: set[str] = set()
+        for spider in spiders:
+            walk, urls = _embedded(archive, spider)
+            walked |= walk
+            claimed |= urls
+    else:
+        redis_url = request.getfixturevalue("redis_url")
+        server = connect(get_crawler(settings_dict=settings).settings, redis_url)
+        # Not the first round ever: that one hands out leased work again (test_distributed).
+        server.set(MARKER_KEY, "1")
+        dispatcher = Dispatcher(archive, server, spiders, DispatchConfig(2, 3600, 1000))
+        reports = dispatcher.run_once(NOW)
+        assert reports["generic"].bad_sites == ["broken"]
+        walked = {row.site_id for row in archive.sites.listing() if row.last_crawl_at == NOW}
+        with archive.engine.connect() as conn:
+            leased = article.c.lease_until > NOW
+            claimed = set(conn.execute(select(article.c.url).where(leased)).scalars())
+        claimed.discard("https://farm.example/a/1")  # leased before the round
+        assert reports["generic"].snapshots + reports["ptt"].snapshots == len(claimed)
+    assert walked == ids(archive, "news", "ptt")
+    assert claimed == {
+        *(f"https://news.example/a/{n}" for n in range(3)),
+        "https://farm.example/a/0",
+        "https://www.ptt.cc/bbs/LoL/M.1.A.1.html",
+    }

@@ -1,0 +1,74 @@
+"""The one selection of due work, for both modes: the embedded crawl's start and idle
+batches (archive_spider.py) and every round of `scrapy schedule` (dispatch.py).
+
+A site is due when its list pages are (``next_crawl_at`` has come) or when one of its
+articles is (its snapshot is due and not leased out). Due articles are handed out under a
+lease, so none is handed out twice while in flight, and work a killed process held comes
+due again when its lease runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from zeroarchive.archive import Archive
+from zeroarchive.schedule import next_list_crawl_at
+from zeroarchive.sites import Site, SiteConfigError
+from zeroarchive.storage.articles import DueArticle
+from zeroarchive.storage.sites import site_from_row
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DueSites:
+    #: Active sites of the asked types with due work, by id.
+    sites: dict[int, Site]
+    #: Ids of those whose list pages are due.
+    walk: frozenset[int]
+    #: Names of sites skipped because their stored config is bad (each logged).
+    bad: tuple[str, ...] = ()
+
+
+def due_sites(
+    archive: Archive,
+    site_types: Sequence[str],
+    now: int,
+    *,
+    lists: bool = True,
+    snapshots: bool = True,
+) -> DueSites:
+    """The sites of these types with due list pages (``lists``) or due snapshots
+    (``snapshots``) at ``now``; a site whose stored config no longer validates is logged
+    and skipped, never the whole selection."""
+    sites: dict[int, Site] = {}
+    walk: set[int] = set()
+    bad: list[str] = []
+    rows = archive.sites.due_rows(tuple(site_types), now, lists=lists, snapshots=snapshots)
+    for row in rows:
+        try:
+            site = site_from_row(row)
+        except SiteConfigError as exc:
+            logger.error("Skipping a site with a bad stored config: %s", exc)
+            bad.append(row["name"])
+            continue
+        sites[site.site_id] = site
+        if lists and row["next_crawl_at"] <= now:
+            walk.add(site.site_id)
+    return DueSites(sites, frozenset(walk), tuple(bad))
+
+
+def begin_walk(archive: Archive, site: Site, now: int) -> None:
+    """Record that a walk of the site's list pages starts at ``now``, and when the next
+    one is due by its plan."""
+    archive.sites.mark_list_crawl(site.site_id, now, next_list_crawl_at(site.plan, now))
+
+
+def claim_due(
+    archive: Archive, site_ids: Sequence[int], now: int, limit: int, lease: int
+) -> list[DueArticle]:
+    """Up to ``limit`` due articles of these sites, oldest due first, leased until
+    ``now + lease``."""
+    return archive.articles.claim_due(site_ids, now, limit, lease)
