@@ -13,10 +13,9 @@ from scrapy.settings import Settings
 from sqlalchemy import create_engine, select
 from urllib3.response import HTTPResponse
 
-from tests.conftest import Run, scrapy
+from tests.conftest import Run, project_settings, scrapy
 from tests.fake_airtable import FakeAirtable
 from zeroarchive.airtable import (
-    TYPE_NAMES,
     AirtableConfig,
     AirtableError,
     AirtableRowError,
@@ -24,11 +23,13 @@ from zeroarchive.airtable import (
     plan_sync,
     rate_limit_retry,
     row_spec,
-    site_type,
+    type_label,
 )
-from zeroarchive.sites import SITE_TYPES, SiteSpec
+from zeroarchive.sites import SiteSpec
+from zeroarchive.sources import label_types, source_for_type
 from zeroarchive.storage.schema import site
 
+PROJECT = Settings(project_settings())
 KEY = "patZA0Test1234.0123456789abcdef0123456789abcdef"
 VIEW = "Approved sites"
 CNA = {
@@ -97,6 +98,17 @@ def sync(fake: FakeAirtable, db_url: str, cwd: Path, *args: str, **env: str) -> 
     return run
 
 
+def all_sites(db_url: str) -> list[dict[str, Any]]:
+    """Every Site row, by id, with its config decoded."""
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(select(site).order_by(site.c.site_id)).mappings().all()
+    finally:
+        engine.dispose()
+    return [{**row, "config": json.loads(row["config"])} for row in rows]
+
+
 def sites(db_url: str) -> dict[str, dict[str, Any]]:
     """Every Site row, by name, with its config decoded."""
     engine = create_engine(db_url)
@@ -143,7 +155,7 @@ def test_sync_adds_updates_deactivates_and_reactivates(db_url: str, tmp_path: Pa
         assert first.returncode == 0, first.output
         assert first.stdout.splitlines()[-1] == (
             "6 rows: 4 added, 1 updated, 0 reactivated, 0 deactivated, 0 unchanged, "
-            "1 not approved, 0 invalid"
+            "1 not approved, 0 invalid, 0 warning(s)"
         )
         # Six rows, two a page: three requests chained by the iterator offsets, view kept.
         pages = fake.list_requests()
@@ -183,7 +195,8 @@ def test_sync_adds_updates_deactivates_and_reactivates(db_url: str, tmp_path: Pa
         }
         patterns = ["/news/\\w+/breakingnews/\\d+", "/news/\\w+/paper/\\d+"]
         assert " ".join(line_for(first, "ltn").split()) == (
-            f"update #{ltn_id} ltn (news) [{ids['ltn']}]: article /news/ -> {patterns}; "
+            f"update #{ltn_id} ltn (news, 新聞網站) {LTN['url']} [{ids['ltn']}]: "
+            f"category None -> 新聞網站; article /news/ -> {patterns}; "
             f"linked to Airtable row {ids['ltn']}"
         )
 
@@ -195,18 +208,26 @@ def test_sync_adds_updates_deactivates_and_reactivates(db_url: str, tmp_path: Pa
         assert second.returncode == 0, second.output
         assert second.stdout.splitlines()[-1] == (
             "5 rows: 1 added, 1 updated, 0 reactivated, 2 deactivated, 2 unchanged, "
-            "0 not approved, 0 invalid"
+            "0 not approved, 0 invalid, 0 warning(s)"
         )
         after = sites(db_url)
         assert after["cna"]["config"]["depth"] == 3 and "delay" not in after["cna"]["config"]
         assert line_for(second, "cna").endswith(
-            f"#{cna['site_id']} cna (news) [{ids['cna']}]: delay 1.5 -> (unset); depth 2 -> 3"
+            f"#{cna['site_id']} cna (news, 新聞網站) {CNA['url']} [{ids['cna']}]: "
+            "delay 1.5 -> (unset); depth 2 -> 3"
         )
         assert line_for(second, "kknews").startswith("deactivate")
         assert line_for(second, "kknews").endswith(": not approved")
         assert line_for(second, "ey").startswith("deactivate")
         assert line_for(second, "ey").endswith(": gone from Airtable")
-        assert line_for(second, "mohw-fb").split()[:4] == ["add", "new", "mohw-fb", "(facebook)"]
+        assert line_for(second, "mohw-fb").split()[:6] == [
+            "add",
+            "new",
+            "mohw-fb",
+            "(facebook,",
+            "FB粉專)",
+            "https://m.facebook.com/MOHW.Taiwan/posts/",
+        ]
         # Deactivated, never deleted: same rows, same ids, config kept.
         assert (after["kknews"]["is_active"], after["ey"]["is_active"]) == (False, False)
         assert after["kknews"]["site_id"] == stored["kknews"]["site_id"]
@@ -219,7 +240,7 @@ def test_sync_adds_updates_deactivates_and_reactivates(db_url: str, tmp_path: Pa
         assert third.returncode == 0, third.output
         assert third.stdout.splitlines()[-1] == (
             "5 rows: 0 added, 1 updated, 1 reactivated, 0 deactivated, 3 unchanged, "
-            "0 not approved, 0 invalid"
+            "0 not approved, 0 invalid, 0 warning(s)"
         )
         assert line_for(third, "kknews").startswith("reactivate")
         assert line_for(third, "kknews").endswith(": active no -> yes")
@@ -232,14 +253,16 @@ def test_sync_adds_updates_deactivates_and_reactivates(db_url: str, tmp_path: Pa
         fourth = sync(fake, db_url, tmp_path)
         assert fourth.stdout.splitlines()[-1] == (
             "5 rows: 0 added, 0 updated, 0 reactivated, 0 deactivated, 5 unchanged, "
-            "0 not approved, 0 invalid"
+            "0 not approved, 0 invalid, 0 warning(s)"
         )
         assert change_lines(fourth) == []
         assert sites(db_url) == final
 
     listing = scrapy("sites", db_url=db_url, cwd=tmp_path)
     assert "6 site(s)" in listing.stdout
-    assert any(" no " in line and line.endswith(" ey") for line in listing.stdout.splitlines())
+    assert ["gov", "政府網站", "no", "0", "never", "ey", EY["url"]] in [
+        line.split()[1:] for line in listing.stdout.splitlines()
+    ]
 
 
 def test_dry_run_prints_the_changes_and_writes_nothing(db_url: str, tmp_path: Path) -> None:
@@ -256,7 +279,7 @@ def test_dry_run_prints_the_changes_and_writes_nothing(db_url: str, tmp_path: Pa
         assert dry.returncode == 0, dry.output
         assert dry.stdout.splitlines()[-1] == (
             "dry run, nothing written: 3 rows; would be 1 added, 1 updated, 0 reactivated, "
-            "2 deactivated, 0 unchanged, 0 not approved, 0 invalid"
+            "2 deactivated, 0 unchanged, 0 not approved, 0 invalid, 0 warning(s)"
         )
         assert sites(db_url) == before
 
@@ -323,8 +346,13 @@ def test_invalid_rows_are_reported_by_name_and_field_and_skipped(
             "url": fake.add(name="nourl", type="新聞網站", approved=True, article="/a/"),
             "scheme": fake.add(**{**EY, "name": "ey2", "url": "javascript:alert(1)"}),
             "approved": fake.add(**{**PTT, "approved": "yes"}),
-            "duplicate": fake.add(**{**CNA, "url": "https://www.cna.com.tw/"}),
+            "facebook_search": fake.add(
+                name="search", url="https://www.facebook.com/search/top?q=x", type="Fb 專頁"
+            ),
         }
+        fake.update(bad["facebook_search"], approved=True)
+        # A name may repeat: it is another site of the same name, not an error.
+        namesake = fake.add(**{**CNA, "url": "https://www.cna.com.tw/list/aipl.aspx"})
         fake.update(bad["type"], approved=True)
         good = fake.add(**{**MOHW, "approved": True})
 
@@ -340,19 +368,24 @@ def test_invalid_rows_are_reported_by_name_and_field_and_skipped(
             f"error: row {bad['url']} ('nourl'): url: missing",
             f"error: row {bad['scheme']} ('ey2'): url: bad URL 'javascript:alert(1)'",
             f"error: row {bad['approved']} ('ptt-gossiping'): approved: must be a checkbox",
-            f"error: row {bad['duplicate']} ('cna'): name: also used by row {ids['cna']}",
+            f"error: row {bad['facebook_search']} ('search'): url: bad URL "
+            "'https://www.facebook.com/search/top?q=x': not a Facebook page or group",
         ]
         assert len(errors) == len(expected)
         for line, start in zip(errors, expected, strict=True):
             assert line.startswith(start), (line, start)
         assert run.stdout.splitlines()[-1] == (
-            "11 rows: 1 added, 0 updated, 0 reactivated, 0 deactivated, 1 unchanged, "
-            "0 not approved, 9 invalid"
+            "12 rows: 2 added, 0 updated, 0 reactivated, 0 deactivated, 1 unchanged, "
+            "0 not approved, 9 invalid, 0 warning(s)"
         )
         after = sites(db_url)
         assert sorted(after) == ["cna", "ltn", "mohw-fb"]
         assert after["ltn"] == before["ltn"]
         assert after["mohw-fb"]["airtable_id"] == good
+        assert [row["airtable_id"] for row in all_sites(db_url) if row["name"] == "cna"] == [
+            ids["cna"],
+            namesake,
+        ]
 
 
 def test_rate_limited_requests_are_retried(db_url: str, tmp_path: Path) -> None:
@@ -395,7 +428,7 @@ def test_fetch_fails_whole(
             **env,
         }
         with pytest.raises(AirtableError) as caught:
-            fetch_records(AirtableConfig.from_settings(Settings(), settings))
+            fetch_records(AirtableConfig.from_settings(PROJECT, settings))
     assert says in str(caught.value)
     assert KEY not in str(caught.value) and caught.value.__cause__ is None
     assert str(caught.value).startswith("cannot read Airtable table ")
@@ -410,7 +443,9 @@ def test_fetch_reads_every_page() -> None:
             "AIRTABLE_ENDPOINT_URL": fake.endpoint_url,
             "AIRTABLE_PAGE_SIZE": "3",
         }
-        records = fetch_records(AirtableConfig.from_settings(Settings(), settings))
+        records = fetch_records(
+            AirtableConfig.from_settings(Settings(project_settings()), settings)
+        )
         seen = fake.list_requests()
     assert [record["id"] for record in records] == ids
     assert records[0]["fields"] == {"name": "site0", "url": "https://s0.tw/", "approved": True}
@@ -448,36 +483,61 @@ def record(record_id: str = "recA", **fields: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("name", "expected"),
+    ("label", "expected"),
     [
         ("新聞網站", "news"),
+        ("官媒", "news"),
         ("內容農場", "content_farm"),
+        ("組織官網", "organization"),
         ("政府網站", "gov"),
-        ("YouTube", "youtube"),
-        ("PTT", "ptt"),
-        ("Dcard", "dcard"),
-        ("Facebook", "facebook"),
+        ("Fb 專頁", "facebook"),
+        ("Fb 公開社團", "facebook"),
         ("FB粉專", "facebook"),
         (" fb粉專 ", "facebook"),
+        ("Ptt 看板", "ptt"),
+        ("討論區看板", "ptt"),
+        ("PTT", "ptt"),
+        ("Dcard", "dcard"),
+        ("YouTube 頻道", "youtube"),
+        ("YouTube 帳號", "youtube"),
+        ("YouTube", "youtube"),
         ("content_farm", "content_farm"),
-        (["內容農場"], "content_farm"),
-        (None, "news"),
-        ("", "news"),
+        ("news_website", "news"),
+        ("official_media", "news"),
+        ("organization_website", "organization"),
+        ("fb_page", "facebook"),
+        ("fb_public_group", "facebook"),
+        ("ptt_board", "ptt"),
+        ("discussion_board", "ptt"),
+        ("youtube_channel", "youtube"),
+        ("youtube_user", "youtube"),
     ],
 )
-def test_airtable_type_names(name: Any, expected: str) -> None:
-    assert site_type(name) == expected
+def test_0archive_labels_and_type_names(label: str, expected: str) -> None:
+    assert label_types()[label.replace(" ", "").casefold()] == expected
 
 
-def test_every_type_name_maps_to_a_site_type() -> None:
-    assert set(TYPE_NAMES.values()) == set(SITE_TYPES)
-    assert all(key == key.strip().casefold() for key in TYPE_NAMES)
+@pytest.mark.parametrize(
+    ("value", "label"), [(["內容農場"], "內容農場"), (None, "news"), ("", "news")]
+)
+def test_type_labels_as_airtable_gives_them(value: Any, label: str) -> None:
+    assert type_label(value) == label
 
 
-@pytest.mark.parametrize("name", ["部落格", "新聞網站x", ["PTT", "Dcard"], 3, True])
-def test_unknown_type_names_are_refused(name: Any) -> None:
-    with pytest.raises(ValueError, match="unknown type"):
-        site_type(name)
+@pytest.mark.parametrize("value", [["PTT", "Dcard"], 3, True])
+def test_a_row_has_one_type(value: Any) -> None:
+    with pytest.raises(ValueError, match="one type"):
+        type_label(value)
+
+
+def test_unknown_labels_are_refused_and_the_type_map_adds_them() -> None:
+    row = record(name="blog", url="https://blog.example.tw/", type="部落格", article="/p/")
+    with pytest.raises(AirtableRowError, match="unknown type '部落格'"):
+        row_spec(row)
+    spec = row_spec(row, labels=label_types({"部落格": "content_farm"}))
+    assert (spec.type, spec.category) == ("content_farm", "部落格")
+    with pytest.raises(ValueError, match="AIRTABLE_TYPE_MAP: label '部落格'"):
+        label_types({"部落格": "blog"})
 
 
 def test_row_fields_are_read_case_insensitively_and_extra_columns_ignored() -> None:
@@ -502,6 +562,7 @@ def test_row_fields_are_read_case_insensitively_and_extra_columns_ignored() -> N
         config={"article": "/news/", "depth": 4, "delay": 0.5, "render": False},
         is_active=True,
         airtable_id="recX",
+        category="新聞網站",
     )
 
 
@@ -515,19 +576,22 @@ def _spec(name: str, record_id: str | None, active: bool = True) -> SiteSpec:
     return SiteSpec(name, f"https://{name}.tw/", "news", {"article": "/a/"}, active, record_id)
 
 
-def test_plan_refuses_a_name_owned_by_another_row() -> None:
-    stored = [(1, _spec("a", "recA")), (2, _spec("b", None))]
+def test_names_repeat_and_sites_are_known_by_their_record_id() -> None:
+    stored = [(1, _spec("a", "recA")), (2, _spec("b", None)), (3, _spec("b", None))]
     rows = [
-        record("recA", name="b", url="https://b.tw/", article="/a/", approved=True),
-        record("recB", name="a", url="https://a.tw/", article="/a/", approved=True),
-        record("recC", name="c", url="https://c.tw/", article="/a/"),
+        record("recA", name="b", url="https://a.tw/", article="/a/", approved=True),
+        record("recB", name="a", url="https://b.tw/", article="/a/", approved=True),
+        record("recC", name="b", url="https://c.tw/", article="/a/", approved=True),
     ]
     plan = plan_sync(rows, stored)
-    assert [(e.record_id, e.field) for e in plan.errors] == [("recA", "name"), ("recB", "name")]
-    assert "already used by site #2" in str(plan.errors[0])
-    assert "already used by site #1 of Airtable row recA" in str(plan.errors[1])
-    assert (plan.changes, plan.unchanged, plan.not_approved) == ((), 0, 1)
-    assert all(isinstance(error, AirtableRowError) for error in plan.errors)
+    assert plan.errors == ()
+    # recA renames its site; a new row named like a synced site is a new site; two sites
+    # from files share the name b, so recC cannot tell which to adopt: a new site too.
+    assert [(c.action, c.site_id, c.spec.name) for c in plan.changes] == [
+        ("update", 1, "b"),
+        ("add", None, "a"),
+        ("add", None, "b"),
+    ]
 
 
 def test_plan_leaves_inactive_sites_of_unapproved_rows_alone() -> None:
@@ -538,7 +602,7 @@ def test_plan_leaves_inactive_sites_of_unapproved_rows_alone() -> None:
 
 
 def test_config_comes_from_settings_and_environment() -> None:
-    settings = Settings({"AIRTABLE_BASE_ID": "appFromSettings", "AIRTABLE_PAGE_SIZE": 50})
+    settings = Settings(project_settings(AIRTABLE_BASE_ID="appFromSettings", AIRTABLE_PAGE_SIZE=50))
     env = {"AIRTABLE_API_KEY": KEY, "AIRTABLE_VIEW": "Approved", "AIRTABLE_TIMEOUT": "5"}
     config = AirtableConfig.from_settings(settings, env)
     assert (config.base_id, config.view, config.page_size, config.timeout) == (
@@ -548,6 +612,9 @@ def test_config_comes_from_settings_and_environment() -> None:
         5.0,
     )
     assert (config.table, config.rate_limit_wait, config.requests_per_second) == ("Sites", 30, 5)
+    assert config.labels["官媒"] == "news"
+    mapped = AirtableConfig.from_settings(settings, {**env, "AIRTABLE_TYPE_MAP": '{"官媒": "gov"}'})
+    assert (mapped.labels["官媒"], mapped.labels["新聞網站"]) == ("gov", "news")
     assert KEY not in repr(config)
     for bad, says in [
         ({"AIRTABLE_PAGE_SIZE": "101"}, "AIRTABLE_PAGE_SIZE must be between"),
@@ -555,11 +622,13 @@ def test_config_comes_from_settings_and_environment() -> None:
         ({"AIRTABLE_ENDPOINT_URL": "api.airtable.com"}, "must be an http(s) URL"),
         ({"AIRTABLE_TIMEOUT": "soon"}, "AIRTABLE_TIMEOUT must be a number"),
         ({"AIRTABLE_API_KEY": ""}, "AIRTABLE_API_KEY is not set"),
+        ({"AIRTABLE_TYPE_MAP": "[1]"}, "AIRTABLE_TYPE_MAP must map labels"),
+        ({"AIRTABLE_TYPE_MAP": '{"x": "blog"}'}, "AIRTABLE_TYPE_MAP: label 'x'"),
     ]:
         with pytest.raises(ValueError, match=says.replace("(", r"\(").replace(")", r"\)")):
             AirtableConfig.from_settings(settings, {**env, **bad})
     with pytest.raises(ValueError, match="AIRTABLE_BASE_ID is not set"):
-        AirtableConfig.from_settings(Settings(), env)
+        AirtableConfig.from_settings(Settings(project_settings()), env)
 
 
 def test_a_429_waits_the_rate_limit_pause_before_retrying() -> None:
@@ -570,3 +639,88 @@ def test_a_429_waits_the_rate_limit_pause_before_retrying() -> None:
     retry = retry.increment("GET", "/v0/app/Sites", response=HTTPResponse(status=429))
     assert (retry.get_backoff_time(), retry.total) == (30.0, 1)
     assert retry.is_retry("GET", 429) and not retry.is_retry("GET", 500)
+
+
+# --- 0archive's own table ------------------------------------------------------------------
+
+TABLE = Path(__file__).parent / "fixtures" / "airtable" / "sites_0archive.json"
+
+
+def test_a_table_shaped_like_0archives_syncs_every_crawlable_row(
+    db_url: str, tmp_path: Path
+) -> None:
+    rows = json.loads(TABLE.read_text(encoding="utf-8"))
+    assert len(rows) == 113
+    with fake_airtable() as fake:
+        expect = {fake.add(**row): row for row in rows}
+        run = sync(fake, db_url, tmp_path, AIRTABLE_PAGE_SIZE="100")
+        again = sync(fake, db_url, tmp_path, AIRTABLE_PAGE_SIZE="100")
+    assert run.returncode == 1, run.output
+    outcome = {rid: row["zeroarchive_expect"] for rid, row in expect.items()}
+    invalid = {
+        rid: kind.split(":")[1] for rid, kind in outcome.items() if kind.startswith("invalid:")
+    }
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == len(invalid) == 5
+    for record_id, field in invalid.items():
+        (line,) = [line for line in errors if line.startswith(f"error: row {record_id} ")]
+        assert f": {field}: " in line, line
+    warned = {rid for rid, kind in outcome.items() if kind.endswith(":warning")}
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == len(warned) == 2
+    assert all(any(f"row {rid}:" in line for line in warnings) for rid in warned)
+    assert "archived as facebook" in run.stderr and "archived as ptt" in run.stderr
+
+    stored = {row["airtable_id"]: row for row in all_sites(db_url)}
+    synced = {
+        rid: expect[rid]
+        for rid, kind in outcome.items()
+        if rid not in invalid and kind != "not_approved"
+    }
+    assert set(stored) == set(synced)
+    for record_id, row in synced.items():
+        spider, _, kind = row["zeroarchive_expect"].partition(":")
+        site_row = stored[record_id]
+        assert source_for_type(site_row["type"]).name == spider, (row, site_row)
+        if kind and kind != "warning":
+            assert site_row["type"] == kind
+        assert site_row["category"] == (row.get("type") or "news")
+        assert site_row["is_active"] is row.get("is_active", False)
+    assert run.stdout.splitlines()[-1] == (
+        f"113 rows: {len(synced)} added, 0 updated, 0 reactivated, 0 deactivated, "
+        "0 unchanged, 1 not approved, 5 invalid, 2 warning(s)"
+    )
+    assert again.stdout.splitlines()[-1] == (
+        "113 rows: 0 added, 0 updated, 0 reactivated, 0 deactivated, "
+        f"{len(synced)} unchanged, 1 not approved, 5 invalid, 2 warning(s)"
+    )
+    # Platform URLs lost their tracking junk and point where the spiders read them.
+    urls = {row["url"] for row in stored.values()}
+    assert {
+        "https://m.facebook.com/cna.nownews/posts/",
+        "https://m.facebook.com/gwytb/posts/",
+        "https://m.facebook.com/123456789012345/posts/",
+        "https://m.facebook.com/profile.php?id=100064729451234",
+        "https://m.facebook.com/groups/2214298025494779/",
+        "https://www.ptt.cc/bbs/WomenTalk/index.html",
+        "https://www.ptt.cc/bbs/Military/index.html",
+        "https://www.dcard.tw/f/talk",
+    } <= urls
+    assert not [url for url in urls if "__tn__" in url or "ref=" in url or "/pg/" in url]
+    # One name, six sites; 0archive's selenium is our render; numbers typed as text.
+    names = [row["name"] for row in stored.values()]
+    assert (names.count("中天"), names.count("琦琦看新聞")) == (6, 5)
+    by_name = {(row["name"], row["type"]): row for row in stored.values()}
+    assert by_name["央視網", "news"]["config"]["render"] is True
+    cna = by_name["中央社", "news"]["config"]
+    assert (cna["depth"], cna["delay"]) == (2, 1.5)
+    assert by_name["中央社", "facebook"]["url"] == "https://m.facebook.com/cna.nownews/posts/"
+
+    listing = scrapy("sites", db_url=db_url, cwd=tmp_path)
+    assert f"{len(synced)} site(s)" in listing.stdout
+    ambiguous = scrapy("crawl", "generic", "-a", "site=琦琦看新聞", db_url=db_url, cwd=tmp_path)
+    assert ambiguous.returncode == 2, ambiguous.output
+    farms = [row for row in stored.values() if row["name"] == "琦琦看新聞"]
+    assert "5 sites are named '琦琦看新聞'" in ambiguous.output
+    for farm in farms:
+        assert f"#{farm['site_id']} {farm['url']}" in ambiguous.output

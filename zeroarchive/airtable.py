@@ -8,12 +8,12 @@ deactivate. A site is never deleted.
 
 from __future__ import annotations
 
-import math
+import json
 import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import requests
@@ -21,51 +21,34 @@ from pyairtable import Api
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from zeroarchive.sites import SiteConfigError, SiteSpec, parse_spec
+from zeroarchive.sites import SiteConfigError, SiteSpec, number_from_text, parse_spec
+from zeroarchive.sources import label_types, normalise_label
 
 if TYPE_CHECKING:
     from pyairtable.api.api import TimeoutTuple
     from pyairtable.api.types import RecordDict
     from scrapy.settings import BaseSettings
 
-#: The Airtable field names (0archive's), matched case-insensitively; other fields are ignored.
+#: The Airtable field names (0archive's Sites table), matched case-insensitively; other
+#: fields are ignored.
 ROW_FIELDS = (
     "name",
     "url",
     "type",
     "approved",
+    "is_active",
     "article",
     "following",
     "depth",
     "delay",
     "ua",
     "render",
+    "selenium",
+    "login_url",
 )
 #: The fields that become the site config; other config keys of a site (cookies, robots,
 #: url_rules, schedule, set with load_sites) are kept when the row changes.
-CONFIG_FIELDS = ("article", "following", "depth", "delay", "ua", "render")
-
-#: Airtable type names -> our site types. Keys are matched after strip() and casefold().
-#: 0archive's Sites table used Chinese type names; our own names are accepted as well.
-TYPE_NAMES: Mapping[str, str] = {
-    "新聞網站": "news",
-    "新聞": "news",
-    "news": "news",
-    "內容農場": "content_farm",
-    "content_farm": "content_farm",
-    "content farm": "content_farm",
-    "政府網站": "gov",
-    "政府": "gov",
-    "gov": "gov",
-    "youtube": "youtube",
-    "ptt": "ptt",
-    "批踢踢": "ptt",
-    "dcard": "dcard",
-    "facebook": "facebook",
-    "fb": "facebook",
-    "fb粉專": "facebook",
-    "粉專": "facebook",
-}
+CONFIG_FIELDS = ("article", "following", "depth", "delay", "ua", "render", "selenium", "login_url")
 #: An empty type archives the site as news: a wrong schedule can be fixed later, a site
 #: skipped for a missing type loses snapshots that can never be taken again.
 DEFAULT_TYPE = "news"
@@ -81,6 +64,7 @@ AIRTABLE_SETTINGS = (
     "AIRTABLE_REQUESTS_PER_SECOND",
     "AIRTABLE_TABLE",
     "AIRTABLE_TIMEOUT",
+    "AIRTABLE_TYPE_MAP",
     "AIRTABLE_VIEW",
 )
 
@@ -104,48 +88,24 @@ class AirtableError(RuntimeError):
 # --- Rows -> sites -------------------------------------------------------------------------
 
 
-def site_type(value: Any) -> str:
-    """Our site type for an Airtable type name (see TYPE_NAMES); ValueError if unknown.
+def type_label(value: Any) -> str:
+    """The row's type label as written: a single select's text (0archive), or the one
+    choice of a multiple select.
 
-    >>> site_type("新聞網站"), site_type(" 內容農場 "), site_type("FB粉專"), site_type("YouTube")
-    ('news', 'content_farm', 'facebook', 'youtube')
-    >>> site_type(None), site_type(["PTT"])
-    ('news', 'ptt')
-    >>> site_type("部落格")
+    >>> type_label(" 官媒 "), type_label(["Ptt 看板"]), type_label(None)
+    ('官媒', 'Ptt 看板', 'news')
+    >>> type_label(["PTT", "Dcard"])
     Traceback (most recent call last):
     ...
-    ValueError: unknown type '部落格'
+    ValueError: one type, not ['PTT', 'Dcard']
     """
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if value is None or value == "" or value == []:
         return DEFAULT_TYPE
     if not isinstance(value, str):
-        raise ValueError(f"unknown type {value!r}")
-    try:
-        return TYPE_NAMES[value.strip().casefold()]
-    except KeyError:
-        raise ValueError(f"unknown type {value.strip()!r}") from None
-
-
-def _number(value: Any) -> Any:
-    """A number typed into a text field becomes a number; anything else is left to validation.
-
-    >>> _number("3"), _number(" 1.5 "), _number(2), _number("3 pages")
-    (3, 1.5, 2, '3 pages')
-    """
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        return value
-    return number if math.isfinite(number) else value
+        raise ValueError(f"one type, not {value!r}")
+    return value.strip()
 
 
 def _patterns(value: Any) -> Any:
@@ -192,41 +152,54 @@ def is_approved(record: RecordDict) -> bool:
     return value
 
 
-def row_spec(record: RecordDict, kept_config: Mapping[str, Any] | None = None) -> SiteSpec:
+def row_spec(
+    record: RecordDict,
+    kept_config: Mapping[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
+    active_field: bool = False,
+) -> SiteSpec:
     """The SiteSpec of an approved row, validated by parse_spec; AirtableRowError if invalid.
 
     ``kept_config`` holds the config keys Airtable does not manage (robots, cookies, ...) of
-    the site the row already has.
+    the site the row already has; ``labels`` maps type labels to site types (default: the
+    registry's); with ``active_field`` the table has an ``is_active`` checkbox (0archive's),
+    and a row without it ticked is a site kept but not crawled. The type label itself is
+    kept as the site's category.
     """
     record_id = record["id"]
     fields = row_fields(record)
     name = fields.get("name")
     if not isinstance(name, str) or not name:
         raise AirtableRowError(record_id, None, "name", "missing or empty")
+    known = labels if labels is not None else label_types()
     try:
-        kind = site_type(fields.get("type"))
+        label = type_label(fields.get("type"))
     except ValueError as exc:
-        known = ", ".join(sorted({*TYPE_NAMES, *TYPE_NAMES.values()}))
-        raise AirtableRowError(record_id, name, "type", f"{exc} (known: {known})") from exc
+        raise AirtableRowError(record_id, name, "type", str(exc)) from exc
+    if normalise_label(label) not in known:
+        why = f"unknown type {label!r} (known: {', '.join(sorted(known))}; see AIRTABLE_TYPE_MAP)"
+        raise AirtableRowError(record_id, name, "type", why)
     config = {k: v for k, v in (kept_config or {}).items() if k not in CONFIG_FIELDS}
     for key in CONFIG_FIELDS:
         if key in fields:
             value = fields[key]
-            if key in ("depth", "delay"):
-                value = _number(value)
-            elif key in ("article", "following"):
+            if key in ("article", "following"):
                 value = _patterns(value)
-            config[key] = value
+            elif key in ("depth", "delay"):
+                value = number_from_text(value)
+            config["render" if key == "selenium" else key] = value
+    active = fields.get("is_active", False) if active_field else True
     raw = {
         "name": name,
         "url": fields.get("url"),
-        "type": kind,
+        "type": label,
+        "category": label,
         "config": config,
-        "active": True,
+        "active": active,
         "airtable_id": record_id,
     }
     try:
-        return parse_spec(raw)
+        return parse_spec(raw, known)
     except SiteConfigError as exc:
         raise AirtableRowError(record_id, name, exc.field, exc.message) from exc
 
@@ -245,7 +218,10 @@ class Change:
 
     def describe(self) -> str:
         site_id = "new" if self.site_id is None else f"#{self.site_id}"
-        text = f"{self.action:10} {site_id:>5} {self.spec.name} ({self.spec.type})"
+        kind = self.spec.type
+        if self.spec.category and self.spec.category != kind:
+            kind += f", {self.spec.category}"
+        text = f"{self.action:10} {site_id:>5} {self.spec.name} ({kind}) {self.spec.url}"
         text += f" [{self.spec.airtable_id}]"
         return text + (": " + "; ".join(self.details) if self.details else "")
 
@@ -257,6 +233,8 @@ class SyncPlan:
     unchanged: int
     #: Unapproved rows with no active site: nothing to do.
     not_approved: int
+    #: Rows synced with something a person should know (a label the URL contradicts).
+    warnings: tuple[str, ...] = ()
 
     def count(self, action: str) -> int:
         return sum(1 for change in self.changes if change.action == action)
@@ -273,7 +251,7 @@ class SyncPlan:
         )
         return (
             f"{counts}, {self.unchanged} unchanged, {self.not_approved} not approved, "
-            f"{len(self.errors)} invalid"
+            f"{len(self.errors)} invalid, {len(self.warnings)} warning(s)"
         )
 
 
@@ -285,7 +263,7 @@ def _differences(old: SiteSpec, new: SiteSpec) -> tuple[str, ...]:
     ('type news -> gov', 'depth 2 -> 3', 'active no -> yes', 'linked to Airtable row rec1')
     """
     out = []
-    for attr in ("name", "url", "type"):
+    for attr in ("name", "url", "type", "category"):
         if getattr(old, attr) != getattr(new, attr):
             out.append(f"{attr} {getattr(old, attr)} -> {getattr(new, attr)}")
     for key in sorted({*old.config, *new.config}):
@@ -302,34 +280,39 @@ def _differences(old: SiteSpec, new: SiteSpec) -> tuple[str, ...]:
 
 
 def _same(old: SiteSpec, new: SiteSpec) -> bool:
-    return (old.name, old.url, old.type, old.is_active, old.airtable_id) == (
-        new.name,
-        new.url,
-        new.type,
-        new.is_active,
-        new.airtable_id,
-    ) and old.config_json() == new.config_json()
+    return old == new and old.config_json() == new.config_json()
 
 
-def plan_sync(records: Sequence[RecordDict], sites: Iterable[tuple[int, SiteSpec]]) -> SyncPlan:
+def plan_sync(
+    records: Sequence[RecordDict],
+    sites: Iterable[tuple[int, SiteSpec]],
+    labels: Mapping[str, str] | None = None,
+) -> SyncPlan:
     """The changes that make the Site table follow the Airtable rows.
 
-    ``sites`` is every stored site as (id, spec). Sites are matched by ``airtable_id``; an
-    approved row whose site is unknown adopts a site of the same name that no row owns yet.
-    Unapproved rows and rows gone from Airtable deactivate their sites; invalid rows are
-    reported and leave their sites as they are.
+    ``sites`` is every stored site as (id, spec). A synced site is known by its Airtable
+    record id; names need not be unique (one operator runs several content farms under one
+    name). An approved row whose record id is unknown adopts the one site of its name that
+    no row owns (a site loaded from a file before Airtable was used), if there is exactly
+    one. Unapproved rows and rows gone from Airtable deactivate their sites; invalid rows
+    are reported and leave their sites as they are. ``labels``: type labels to site types.
     """
+    known = labels if labels is not None else label_types()
+    # Airtable leaves unticked checkboxes out of a row: is_active counts when any row has it.
+    active_field = any("is_active" in row_fields(record) for record in records)
     by_record: dict[str, tuple[int, SiteSpec]] = {}
-    by_name: dict[str, tuple[int, SiteSpec]] = {}
+    unowned: dict[str, list[tuple[int, SiteSpec]]] = {}
     for site_id, spec in sites:
         if spec.airtable_id:
             by_record[spec.airtable_id] = (site_id, spec)
-        by_name[spec.name] = (site_id, spec)
+        else:
+            unowned.setdefault(spec.name, []).append((site_id, spec))
     changes: list[Change] = []
     errors: list[AirtableRowError] = []
+    warnings: list[str] = []
     unchanged = not_approved = 0
     seen: set[str] = set()
-    names: dict[str, str] = {}
+    adopted: set[int] = set()
 
     def deactivate(record_id: str, why: str, *, row: bool) -> None:
         nonlocal not_approved
@@ -337,8 +320,7 @@ def plan_sync(records: Sequence[RecordDict], sites: Iterable[tuple[int, SiteSpec
             not_approved += row
             return
         site_id, old = by_record[record_id]
-        new = SiteSpec(old.name, old.url, old.type, old.config, False, old.airtable_id)
-        changes.append(Change("deactivate", site_id, new, (why,)))
+        changes.append(Change("deactivate", site_id, replace(old, is_active=False), (why,)))
 
     for record in records:
         record_id = record["id"]
@@ -349,34 +331,28 @@ def plan_sync(records: Sequence[RecordDict], sites: Iterable[tuple[int, SiteSpec
                 continue
             current = by_record.get(record_id)
             if current is None:
-                adoptable = by_name.get(str(row_fields(record).get("name")))
-                if adoptable is not None and adoptable[1].airtable_id is None:
-                    current = adoptable
-            spec = row_spec(record, current[1].config if current else None)
-            if spec.name in names:
-                raise AirtableRowError(
-                    record_id, spec.name, "name", f"also used by row {names[spec.name]}"
-                )
-            owner = by_name.get(spec.name)
-            if owner is not None and (current is None or owner[0] != current[0]):
-                why = f"already used by site #{owner[0]}"
-                if owner[1].airtable_id:
-                    why += f" of Airtable row {owner[1].airtable_id}"
-                raise AirtableRowError(record_id, spec.name, "name", why)
+                namesakes = unowned.get(str(row_fields(record).get("name")), [])
+                if len(namesakes) == 1 and namesakes[0][0] not in adopted:
+                    current = namesakes[0]
+                    adopted.add(current[0])
+            spec = row_spec(record, current[1].config if current else None, known, active_field)
         except AirtableRowError as exc:
             errors.append(exc)
             continue
-        names[spec.name] = record_id
+        warnings.extend(f"row {record_id}: {warning}" for warning in spec.warnings)
         if current is None:
             changes.append(Change("add", None, spec))
         elif _same(current[1], spec):
             unchanged += 1
         else:
-            action = "update" if current[1].is_active else "reactivate"
-            changes.append(Change(action, current[0], spec, _differences(current[1], spec)))
+            old = current[1]
+            action = "update"
+            if old.is_active != spec.is_active:
+                action = "reactivate" if spec.is_active else "deactivate"
+            changes.append(Change(action, current[0], spec, _differences(old, spec)))
     for record_id in sorted(set(by_record) - seen):
         deactivate(record_id, "gone from Airtable", row=False)
-    return SyncPlan(tuple(changes), tuple(errors), unchanged, not_approved)
+    return SyncPlan(tuple(changes), tuple(errors), unchanged, not_approved, tuple(warnings))
 
 
 # --- Fetching ----------------------------------------------------------------------------
@@ -384,18 +360,21 @@ def plan_sync(records: Sequence[RecordDict], sites: Iterable[tuple[int, SiteSpec
 
 @dataclass(frozen=True)
 class AirtableConfig:
-    """Where the Sites table is and how to read it politely. Built by ``from_settings``."""
+    """Where the Sites table is, how to read it politely, and what its type labels mean.
+    Built by ``from_settings`` (defaults in settings/base.py)."""
 
     api_key: str = field(repr=False)
     base_id: str
-    table: str = "Sites"
-    view: str | None = None
-    endpoint_url: str = "https://api.airtable.com"
-    timeout: float = 30.0
-    page_size: int = 100
-    requests_per_second: float = 5.0
-    rate_limit_wait: float = 30.0
-    max_retries: int = 5
+    table: str
+    view: str | None
+    endpoint_url: str
+    timeout: float
+    page_size: int
+    requests_per_second: float
+    rate_limit_wait: float
+    max_retries: int
+    #: Normalised type labels to site types: the registry's, with AIRTABLE_TYPE_MAP's.
+    labels: Mapping[str, str]
 
     @classmethod
     def from_settings(
@@ -418,24 +397,26 @@ class AirtableConfig:
         base_id = str(get("AIRTABLE_BASE_ID") or "").strip()
         if not base_id:
             raise ValueError("AIRTABLE_BASE_ID is not set")
-        table = str(get("AIRTABLE_TABLE") or "Sites").strip()
+        table = str(get("AIRTABLE_TABLE") or "").strip()
+        if not table:
+            raise ValueError("AIRTABLE_TABLE is not set")
         view = str(get("AIRTABLE_VIEW") or "").strip() or None
-        endpoint_url = str(get("AIRTABLE_ENDPOINT_URL") or cls.endpoint_url).rstrip("/")
+        endpoint_url = str(get("AIRTABLE_ENDPOINT_URL") or "").rstrip("/")
         if not endpoint_url.startswith(("https://", "http://")):
             raise ValueError(f"AIRTABLE_ENDPOINT_URL must be an http(s) URL: {endpoint_url!r}")
 
-        def number(name: str, default: float, low: float, high: float) -> float:
+        def number(name: str, low: float, high: float) -> float:
             raw = get(name)
             try:
-                value = float(default if raw is None else raw)
+                value = float(raw)
             except (TypeError, ValueError):
                 raise ValueError(f"{name} must be a number, got {raw!r}") from None
             if not low <= value <= high:
                 raise ValueError(f"{name} must be between {low} and {high}, got {raw!r}")
             return value
 
-        page_size = number("AIRTABLE_PAGE_SIZE", cls.page_size, 1, 100)
-        max_retries = number("AIRTABLE_MAX_RETRIES", cls.max_retries, 0, 100)
+        page_size = number("AIRTABLE_PAGE_SIZE", 1, 100)
+        max_retries = number("AIRTABLE_MAX_RETRIES", 0, 100)
         if page_size != int(page_size) or max_retries != int(max_retries):
             raise ValueError("AIRTABLE_PAGE_SIZE and AIRTABLE_MAX_RETRIES must be whole numbers")
         return cls(
@@ -444,13 +425,34 @@ class AirtableConfig:
             table=table,
             view=view,
             endpoint_url=endpoint_url,
-            timeout=number("AIRTABLE_TIMEOUT", cls.timeout, 0.1, 600),
+            timeout=number("AIRTABLE_TIMEOUT", 0.1, 600),
             page_size=int(page_size),
             # Airtable allows 5 requests per second per base.
-            requests_per_second=number("AIRTABLE_REQUESTS_PER_SECOND", 5.0, 0.01, 5),
-            rate_limit_wait=number("AIRTABLE_RATE_LIMIT_WAIT", cls.rate_limit_wait, 0, 600),
+            requests_per_second=number("AIRTABLE_REQUESTS_PER_SECOND", 0.01, 5),
+            rate_limit_wait=number("AIRTABLE_RATE_LIMIT_WAIT", 0, 600),
             max_retries=int(max_retries),
+            labels=label_types(_type_map(get("AIRTABLE_TYPE_MAP"))),
         )
+
+
+def _type_map(value: Any) -> Mapping[str, str]:
+    """AIRTABLE_TYPE_MAP as a mapping: a dict setting, or JSON text (``-s`` or environment).
+
+    >>> _type_map('{"部落格": "content_farm"}'), _type_map(None)
+    ({'部落格': 'content_farm'}, {})
+    """
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"AIRTABLE_TYPE_MAP must be a JSON object: {exc}") from None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError("AIRTABLE_TYPE_MAP must map labels to site types")
+    return dict(value)
 
 
 class RateLimitRetry(Retry):

@@ -13,6 +13,7 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
 from zeroarchive.sites import SiteConfigError, parse_spec
+from zeroarchive.storage.sites import AmbiguousSite
 
 
 def read_site_file(path: Path) -> list[Any]:
@@ -51,13 +52,16 @@ class Command(ScrapyCommand):
         for position, entry in enumerate(entries, start=1):
             try:
                 spec = parse_spec(entry)
-            except SiteConfigError as exc:
+                site_id, action = archive.sites.upsert(spec, now)
+            except (SiteConfigError, AmbiguousSite) as exc:
                 failed += 1
                 print(f"error: entry {position}: {exc}", file=sys.stderr)
                 continue
-            site_id, action = archive.sites.upsert(spec, now)
+            for warning in spec.warnings:
+                print(f"warning: entry {position}: {warning}", file=sys.stderr)
             counts[action] += 1
-            print(f"{action:9} #{site_id} {spec.name} ({spec.type})")
+            kind = spec.type + (f", {spec.category}" if spec.category else "")
+            print(f"{action:9} #{site_id} {spec.name} ({kind})")
         print(
             f"{counts['added']} added, {counts['updated']} updated, "
             f"{counts['unchanged']} unchanged, {failed} failed"

@@ -23,10 +23,12 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         rows = open_archive(self.settings).sites.listing()
-        print(f"{'id':>5}  {'type':12} {'active':6} {'articles':>8}  {'last crawl':20}  name")
+        header = f"{'id':>5}  {'type':12} {'category':14} {'active':6} {'articles':>8}  "
+        print(f"{header}{'last crawl':20}  name  url")
         for row in rows:
             print(
-                f"{row.site_id:>5}  {row.type:12} {'yes' if row.is_active else 'no':6} "
-                f"{row.articles:>8}  {_when(row.last_crawl_at):20}  {row.name}"
+                f"{row.site_id:>5}  {row.type:12} {row.category or '-':14} "
+                f"{'yes' if row.is_active else 'no':6} {row.articles:>8}  "
+                f"{_when(row.last_crawl_at):20}  {row.name}  {row.url}"
             )
         print(f"{len(rows)} site(s)")

@@ -63,9 +63,11 @@ class Command(ScrapyCommand):
             self._fail(f"Airtable returned no rows from table {config.table!r}")
             return
         archive = open_archive(self.settings)
-        plan = plan_sync(records, archive.sites.specs())
+        plan = plan_sync(records, archive.sites.specs(), config.labels)
         for error in plan.errors:
             print(f"error: {error}", file=sys.stderr)
+        for warning in plan.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         for change in plan.changes:
             print(change.describe())
         if opts.dry_run:

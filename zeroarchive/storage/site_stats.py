@@ -46,6 +46,7 @@ class SiteStats:
     site_id: int
     name: str
     type: str
+    category: str | None  # the researchers' category (Airtable label), if any
     is_active: bool
     articles: int
     new: dict[int, int]  # days -> articles first seen in the last that many days
@@ -101,6 +102,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 site.c.site_id,
                 site.c.name,
                 site.c.type,
+                site.c.category,
                 site.c.is_active,
                 site.c.created_at,
                 site.c.last_crawl_at,
@@ -117,6 +119,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 site_id=row.site_id,
                 name=row.name,
                 type=row.type,
+                category=row.category,
                 is_active=bool(row.is_active),
                 articles=int(counts.articles) if counts is not None else 0,
                 new={
