@@ -55,7 +55,8 @@ class WarcMonthExport:
     def verify(self, engine: Engine, month: Month, path: Path) -> int:
         try:
             keys = read_keys(path)
-            lines = sum(1 for _ in (path / INDEX_NAME).open("rb"))
+            with (path / INDEX_NAME).open("rb") as index:
+                lines = sum(1 for _ in index)
         except (ArchiveLoadFailed, OSError, ValueError, KeyError) as exc:
             raise RotationError(f"{path}: unreadable export: {exc}") from exc
         if lines != len(keys):
