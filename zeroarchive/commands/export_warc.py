@@ -82,3 +82,5 @@ class Command(ScrapyCommand):
             f"index {export.index}" + (f", WACZ {wacz}" if wacz else ""),
             file=sys.stderr,
         )
+        if opts.wacz and wacz is None:
+            print("No WACZ written: no snapshot was selected", file=sys.stderr)
