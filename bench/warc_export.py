@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import random
-import secrets
 import sys
 import tempfile
 import time
@@ -30,8 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sqlalchemy import create_engine, func, select, text  # noqa: E402
+from sqlalchemy import func, select, text  # noqa: E402
 
+from tests.conftest import fresh_mariadb  # noqa: E402
 from tests.replay import LIST_PATH, tw_news_routes  # noqa: E402
 from zeroarchive.archive import close_archives, open_archive  # noqa: E402
 from zeroarchive.items import FetchedPage  # noqa: E402
@@ -40,7 +39,6 @@ from zeroarchive.storage.schema import article_snapshot  # noqa: E402
 from zeroarchive.storage.snapshots import iter_snapshots  # noqa: E402
 from zeroarchive.warc.export import write_index, write_warcs  # noqa: E402
 
-MARIADB = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
 START = 1_735_689_600  # 2025-01-01
 HEADERS = {"Content-Type": ["text/html; charset=utf-8"], "Server": ["nginx"]}
 
@@ -50,17 +48,8 @@ def database(backend: str, scratch: Path) -> Iterator[str]:
     if backend == "sqlite":
         yield f"sqlite:///{scratch / 'bench.db'}"
         return
-    name = f"zeroarchive_bench_{secrets.token_hex(4)}"
-    admin = create_engine(f"{MARIADB}/test")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-    try:
-        yield f"{MARIADB}/{name}"
-    finally:
-        close_archives()
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
-        admin.dispose()
+    with fresh_mariadb() as url:
+        yield url
 
 
 def article_pages() -> dict[str, bytes]:

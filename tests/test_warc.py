@@ -22,7 +22,8 @@ from warcio.warcwriter import WARCWriter
 
 from tests import pywb_env
 from tests.conftest import require_service, scrapy
-from tests.replay import tw_news_pages, tw_news_routes
+from tests.test_rotate_snapshots import bodies as rotation_bodies
+from tests.test_rotate_snapshots import ts
 from zeroarchive.archive import close_archives, open_archive
 from zeroarchive.items import FetchedPage
 from zeroarchive.sites import parse_spec
@@ -41,22 +42,11 @@ SITES = [
 ]
 
 
-def ts(day: str) -> int:
-    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC).timestamp())
-
-
 def bodies() -> dict[str, bytes]:
-    """Real pages: two UTF-8 ones, a Big5 one cut after a lead byte, and a rendered DOM."""
-    routes = tw_news_routes()
-    pages = tw_news_pages()
-    utf8 = [p for p in pages if p.charset.lower() == "utf-8"]
-    big5 = next(p for p in pages if p.charset.lower() == "big5")
-    return {
-        "v1": routes[utf8[0].path].body,
-        "v2": routes[utf8[1].path].body,
-        "big5": routes[big5.path].body + b"\xa4",
-        "dom": routes[utf8[2].path].body.replace(b"</body>", b"<div>rendered</div></body>"),
-    }
+    """The rotation test's real pages (two UTF-8, a cut Big5 one) and a rendered DOM."""
+    pages = rotation_bodies()
+    pages["dom"] = pages["v1"].replace(b"</body>", b"<div>rendered</div></body>")
+    return pages
 
 
 # (site, article path, when, body, final path): `a` comes back to v1 after v2 (a revisit
