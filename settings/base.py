@@ -28,6 +28,12 @@ PARSER_TIMEZONE = "Asia/Taipei"
 # PTT/Dcard list walks stop after this many pages in a row with nothing new (0 = never).
 ZEROARCHIVE_STALE_LIST_PAGES = 2
 
+# --- WARC (scrapy export_warc, import_warc, rotate_snapshots --format warc) -------------
+# A WARC file is rolled once it holds this many bytes (the usual ~1 GB).
+WARC_EXPORT_ROLL_BYTES = 1024 * 1024 * 1024
+# Imported snapshots written per transaction.
+WARC_IMPORT_BATCH = 200
+
 # --- Airtable (scrapy sync_sites; the key only from the AIRTABLE_API_KEY environment) ----
 AIRTABLE_BASE_ID = None
 AIRTABLE_ENDPOINT_URL = "https://api.airtable.com"

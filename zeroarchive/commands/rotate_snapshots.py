@@ -10,7 +10,16 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
-from zeroarchive.storage.rotation import Month, RotationError, months_before, rotate
+from zeroarchive.storage.rotation import (
+    JsonlMonthExport,
+    Month,
+    MonthExporter,
+    RotationError,
+    months_before,
+    rotate,
+)
+from zeroarchive.warc.export import WarcExportConfig
+from zeroarchive.warc.rotation import WarcMonthExport
 
 logger = logging.getLogger(__name__)
 
@@ -20,22 +29,30 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "--before YYYY-MM [--export DIR]"
+        return "--before YYYY-MM [--export DIR] [--format jsonl|warc]"
 
     def short_desc(self) -> str:
         return "Export old months of snapshots, verify the export, then drop them"
 
     def long_desc(self) -> str:
         return (
-            "Every month before --before is exported to DIR/snapshots-YYYY-MM.jsonl.gz, "
-            "re-read and checked against the database (count and content hashes), then "
-            "dropped. Without --export nothing is dropped: the months are only listed."
+            "Every month before --before is exported to DIR/snapshots-YYYY-MM.jsonl.gz "
+            "(--format warc: the directory DIR/snapshots-YYYY-MM/ of WARC files and "
+            "index.cdxj), re-read and checked against the database (count and content "
+            "hashes, and WARC digests), then dropped. Without --export nothing is dropped: "
+            "the months are only listed."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--before", required=True, help="first month to keep (YYYY-MM)")
         parser.add_argument("--export", metavar="DIR", help="where the monthly exports go")
+        parser.add_argument(
+            "--format",
+            choices=("jsonl", "warc"),
+            default="jsonl",
+            help="JSON lines (default) or WARC files with a CDXJ index",
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         try:
@@ -45,6 +62,14 @@ class Command(ScrapyCommand):
         today = dt.datetime.now(dt.UTC).date()
         if cutoff.first > Month.of(today).first:
             raise UsageError(f"--before {cutoff.label} is in the future: the current month is kept")
+        exporter: MonthExporter = JsonlMonthExport()
+        if opts.format == "warc":
+            assert self.settings is not None
+            try:
+                config = WarcExportConfig.from_settings(self.settings)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            exporter = WarcMonthExport(config.roll_bytes)
         archive = open_archive(self.settings)
         if opts.export is None:
             months = months_before(archive.engine, cutoff)
@@ -55,7 +80,7 @@ class Command(ScrapyCommand):
             )
             return
         try:
-            results = rotate(archive.engine, cutoff, Path(opts.export), today)
+            results = rotate(archive.engine, cutoff, Path(opts.export), today, exporter)
         except (RotationError, OSError) as exc:
             logger.error("Rotation stopped, nothing of this month was dropped: %s", exc)
             self.exitcode = 1

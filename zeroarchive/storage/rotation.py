@@ -2,11 +2,12 @@
 
 Order per month (oldest first), so a failure at any step leaves every row in place:
 
-1. export the month's snapshots to ``snapshots-YYYY-MM.jsonl.gz`` (export_snapshots'
-   records; ``raw_base64`` added when the decoded ``html`` does not re-encode to the
-   original bytes), written to a temporary name and renamed when complete;
-2. re-read the file: the same (article, time, content hash) rows as the database, and
-   every line's bytes hash to its ``content_hash``;
+1. export the month's snapshots, by default to ``snapshots-YYYY-MM.jsonl.gz``
+   (export_snapshots' records; ``raw_base64`` added when the decoded ``html`` does not
+   re-encode to the original bytes), written to a temporary name and renamed when
+   complete; another MonthExporter (zeroarchive.warc.rotation's WARC one) may be given;
+2. re-read the export: the same (article, time, content hash) rows as the database, and
+   every snapshot's bytes hash to its ``content_hash``;
 3. carry bytes forward: an unchanged snapshot stores no bytes, it repeats an earlier
    snapshot of its article. When that earlier one is in the month being dropped, its bytes
    are copied into the oldest kept snapshot with the same hash, so read_snapshot() still
@@ -30,6 +31,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.engine import Connection, Engine
@@ -123,7 +125,8 @@ def _in_month(month: Month) -> object:
     )
 
 
-def _db_keys(conn: Connection, month: Month) -> list[tuple[int, int, str]]:
+def db_keys(conn: Connection, month: Month) -> list[tuple[int, int, str]]:
+    """(article, time, content hash hex) of the month's snapshots, as an export must hold."""
     rows = conn.execute(
         select(
             article_snapshot.c.article_id,
@@ -199,15 +202,42 @@ def verify_export(engine: Engine, month: Month, path: Path) -> int:
     except (OSError, EOFError, ValueError, KeyError) as exc:
         raise RotationError(f"{path}: unreadable export: {exc}") from exc
     with engine.connect() as conn:
-        expected = _db_keys(conn, month)
-    if keys != expected:
+        expected = db_keys(conn, month)
+    check_keys(path, keys, expected)
+    return len(keys)
+
+
+def check_keys(
+    path: Path, keys: list[tuple[int, int, str]], expected: list[tuple[int, int, str]]
+) -> None:
+    """Raise RotationError unless an export holds exactly the database's snapshots."""
+    if sorted(keys) != expected:
         missing = len(set(expected) - set(keys))
         extra = len(set(keys) - set(expected))
         raise RotationError(
             f"{path}: {len(keys)} snapshot(s) exported, {len(expected)} in the database "
             f"({missing} missing, {extra} unexpected)"
         )
-    return len(keys)
+
+
+class MonthExporter(Protocol):
+    """Writes one month's snapshots somewhere and proves the result against the database."""
+
+    def export(self, engine: Engine, month: Month, directory: Path) -> Path: ...
+
+    def verify(self, engine: Engine, month: Month, path: Path) -> int:
+        """The number of snapshots exported; RotationError on any difference."""
+        ...
+
+
+class JsonlMonthExport:
+    """The default: ``snapshots-YYYY-MM.jsonl.gz``, export_snapshots' lines."""
+
+    def export(self, engine: Engine, month: Month, directory: Path) -> Path:
+        return export_month(engine, month, directory)
+
+    def verify(self, engine: Engine, month: Month, path: Path) -> int:
+        return verify_export(engine, month, path)
 
 
 def carry_bytes_forward(engine: Engine, month: Month) -> int:
@@ -396,7 +426,11 @@ def vacuum(engine: Engine) -> None:
 
 
 def rotate(
-    engine: Engine, cutoff: Month, directory: Path, today: dt.date | None = None
+    engine: Engine,
+    cutoff: Month,
+    directory: Path,
+    today: dt.date | None = None,
+    exporter: MonthExporter | None = None,
 ) -> list[MonthResult]:
     """Export, verify and drop every month before ``cutoff``, oldest first; then split the
     coming months' partitions ahead (from ``today``, on MySQL/MariaDB).
@@ -404,10 +438,11 @@ def rotate(
     Stops at the first month whose export or verification fails (RotationError or OSError
     propagate); months done before it stay done, nothing of it or later is dropped.
     """
+    exporter = exporter or JsonlMonthExport()
     results = []
     for month in months_before(engine, cutoff):
-        path = export_month(engine, month, directory)
-        count = verify_export(engine, month, path)
+        path = exporter.export(engine, month, directory)
+        count = exporter.verify(engine, month, path)
         carried = carry_bytes_forward(engine, month)
         drop_month(engine, month, count)
         logger.info(

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import sys
+from pathlib import Path
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.archive import open_archive
+from zeroarchive.warc.export import INDEX_NAME, WarcExportConfig, export_warc, write_wacz
+
+logger = logging.getLogger(__name__)
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "--out DIR [--site S] [--since UNIX] [--until UNIX] [--wacz]"
+
+    def short_desc(self) -> str:
+        return "Export snapshots as WARC/1.1 files with a CDXJ index (and a WACZ)"
+
+    def long_desc(self) -> str:
+        return (
+            "Writes DIR/zeroarchive-<time>-NNNNN.warc.gz (rolled at WARC_EXPORT_ROLL_BYTES) "
+            "and DIR/index.cdxj for pywb; with --wacz also DIR/zeroarchive-<time>.wacz for "
+            "ReplayWeb.page. DIR must not hold an export already."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+        parser.add_argument("--site", help="only this site (id or name)")
+        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
+        parser.add_argument("--until", type=int, help="only snapshots before this time")
+        parser.add_argument("--wacz", action="store_true", help="also package a WACZ")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args:
+            raise UsageError(f"unexpected argument(s): {' '.join(args)}")
+        if opts.since is not None and opts.until is not None and opts.since >= opts.until:
+            raise UsageError(f"--since {opts.since} is not before --until {opts.until}")
+        out = Path(opts.out)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out} is not a directory")
+        if (out / INDEX_NAME).exists() or any(out.glob("*.warc.gz")):
+            raise UsageError(f"--out {out} already holds an export; give a new directory")
+        try:
+            assert self.settings is not None
+            config = WarcExportConfig.from_settings(self.settings)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        archive = open_archive(self.settings)
+        site_id = None
+        if opts.site is not None:
+            site = archive.sites.get(opts.site)
+            if site is None:
+                raise UsageError(f"no site {opts.site!r}")
+            site_id = site.site_id
+        prefix = "zeroarchive-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S")
+        try:
+            export = export_warc(
+                archive.engine, out, config, prefix, site_id, opts.since, opts.until
+            )
+            wacz = None
+            if opts.wacz and export.files:
+                wacz = write_wacz(export, out / f"{prefix}.wacz", f"zeroarchive {prefix}")
+        except OSError as exc:
+            logger.error("Export to %s failed: %s", out, exc)
+            self.exitcode = 1
+            return
+        counts = export.counts
+        print(
+            f"{counts.snapshots} snapshot(s) exported: {counts.responses} response, "
+            f"{counts.revisits} revisit, {counts.resources} resource record(s) in "
+            f"{len(export.files)} WARC file(s) ({export.warc_bytes / 1e6:.1f} MB), "
+            f"index {export.index}" + (f", WACZ {wacz}" if wacz else ""),
+            file=sys.stderr,
+        )
+        if opts.wacz and wacz is None:
+            print("No WACZ written: no snapshot was selected", file=sys.stderr)

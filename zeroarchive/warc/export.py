@@ -1,0 +1,326 @@
+"""Snapshots out as WARC/1.1 files that pywb and ReplayWeb.page replay, with their CDXJ index.
+
+Per snapshot, in article order then time order (iter_snapshots'):
+
+- ``response``: the stored status and headers as an HTTP/1.1 head (framing fixed, see
+  records.replay_headers) and the stored bytes as the payload, at the snapshot's time;
+- ``revisit`` (identical-payload-digest): a later snapshot of the same article whose bytes
+  equal an earlier one in this export; it names that record's URI and date;
+- ``resource``: a rendered snapshot (the DOM a browser built, no bytes as served exist):
+  ``text/html; charset=utf-8``, which pywb replays as a 200 at that time.
+
+WARC-Target-URI is the URL the bytes came from (the snapshot's final URL), so relative
+links resolve as they did; the article's canonical URL goes in Zeroarchive-Article-URL.
+Every record is its own gzip member; a file is rolled once it reaches ``roll_bytes`` and
+starts with a ``warcinfo`` record. The index (``index.cdxj``) is written by cdxj-indexer,
+the indexer pywb's and the WACZ tools use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from sqlalchemy.engine import Engine
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
+from zeroarchive.warc.records import (
+    ARTICLE_ID,
+    ARTICLE_URL,
+    ENCODING,
+    RENDERED,
+    STATUS,
+    replay_headers,
+    status_line,
+    warc_date,
+)
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+INDEX_NAME = "index.cdxj"
+SOFTWARE = "zeroarchive 0.1.0 (warcio)"
+RENDERED_TYPE = "text/html; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class WarcExportConfig:
+    roll_bytes: int
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> WarcExportConfig:
+        config = cls(roll_bytes=settings.getint("WARC_EXPORT_ROLL_BYTES"))
+        if config.roll_bytes < 1:
+            raise ValueError(f"WARC_EXPORT_ROLL_BYTES must be positive, got {config.roll_bytes}")
+        return config
+
+
+@dataclass
+class ExportCounts:
+    snapshots: int = 0
+    responses: int = 0
+    revisits: int = 0
+    resources: int = 0
+    # The stored bytes of the snapshots, revisits included (what read_snapshot returns).
+    payload_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class WarcExport:
+    directory: Path
+    files: tuple[Path, ...]
+    index: Path
+    counts: ExportCounts
+    wacz: Path | None = None
+
+    @property
+    def warc_bytes(self) -> int:
+        return sum(path.stat().st_size for path in self.files)
+
+
+@dataclass
+class _First:
+    """The first record of an article's bytes in this export, which revisits refer to."""
+
+    uri: str
+    date: str
+    digest: str
+
+
+class _RollingWriter:
+    """WARC files ``<prefix>-00000.warc.gz``, ... in ``directory``, each started with a
+    warcinfo record and rolled before a record once the file holds ``roll_bytes``."""
+
+    def __init__(self, directory: Path, prefix: str, roll_bytes: int, info: dict[str, str]) -> None:
+        self.directory = directory
+        self.prefix = prefix
+        self.roll_bytes = roll_bytes
+        self.info = info
+        self.files: list[Path] = []
+        self._handle: IO[bytes] | None = None
+        self._writer: WARCWriter | None = None
+
+    def writer(self) -> WARCWriter:
+        if self._handle is None or self._handle.tell() >= self.roll_bytes:
+            self._roll()
+        assert self._writer is not None
+        return self._writer
+
+    def _roll(self) -> None:
+        self.close()
+        path = self.directory / f"{self.prefix}-{len(self.files):05d}.warc.gz"
+        self._handle = path.open("wb")
+        self.files.append(path)
+        self._writer = WARCWriter(self._handle, gzip=True, warc_version="1.1")
+        self._writer.write_record(self._writer.create_warcinfo_record(path.name, self.info))
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+            self._writer = None
+
+
+def _fields(exported: ExportedSnapshot) -> dict[str, str]:
+    snapshot = exported.snapshot
+    fields = {
+        "WARC-Date": warc_date(snapshot.snapshot_at),
+        ARTICLE_ID: str(snapshot.article_id),
+        ARTICLE_URL: exported.url,
+        ENCODING: snapshot.encoding,
+    }
+    if snapshot.rendered:
+        fields[RENDERED] = "true"
+        fields[STATUS] = str(snapshot.status)
+    return fields
+
+
+def _http_head(exported: ExportedSnapshot) -> StatusAndHeaders:
+    snapshot = exported.snapshot
+    return StatusAndHeaders(
+        status_line(snapshot.status),
+        replay_headers(snapshot.headers, len(snapshot.raw)),
+        protocol="HTTP/1.1",
+    )
+
+
+def snapshot_record(
+    writer: WARCWriter, exported: ExportedSnapshot, first: _First | None
+) -> ArcWarcRecord:
+    """The record of one snapshot: a revisit of ``first`` when given, else its bytes."""
+    snapshot = exported.snapshot
+    uri = snapshot.final_url or exported.url
+    fields = _fields(exported)
+    if first is not None:
+        return writer.create_revisit_record(
+            uri,
+            first.digest,
+            first.uri,
+            first.date,
+            # A rendered snapshot has no HTTP head of its own: pywb takes the resource's.
+            http_headers=None if snapshot.rendered else _http_head(exported),
+            warc_headers_dict=fields,
+        )
+    payload = io.BytesIO(snapshot.raw)
+    if snapshot.rendered:
+        return writer.create_warc_record(
+            uri,
+            "resource",
+            payload=payload,
+            length=len(snapshot.raw),
+            warc_content_type=RENDERED_TYPE,
+            warc_headers_dict=fields,
+        )
+    return writer.create_warc_record(
+        uri,
+        "response",
+        payload=payload,
+        length=len(snapshot.raw),
+        http_headers=_http_head(exported),
+        warc_headers_dict=fields,
+    )
+
+
+def write_warcs(
+    snapshots: Iterable[ExportedSnapshot],
+    directory: Path,
+    prefix: str,
+    roll_bytes: int,
+    description: str = "",
+) -> tuple[list[Path], ExportCounts]:
+    """Write ``snapshots`` (grouped by article, as iter_snapshots gives them) as WARC files."""
+    counts = ExportCounts()
+    info = {
+        "software": SOFTWARE,
+        "format": "WARC File Format 1.1",
+        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/"
+        "warc-format/warc-1.1/",
+        "description": description,
+    }
+    rolling = _RollingWriter(directory, prefix, roll_bytes, info)
+    article_id = None
+    firsts: dict[bytes, _First] = {}
+    try:
+        for exported in snapshots:
+            snapshot = exported.snapshot
+            if snapshot.article_id != article_id:
+                article_id, firsts = snapshot.article_id, {}
+            first = firsts.get(snapshot.content_hash)
+            writer = rolling.writer()
+            record = snapshot_record(writer, exported, first)
+            writer.write_record(record)
+            if first is None:
+                firsts[snapshot.content_hash] = _First(
+                    record.rec_headers.get_header("WARC-Target-URI"),
+                    record.rec_headers.get_header("WARC-Date"),
+                    record.rec_headers.get_header("WARC-Payload-Digest"),
+                )
+            counts.snapshots += 1
+            counts.payload_bytes += len(snapshot.raw)
+            if record.rec_type == "revisit":
+                counts.revisits += 1
+            elif record.rec_type == "resource":
+                counts.resources += 1
+            else:
+                counts.responses += 1
+    finally:
+        rolling.close()
+    return rolling.files, counts
+
+
+def write_index(files: Iterable[Path], index: Path) -> Path:
+    """The sorted CDXJ index of ``files`` (names relative to their directory, as pywb's
+    ``collections/<name>/archive`` layout wants), written by cdxj-indexer."""
+    from cdxj_indexer.main import write_cdx_index
+
+    partial = index.with_name(index.name + ".partial")
+    write_cdx_index(str(partial), [str(path) for path in files], {"sort": True})
+    os.replace(partial, index)
+    return index
+
+
+def export_warc(
+    engine: Engine,
+    directory: Path,
+    config: WarcExportConfig,
+    prefix: str,
+    site_id: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> WarcExport:
+    """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    selection = ", ".join(
+        f"{name} {value}"
+        for name, value in (("site", site_id), ("since", since), ("until", until))
+        if value is not None
+    )
+    files, counts = write_warcs(
+        iter_snapshots(engine, site_id=site_id, since=since, until=until),
+        directory,
+        prefix,
+        config.roll_bytes,
+        description=f"zeroarchive snapshots ({selection or 'all'})",
+    )
+    index = write_index(files, directory / INDEX_NAME)
+    logger.info(
+        "Exported %d snapshot(s) to %d WARC file(s) in %s", counts.snapshots, len(files), directory
+    )
+    return WarcExport(directory, tuple(files), index, counts)
+
+
+def _pages(files: Iterable[Path]) -> Iterator[dict[str, str]]:
+    """One ReplayWeb.page page per snapshot record (each capture is worth browsing)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    for path in files:
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle):
+                if record.rec_type not in ("response", "resource", "revisit"):
+                    continue
+                headers = record.rec_headers
+                yield {
+                    "id": f"{headers.get_header(ARTICLE_ID)}-{headers.get_header('WARC-Date')}",
+                    "url": headers.get_header("WARC-Target-URI"),
+                    "ts": headers.get_header("WARC-Date"),
+                    "title": headers.get_header(ARTICLE_URL) or "",
+                }
+
+
+def write_wacz(export: WarcExport, path: Path, title: str) -> Path:
+    """Package an export's WARC files as a WACZ (the ``wacz`` tool: its own index, our
+    pages list), for ReplayWeb.page."""
+    from wacz.main import main as wacz_main
+
+    with tempfile.TemporaryDirectory() as scratch:
+        pages = Path(scratch) / "pages.jsonl"
+        with pages.open("w", encoding="utf-8") as handle:
+            header = {"format": "json-pages-1.0", "id": "pages", "title": title}
+            handle.write(json.dumps(header) + "\n")
+            for page in _pages(export.files):
+                handle.write(json.dumps(page, ensure_ascii=False) + "\n")
+        partial = path.with_name(path.name + ".partial")
+        args = ["create", "-o", str(partial), "-p", str(pages), "--copy-pages"]
+        args += ["--title", title, *(str(p) for p in export.files)]
+        chatter = io.StringIO()
+        # The wacz tool reports its progress with print().
+        with contextlib.redirect_stdout(chatter):
+            code = wacz_main(args)
+        logger.debug("wacz create: %s", chatter.getvalue())
+        if code != 0:
+            raise OSError(f"wacz create failed ({code}): {chatter.getvalue().strip()}")
+    os.replace(partial, path)
+    return path

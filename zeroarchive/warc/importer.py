@@ -1,0 +1,295 @@
+"""WARC files in as snapshots of one site's articles (Heritrix, browsertrix, wget, our own).
+
+What becomes a snapshot:
+
+- a ``response`` with a 2xx status and an HTML payload (by Content-Type, else by its first
+  bytes), or any record of our own export (it carries Zeroarchive-Article-ID): the payload
+  after warcio undid the chunking and the content coding, i.e. the page as Scrapy would
+  have stored it;
+- a ``revisit`` of a response taken in this import (same article and payload digest) or of
+  a stored snapshot (its WARC-Refers-To-Date): a snapshot without bytes of its own;
+- a ``resource`` of our own export (a rendered DOM): a rendered snapshot again.
+
+Everything else is counted and skipped: other record types, other hosts than the site's,
+non-2xx and non-HTML responses, foreign resources, revisits of nothing imported. The
+article is the canonical URL (the site's url_rules) of Zeroarchive-Article-URL when our
+export wrote one, else of WARC-Target-URI. A malformed record is logged with its file and
+offset and counted; the import carries on with the next record, or the next file when the
+file itself cannot be read further.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Engine
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
+
+from zeroarchive.clock import now
+from zeroarchive.encoding import detect_encoding
+from zeroarchive.sites import Site
+from zeroarchive.storage.imports import (
+    ADDED,
+    DUPLICATE,
+    NO_BYTES,
+    UNCHANGED,
+    ImportedSnapshot,
+    StoredCapture,
+    record_imported,
+    stored_capture,
+)
+from zeroarchive.storage.snapshots import content_hash
+from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
+from zeroarchive.warc.records import (
+    ARTICLE_ID,
+    ARTICLE_URL,
+    ENCODING,
+    RENDERED,
+    STATUS,
+    header_lists,
+    is_html,
+    parse_warc_date,
+)
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+# The article type the spiders give each site type's articles (the generic spider's
+# "Article" for the rest), until the source registry holds it (DESIGN.md, Sources).
+PREFIX = "warc_import"
+
+
+class MalformedRecord(ValueError):
+    """A record that cannot be read as what its headers say it is."""
+
+
+@dataclass(frozen=True)
+class WarcImportConfig:
+    batch: int
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> WarcImportConfig:
+        config = cls(batch=settings.getint("WARC_IMPORT_BATCH"))
+        if config.batch < 1:
+            raise ValueError(f"WARC_IMPORT_BATCH must be positive, got {config.batch}")
+        return config
+
+
+class WarcImporter:
+    """Imports WARC files into one site; ``stats`` counts what became of every record."""
+
+    def __init__(self, engine: Engine, site: Site, config: WarcImportConfig) -> None:
+        self.engine = engine
+        self.site = site
+        self.config = config
+        self.article_type = site.source.article_type
+        self.stats: Counter[str] = Counter()
+        self._pending: list[ImportedSnapshot] = []
+        # (article URL, WARC-Payload-Digest) of the responses read so far -> what a revisit
+        # of them needs (the digest is of the payload as sent, so it is kept, not recomputed).
+        self._seen: dict[tuple[str, str], StoredCapture] = {}
+
+    def import_files(self, paths: Iterable[Path]) -> Counter[str]:
+        for path in paths:
+            self.import_file(path)
+        self.flush()
+        return self.stats
+
+    def import_file(self, path: Path) -> None:
+        self._count("files")
+        try:
+            with path.open("rb") as handle:
+                records = ArchiveIterator(handle)
+                offset = 0
+                try:
+                    for record in records:
+                        self._count("records")
+                        error = self._import_record(record)
+                        # Asking for the offset reads the record to its end: only now.
+                        offset = records.get_record_offset()
+                        if error is not None:
+                            self._count("malformed")
+                            logger.error(
+                                "%s: malformed %s record at offset %d: %s",
+                                path,
+                                record.rec_type,
+                                offset,
+                                error,
+                            )
+                except ArchiveLoadFailed as exc:
+                    self._count("malformed")
+                    self._count("files_cut_short")
+                    logger.error(
+                        "%s: unreadable after offset %d, rest of the file skipped: %s",
+                        path,
+                        offset,
+                        " ".join(str(exc).split()),
+                    )
+        except OSError as exc:
+            self._count("files_unreadable")
+            logger.error("%s: cannot read: %s", path, exc)
+
+    def _import_record(self, record: ArcWarcRecord) -> Exception | None:
+        """Queue the record's snapshot, if it makes one; return the error if it is malformed."""
+        try:
+            snapshot = self._snapshot(record)
+        except (MalformedRecord, ValueError, OSError, EOFError) as exc:
+            return exc
+        if snapshot is not None:
+            self._pending.append(snapshot)
+            if len(self._pending) >= self.config.batch:
+                self.flush()
+        return None
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        outcomes = record_imported(self.engine, self.site, self.article_type, batch, now())
+        names = {
+            ADDED: "snapshots_added",
+            UNCHANGED: "snapshots_unchanged",
+            DUPLICATE: "duplicates",
+            NO_BYTES: "skipped/revisit_unresolved",
+        }
+        for outcome in outcomes:
+            self._count(names[outcome])
+
+    def _skip(self, why: str) -> None:
+        self._count(f"skipped/{why}")
+
+    def _count(self, key: str) -> None:
+        self.stats[f"{PREFIX}/{key}"] += 1
+
+    def _snapshot(self, record: ArcWarcRecord) -> ImportedSnapshot | None:
+        """The snapshot a record becomes, or None (counted) when it becomes none."""
+        kind = record.rec_type
+        if kind not in ("response", "revisit", "resource"):
+            self._skip(kind or "unknown")
+            return None
+        fields = record.rec_headers
+        ours = fields.get_header(ARTICLE_ID) is not None
+        rendered = fields.get_header(RENDERED) == "true"
+        if kind == "resource" and not (ours and rendered):
+            self._skip("resource")
+            return None
+        uri = fields.get_header("WARC-Target-URI") or ""
+        try:
+            url = canonicalize_url(
+                fields.get_header(ARTICLE_URL) or uri, self.site.config.url_rules
+            )
+        except UrlRejected:
+            self._skip("bad_url")
+            return None
+        if not is_on_site(url, self.site.url):
+            self._skip("other_host")
+            return None
+        date = fields.get_header("WARC-Date")
+        if not date:
+            raise MalformedRecord("no WARC-Date")
+        fetched_at = parse_warc_date(date)
+        if kind == "revisit":
+            return self._revisit(record, url, uri, fetched_at)
+        if kind == "resource":
+            body = record.content_stream().read()
+            content_type = record.content_type or "text/html; charset=utf-8"
+            return self._remember(
+                record,
+                ImportedSnapshot(
+                    url=url,
+                    fetched_at=fetched_at,
+                    status=int(fields.get_header(STATUS) or 200),
+                    final_url=uri,
+                    headers={"Content-Type": [content_type]},
+                    encoding=fields.get_header(ENCODING) or "utf-8",
+                    content_hash=content_hash(body),
+                    body=body,
+                    rendered=True,
+                ),
+            )
+        http = record.http_headers
+        if http is None or not http.statusline:
+            raise MalformedRecord("a response without an HTTP head")
+        status = _status(http.get_statuscode())
+        if not 200 <= status < 300:
+            self._skip(f"status_{status // 100}xx")
+            return None
+        content_type = http.get_header("Content-Type")
+        body = record.content_stream().read()
+        if not body:
+            self._skip("empty")
+            return None
+        if not ours and not is_html(content_type, body):
+            self._skip("not_html")
+            return None
+        encoding = fields.get_header(ENCODING) or detect_encoding(body, content_type)
+        headers = header_lists(http.headers)
+        return self._remember(
+            record,
+            ImportedSnapshot(
+                url, fetched_at, status, uri, headers, encoding, content_hash(body), body
+            ),
+        )
+
+    def _remember(self, record: ArcWarcRecord, snapshot: ImportedSnapshot) -> ImportedSnapshot:
+        """Keep what a later revisit of this record needs."""
+        digest = record.rec_headers.get_header("WARC-Payload-Digest")
+        if digest:
+            self._seen[(snapshot.url, digest)] = StoredCapture(
+                snapshot.content_hash,
+                snapshot.status,
+                {},
+                snapshot.encoding,
+                snapshot.rendered,
+                snapshot.size,
+            )
+        return snapshot
+
+    def _revisit(
+        self, record: ArcWarcRecord, url: str, uri: str, fetched_at: int
+    ) -> ImportedSnapshot | None:
+        fields = record.rec_headers
+        original = self._seen.get((url, fields.get_header("WARC-Payload-Digest") or ""))
+        refers_to = fields.get_header("WARC-Refers-To-Date")
+        if original is None and refers_to:
+            original = stored_capture(self.engine, url, parse_warc_date(refers_to))
+        if original is None:
+            self._skip("revisit_unresolved")
+            return None
+        http = record.http_headers
+        status, headers = original.status, original.headers
+        if http is not None and http.statusline:
+            status, headers = _status(http.get_statuscode()), header_lists(http.headers)
+        elif fields.get_header(RENDERED) == "true":
+            headers = {"Content-Type": ["text/html; charset=utf-8"]}
+        if not 200 <= status < 300:
+            self._skip(f"status_{status // 100}xx")
+            return None
+        return ImportedSnapshot(
+            url=url,
+            fetched_at=fetched_at,
+            status=int(fields.get_header(STATUS) or status),
+            final_url=uri,
+            headers=headers,
+            encoding=fields.get_header(ENCODING) or original.encoding,
+            content_hash=original.content_hash,
+            body=None,
+            rendered=original.rendered or fields.get_header(RENDERED) == "true",
+            raw_size=original.raw_size,
+        )
+
+
+def _status(code: str | None) -> int:
+    try:
+        return int(code or "")
+    except ValueError:
+        raise MalformedRecord(f"bad HTTP status {code!r}") from None
