@@ -93,7 +93,7 @@ def measure(url: str, now: int, repeat: int) -> list[float]:
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
-        stats = site_stats(engine, now, SiteStatsConfig())
+        stats = site_stats(engine, now, SiteStatsConfig(3, 3600))
         times.append(time.perf_counter() - started)
     assert stats and sum(s.articles for s in stats) > 0
     engine.dispose()

@@ -23,6 +23,7 @@ BUSY = [
     (2, -10, 0, None, 3),  # due, not overdue
     (5, -2 * HOUR, 0, None, 4),  # due and overdue
     (10, -3 * HOUR, 2, "last_error:timeout", 2),  # due, overdue and failing
+    (12, +HOUR, 1, "last_error:blocked", 2),  # failing: met a bot challenge
     (20, STOP, 1, "gone:http_404", 1),  # stopped
     (100, STOP, 5, "failed_5_times:http_503", 0),  # stopped
     (300, STOP, 0, "plan_complete", 25),  # finished normally
@@ -74,11 +75,12 @@ def build(db_url: str, now: int = NOW) -> dict[str, int]:
 
 def test_site_stats_counts(db_url: str) -> None:
     ids = build(db_url)
-    stats = {s.name: s for s in site_stats(open_archive(url=db_url).engine, NOW, SiteStatsConfig())}
+    engine = open_archive(url=db_url).engine
+    stats = {s.name: s for s in site_stats(engine, NOW, SiteStatsConfig(3, HOUR))}
     busy = stats["busy"]
-    assert (busy.site_id, busy.articles, busy.snapshots) == (ids["busy"], 8, 37)
-    assert busy.new == {3: 2, 7: 3, 28: 5, 180: 6, 360: 7}
-    assert (busy.due, busy.overdue, busy.failing, busy.stopped) == (3, 2, 1, 2)
+    assert (busy.site_id, busy.articles, busy.snapshots) == (ids["busy"], 9, 39)
+    assert busy.new == {3: 2, 7: 3, 28: 6, 180: 7, 360: 8}
+    assert (busy.due, busy.overdue, busy.failing, busy.blocked, busy.stopped) == (3, 2, 2, 1, 2)
     assert busy.last_list_ok_at == NOW - 600 and busy.last_new_article_at == int(NOW - 0.5 * DAY)
     assert not busy.quiet
     quiet = stats["gone-quiet"]
@@ -88,7 +90,7 @@ def test_site_stats_counts(db_url: str) -> None:
     assert not stats["new-site"].quiet and stats["new-site"].articles == 0
     assert not stats["off"].quiet and not stats["off"].is_active
     # A longer quiet threshold clears the flag.
-    longer = site_stats(open_archive(url=db_url).engine, NOW, SiteStatsConfig(quiet_days=31))
+    longer = site_stats(engine, NOW, SiteStatsConfig(31, HOUR))
     assert not any(s.quiet for s in longer)
 
 
@@ -101,8 +103,9 @@ def test_site_stats_command(db_url: str, tmp_path: Path) -> None:
     rows = {r["name"]: r for r in map(json.loads, run.stdout.splitlines())}
     assert set(rows) == {"busy", "gone-quiet", "new-site", "off"}
     busy = rows["busy"]
-    assert (busy["articles"], busy["snapshots"], busy["due"], busy["stopped"]) == (8, 37, 3, 2)
-    assert busy["new"] == {"3d": 2, "7d": 3, "28d": 5, "180d": 6, "360d": 7}
+    assert (busy["articles"], busy["snapshots"], busy["due"], busy["stopped"]) == (9, 39, 3, 2)
+    assert busy["blocked"] == 1
+    assert busy["new"] == {"3d": 2, "7d": 3, "28d": 6, "180d": 7, "360d": 8}
     assert rows["gone-quiet"]["quiet"] and not busy["quiet"]
     table = scrapy("site_stats", "--quiet-days", "100000", db_url=db_url, cwd=tmp_path)
     assert table.returncode == 0, table.output

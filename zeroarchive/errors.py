@@ -14,6 +14,10 @@ from scrapy.exceptions import (
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
+#: The kind of a page that answered but is not the page: a bot challenge, a captcha or a
+#: login wall. Never stored as a snapshot; the article backs off like any failure.
+BLOCKED = "blocked"
+
 _KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (HttpError, "http"),
     (DownloadTimeoutError, "timeout"),

@@ -52,14 +52,14 @@ class Command(ScrapyCommand):
         new_heads = " ".join(f"{f'{d}d':>6}" for d in NEW_ARTICLE_DAYS)
         print(
             f"{'id':>5} {'articles':>8} {new_heads} {'snaps':>8} {'due':>6} {'overdue':>7} "
-            f"{'failing':>7} {'stopped':>7}  {'last list ok':16}  {'quiet':5}  "
+            f"{'failing':>7} {'blocked':>7} {'stopped':>7}  {'last list ok':16}  {'quiet':5}  "
             f"{'type':12} {'category':14} name"
         )
         for row in rows:
             new = " ".join(f"{row.new[d]:>6}" for d in NEW_ARTICLE_DAYS)
             print(
                 f"{row.site_id:>5} {row.articles:>8} {new} {row.snapshots:>8} {row.due:>6} "
-                f"{row.overdue:>7} {row.failing:>7} {row.stopped:>7}  "
+                f"{row.overdue:>7} {row.failing:>7} {row.blocked:>7} {row.stopped:>7}  "
                 f"{_when(row.last_list_ok_at):16}  {'QUIET' if row.quiet else '':5}  "
                 f"{row.type:12} {row.category or '-':14} {row.name}"
             )

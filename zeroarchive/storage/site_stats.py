@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import case, func, select, update
 from sqlalchemy.engine import Engine
 
-from zeroarchive.schedule import DAY, HOUR, STOP
+from zeroarchive.errors import BLOCKED
+from zeroarchive.schedule import DAY, STOP
 from zeroarchive.storage.schema import article, site
 
 if TYPE_CHECKING:
@@ -27,8 +28,8 @@ NORMAL_STOPS = ("plan_complete", "moved")
 
 @dataclass(frozen=True)
 class SiteStatsConfig:
-    quiet_days: int = 3
-    overdue_seconds: int = HOUR
+    quiet_days: int
+    overdue_seconds: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SiteStatsConfig:
@@ -54,6 +55,7 @@ class SiteStats:
     due: int  # snapshots due now
     overdue: int  # due for longer than the overdue threshold
     failing: int  # still scheduled, but the last fetch(es) failed
+    blocked: int  # the last fetch met a block page (bot challenge, captcha, login wall)
     stopped: int  # stopped for a reason other than the plan ending or a move
     last_list_crawl_at: int  # a walk of the list pages started
     last_list_ok_at: int  # a list page answered
@@ -86,6 +88,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
             "overdue"
         ),
         _sum(scheduled & (article.c.failure_count > 0)).label("failing"),
+        _sum(article.c.stop_reason.like(f"%:{BLOCKED}")).label("blocked"),
         _sum(
             ~scheduled
             & article.c.stop_reason.is_not(None)
@@ -130,6 +133,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 due=int(counts.due) if counts is not None else 0,
                 overdue=int(counts.overdue) if counts is not None else 0,
                 failing=int(counts.failing) if counts is not None else 0,
+                blocked=int(counts.blocked) if counts is not None else 0,
                 stopped=int(counts.stopped) if counts is not None else 0,
                 last_list_crawl_at=row.last_crawl_at,
                 last_list_ok_at=row.last_list_ok_at,
