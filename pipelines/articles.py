@@ -29,7 +29,9 @@ class ArticlesPipeline:
         # One round trip per list page, however many links it holds.
         found_at = now()
         new = await write_with_retry(
-            lambda: self.archive.articles.add(item.site_id, item.article_type, item.urls, found_at),
+            lambda: self.archive.articles.add(
+                item.site_id, item.article_type, item.urls, found_at, item.published
+            ),
             "article links",
             self.crawler.settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
             self.crawler.stats,

@@ -367,6 +367,19 @@ def test_add_returns_how_many_are_new_and_never_inserts_twice(archive: Archive) 
     assert lengths == [16, 16, 16]
 
 
+def test_add_records_the_publication_times_a_list_gives(archive: Archive) -> None:
+    cna = add_site(archive, "cna")
+    a, b, c = (f"https://cna.example/news/{n}" for n in range(3))
+    archive.articles.add(cna, "news", [a], NOW)
+    # A feed gives b's time and a's; a page without times gives nothing, and a later
+    # time for an article that has one already changes nothing.
+    archive.articles.add(cna, "news", [a, b, c], NOW + 1, {a: NOW - 60, b: NOW - 30})
+    archive.articles.add(cna, "news", [a], NOW + 2, {a: NOW + 99})
+    with archive.engine.connect() as conn:
+        rows = conn.execute(select(article.c.url, article.c.published_at)).all()
+    assert dict(rows) == {a: NOW - 60, b: NOW - 30, c: None}
+
+
 def test_new_articles_are_due_now(archive: Archive) -> None:
     cna = add_site(archive, "cna")
     url = "https://cna.example/news/1"

@@ -16,6 +16,9 @@ class ArticleLinks:
     article_type: str
     source_url: str
     urls: tuple[str, ...]
+    #: Publication times (unix seconds) the list gave for some of the URLs (a feed, a
+    #: sitemap, a video list).
+    published: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

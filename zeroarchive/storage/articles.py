@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, func, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.schedule import STOP
@@ -71,12 +71,27 @@ def insert_new(
     return {by_hash[h]: article_id for h, article_id in known.items()}
 
 
+_SET_PUBLISHED = (
+    update(article)
+    .where(article.c.url_hash == bindparam("p_hash"), article.c.published_at.is_(None))
+    .values(published_at=bindparam("p_at"))
+)
+
+
 class ArticleStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def add(self, site_id: int, article_type: str, urls: Sequence[str], now: int) -> int:
-        """Record canonical article URLs found on a list page; return how many were new."""
+    def add(
+        self,
+        site_id: int,
+        article_type: str,
+        urls: Sequence[str],
+        now: int,
+        published: Mapping[str, int] | None = None,
+    ) -> int:
+        """Record canonical article URLs found on a list page, and the publication times it
+        gave (kept where none was known yet); return how many URLs were new."""
         unique = list(dict.fromkeys(urls))
         with self.engine.begin() as conn:
             before = conn.execute(
@@ -85,6 +100,13 @@ class ArticleStore:
                 )
             ).all()
             insert_new(conn, site_id, article_type, unique, now)
+            dated = [
+                {"p_hash": url_hash(url), "p_at": at}
+                for url, at in (published or {}).items()
+                if url in unique
+            ]
+            if dated:
+                conn.execute(_SET_PUBLISHED, dated)
         return len(unique) - len(before)
 
     def claim_due(

@@ -77,6 +77,8 @@ article = Table(
     # Due work is leased when it is handed to a spider, so it is not handed out twice.
     Column("lease_until", BigInteger, nullable=False, default=0),
     Column("lease_owner", String(16), nullable=True),
+    # When the source says it was published, as found with its link (migration 0007).
+    Column("published_at", BigInteger, nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
     Index("ix_Article_next", "next_snapshot_at"),
     # Covers `site_stats`' grouped scan (migration 0005).
