@@ -219,7 +219,7 @@ def test_bad_arguments_exit_non_zero(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'archive.db'}"
     unknown = scrapy("crawl", "generic", "-a", "site=nowhere", db_url=db_url, cwd=tmp_path)
     assert unknown.returncode == 2
-    assert "No news/content_farm/gov/organization/youtube site 'nowhere'" in unknown.output
+    assert "No news/content_farm/gov/organization site 'nowhere'" in unknown.output
     bad_regex = scrapy(
         "crawl",
         "generic",

@@ -23,6 +23,7 @@ EXAMPLES = {
     "ptt": ("https://www.ptt.cc/bbs/Gossiping/index.html", {}),
     "dcard": ("https://www.dcard.tw/f/trending", {}),
     "facebook": ("https://www.facebook.com/examplepage", {}),
+    "youtube": ("https://www.youtube.com/channel/UCK8sQmJBp8GCxrOtXWBpyEA", {}),
 }
 
 

@@ -140,7 +140,7 @@ def test_platform_sites_need_no_article_regex(site_type: str, url: str, config: 
     assert not parsed.is_article(url)
 
 
-@pytest.mark.parametrize("site_type", ["news", "content_farm", "gov", "youtube"])
+@pytest.mark.parametrize("site_type", ["news", "content_farm", "gov", "organization"])
 @pytest.mark.parametrize(
     "config", [{}, {"article": ""}, {"article": []}, {"article": "; "}, {"following": "/list/"}]
 )

@@ -76,6 +76,9 @@ def test_labels_and_aliases_mean_types_of_their_own_source(source: Source) -> No
         ("https://mbasic.facebook.com/TaiwanNoOne", "facebook"),
         ("https://web.facebook.com/TaiwanNoOne", "facebook"),
         ("https://fb.com/TaiwanNoOne", "facebook"),
+        ("https://www.youtube.com/@setnews", "youtube"),
+        ("https://m.youtube.com/channel/UCct7QF2jcWRY6dhXWMSq9LQ", "youtube"),
+        ("https://youtu.be/2lAe1cqCOXo", "youtube"),
         ("https://www.cna.com.tw/", None),
         ("https://notfacebook.com/x", None),
         ("https://facebook.com.evil.example/x", None),
@@ -99,6 +102,9 @@ def test_platforms_are_known_by_their_hosts(url: str, source: str | None) -> Non
         ("facebook", "https://www.facebook.com/MOHW.Taiwan/posts/123456789/", "https://m.facebook.com/MOHW.Taiwan/posts/"),
         ("facebook", "https://www.facebook.com/groups/twgov/permalink/123/?__xts__=1", "https://m.facebook.com/groups/twgov/"),
         ("facebook", "https://www.facebook.com/profile.php?id=100064&ref=br_rs", "https://m.facebook.com/profile.php?id=100064"),
+        ("youtube", "https://m.youtube.com/channel/UCct7QF2jcWRY6dhXWMSq9LQ/videos", "https://www.youtube.com/channel/UCct7QF2jcWRY6dhXWMSq9LQ"),
+        ("youtube", "https://www.youtube.com/user/TheVolvorocks/featured?app=desktop", "https://www.youtube.com/user/TheVolvorocks"),
+        ("youtube", "https://www.youtube.com/c/TTVNEWSview", "https://www.youtube.com/c/TTVNEWSview"),
         ("generic", "https://www.cna.com.tw/list/aall.aspx?x=1", "https://www.cna.com.tw/list/aall.aspx?x=1"),
     ],
 )  # fmt: skip
@@ -120,6 +126,9 @@ def test_site_urls_are_normalised_to_what_the_spider_walks(
         ("facebook", "https://www.facebook.com/watch/?v=1", "not a Facebook page or group"),
         ("facebook", "https://www.facebook.com/story.php?story_fbid=1&id=2", "not a Facebook"),
         ("facebook", "https://www.facebook.com/profile.php", "not a Facebook page or group"),
+        ("youtube", "https://www.youtube.com/watch?v=2lAe1cqCOXo", "not a YouTube channel"),
+        ("youtube", "https://youtu.be/2lAe1cqCOXo", "not a YouTube channel"),
+        ("youtube", "https://www.youtube.com/results?search_query=x", "not a YouTube channel"),
     ],
 )
 def test_urls_a_spider_cannot_archive_are_refused(source: str, url: str, says: str) -> None:

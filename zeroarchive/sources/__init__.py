@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from zeroarchive.schedule import Plan
-from zeroarchive.sources import dcard, facebook, generic, ptt
+from zeroarchive.sources import dcard, facebook, generic, ptt, youtube
 from zeroarchive.sources.base import (
     LIST_PRIORITY,
     SiteType,
@@ -40,7 +40,13 @@ __all__ = [
     "source_named",
 ]
 
-SOURCES: tuple[Source, ...] = (generic.SOURCE, ptt.SOURCE, dcard.SOURCE, facebook.SOURCE)
+SOURCES: tuple[Source, ...] = (
+    generic.SOURCE,
+    ptt.SOURCE,
+    dcard.SOURCE,
+    facebook.SOURCE,
+    youtube.SOURCE,
+)
 
 
 class UnknownSiteType(ValueError):

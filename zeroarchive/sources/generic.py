@@ -19,7 +19,6 @@ SOURCE = Source(
         SiteType("content_farm", DAILY_THEN_WEEKLY),
         SiteType("gov", ONCE),
         SiteType("organization", DAILY_LIST_DAILY_FOR_A_WEEK, aliases=("organization_website",)),
-        SiteType("youtube", ONCE, aliases=("youtube_channel", "youtube_user")),
     ),
     parser="zeroarchive.parser.generic:parse_generic",
     labels={
@@ -31,8 +30,6 @@ SOURCE = Source(
         "政府網站": "gov",
         "政府": "gov",
         "組織官網": "organization",
-        "YouTube 頻道": "youtube",
-        "YouTube 帳號": "youtube",
     },
     needs_article_regex=True,
 )
