@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import create_engine, func, select  # noqa: E402
 
-from tests.conftest import CORPORA  # noqa: E402
+from bench.corpora import CORPORA  # noqa: E402
 from tests.replay import ReplayServer, Route, iana_html_pages, iana_routes, tw_news_routes  # noqa: E402
 from zeroarchive.storage.schema import article_snapshot  # noqa: E402
 

@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
 
-FIXTURES = Path(__file__).parent / "fixtures" / "replay"
-IANA_WARC = FIXTURES / "pywb__iana.warc.gz"
+FIXTURES = Path(__file__).parent / "fixtures"
+IANA_WARC = FIXTURES / "replay" / "pywb__iana.warc.gz"
 IANA_HOST = "www.iana.org"
 NEWS_SOURCES = ("tw-news-2014", "tw-news-twnews")
 
@@ -294,9 +294,11 @@ class NewsPage:
 def _news() -> tuple[tuple[NewsPage, bytes], ...]:
     loaded = []
     for source in NEWS_SOURCES:
-        expected = json.loads((FIXTURES / f"{source}.json").read_text(encoding="utf-8"))
+        folder = FIXTURES / source
+        expected = json.loads((folder / "expected.json").read_text(encoding="utf-8"))
+        pages_folder = folder / "html" if (folder / "html").is_dir() else folder
         for name in sorted(expected):
-            raw = (FIXTURES / source / name).read_bytes()
+            raw = (pages_folder / name).read_bytes()
             body = gzip.decompress(raw) if name.endswith(".gz") else lzma.decompress(raw)
             loaded.append((name, expected[name], body))
 
