@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import create_engine, func, select  # noqa: E402
 
-from tests.conftest import CORPORA  # noqa: E402
-from tests.replay import ReplayServer, Route, iana_html_pages, iana_routes, tw_news_routes  # noqa: E402
+from bench.corpora import CORPORA  # noqa: E402
+from tests.replay import ReplayServer, Route, html_pages, tw_news_routes, warc_routes  # noqa: E402
 from zeroarchive.storage.schema import article_snapshot  # noqa: E402
 
 BENCH_SETTINGS = [
@@ -56,8 +56,8 @@ def corpus_pages() -> dict[str, Route]:
         pages[f"/bench/{html.name[:16]}.html"] = Route(
             200, (("Content-Type", "text/html; charset=utf-8"),), gzip.decompress(html.read_bytes())
         )
-    iana = iana_routes()
-    for path in iana_html_pages():
+    iana = warc_routes(CORPORA / "warc" / "pywb__iana.warc.gz", "www.iana.org")
+    for path in html_pages(iana):
         pages[f"/iana{path}"] = iana[path]
     return pages
 

@@ -31,7 +31,7 @@ import trafilatura
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.conftest import CORPORA  # noqa: E402
+from bench.corpora import CORPORA  # noqa: E402
 from zeroarchive.encoding import decode_body, detect_encoding  # noqa: E402
 from zeroarchive.parser import PARSER_VERSION, parse_snapshot  # noqa: E402
 from zeroarchive.parser.generic import main_text, readability_text  # noqa: E402

@@ -22,9 +22,8 @@ from sqlalchemy import create_engine, text
 from zeroarchive.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
-# The saved real pages live beside the checkout (../shared/corpora); a clone elsewhere
-# points at them with ZEROARCHIVE_CORPORA (.ci/run does, from the clone's origin).
-CORPORA = Path(os.environ.get("ZEROARCHIVE_CORPORA") or REPO.parent / "shared" / "corpora")
+# The saved real pages the tests use travel with them (each folder's SOURCE.txt says whence).
+FIXTURES = REPO / "tests" / "fixtures"
 MARIADB_SERVER = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
 REQUIRE_SERVICES = os.environ.get("ZEROARCHIVE_REQUIRE_SERVICES") == "1"
 

@@ -1,7 +1,7 @@
 """A local m.facebook.com for the facebook spider, rebuilt from real recorded responses.
 
 The posts (``<article>`` blocks) and comments (``data-sigil="comment"`` blocks) are the
-real ones in ../shared/corpora/facebook/*.yaml (m.facebook.com, 2021-06-08), stripped of
+real ones in tests/fixtures/facebook (m.facebook.com, 2021-06-08; see SOURCE.txt), stripped of
 scripts, pictures and every other outside address, with fresh ids so a page can have any
 number of posts. What the real site does with JavaScript, a small script here does:
 
@@ -21,9 +21,9 @@ every comment and reply carries ``data-emu="p<post>-c<n>[-r<m>]"`` for completen
 
 from __future__ import annotations
 
-import gzip
 import html
 import json
+import lzma
 import re
 import threading
 from collections import Counter
@@ -34,13 +34,12 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-import yaml
 from lxml import etree
 from lxml import html as lxml_html
 
-from tests.conftest import CORPORA
+from tests.conftest import FIXTURES
 
-CORPUS = CORPORA / "facebook"
+RECORDED = FIXTURES / "facebook"
 PAGE = "Nintendo"
 PAGE_ID = "119240841493711"
 FIRST_POSTS = 3
@@ -75,16 +74,12 @@ class Post:
 
 
 def _interactions() -> list[tuple[str, str]]:
+    """(request URI, response body) of each recorded response, in INDEX.tsv's order."""
+    rows = (RECORDED / "INDEX.tsv").read_text(encoding="utf-8").splitlines()[1:]
     bodies = []
-    for path in sorted(CORPUS.glob("*.yaml")):
-        with path.open(encoding="utf-8") as handle:
-            cassette = yaml.load(handle, Loader=yaml.Loader)
-        for interaction in cassette["interactions"]:
-            body = interaction["response"]["body"].get("string")
-            if isinstance(body, bytes) and body:
-                bodies.append(
-                    (interaction["request"]["uri"], gzip.decompress(body).decode("utf-8"))
-                )
+    for row in rows:
+        name, _status, uri = row.split("\t")
+        bodies.append((uri, lzma.decompress((RECORDED / name).read_bytes()).decode("utf-8")))
     return bodies
 
 

@@ -1,6 +1,9 @@
 """Local test websites for end-to-end crawls: saved real pages on 127.0.0.1.
 
-- ``iana_routes()``: www.iana.org as crawled on 2014-01-26 (pywb's sample WARC).
+- ``site_routes()``: news.example, a small news site replayed from its WARC
+  (fixtures/replay/news.example.warc.gz: real article pages behind list pages, with
+  redirects, a 404, a PDF, static files and revisit records; see SOURCE.txt there).
+- ``warc_routes(path, host)``: any other WARC's captures of one host, the same way.
 - ``tw_news_routes()``: 34 real Taiwanese news articles, each served at
   ``/<host><path>[?query]`` of its original URL, plus generated list pages
   ``/news/``, ``/news/list-2.html``, ... that link to them.
@@ -28,9 +31,9 @@ from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
 
-FIXTURES = Path(__file__).parent / "fixtures" / "replay"
-IANA_WARC = FIXTURES / "pywb__iana.warc.gz"
-IANA_HOST = "www.iana.org"
+FIXTURES = Path(__file__).parent / "fixtures"
+SITE_WARC = FIXTURES / "replay" / "news.example.warc.gz"
+SITE_HOST = "news.example"
 NEWS_SOURCES = ("tw-news-2014", "tw-news-twnews")
 
 LIST_PATH = "/news/"
@@ -191,21 +194,21 @@ class _Capture:
     digest: str | None
 
 
-def _iana_route(uri: str, capture: _Capture, payload: bytes) -> Route:
+def _warc_route(host: str, capture: _Capture, payload: bytes) -> Route:
     headers = []
     for name, value in capture.headers:
         if name.lower() in _DROPPED_HEADERS:
             continue
-        if name.lower() == "location" and urlsplit(value).hostname == IANA_HOST:
+        if name.lower() == "location" and urlsplit(value).hostname == host:
             value = _path_query(value)
         headers.append((name, value))
     return Route(capture.status, tuple(headers), payload)
 
 
 @cache
-def _iana_routes() -> dict[str, Route]:
+def _warc_routes(warc: Path, host: str) -> dict[str, Route]:
     records: list[tuple[str, _Capture]] = []
-    with IANA_WARC.open("rb") as stream:
+    with warc.open("rb") as stream:
         for record in ArchiveIterator(stream):
             if record.rec_type not in ("response", "revisit") or record.http_headers is None:
                 continue
@@ -242,7 +245,7 @@ def _iana_routes() -> dict[str, Route]:
     for want_response in (True, False):
         for uri, capture in records:
             parts = urlsplit(uri)
-            if parts.hostname != IANA_HOST or parts.scheme not in routes_by_scheme:
+            if parts.hostname != host or parts.scheme not in routes_by_scheme:
                 continue
             if (capture.payload is not None) != want_response:
                 continue
@@ -250,12 +253,12 @@ def _iana_routes() -> dict[str, Route]:
             key = _path_query(uri)
             payload = payload_of(capture)
             if key not in routes and payload is not None:
-                routes[key] = _iana_route(uri, capture, payload)
+                routes[key] = _warc_route(host, capture, payload)
 
     routes = dict(routes_by_scheme["http"])
     for key, route in routes_by_scheme["https"].items():
         existing = routes.get(key)
-        # http://www.iana.org/dnssec redirects to its https twin: path-only, that would loop.
+        # An http URL that redirects to its https twin would loop once made path-only.
         if existing is None or (
             300 <= existing.status < 400 and existing.header("Location") == key
         ):
@@ -263,16 +266,26 @@ def _iana_routes() -> dict[str, Route]:
     return routes
 
 
-def iana_routes() -> dict[str, Route]:
-    """www.iana.org from the WARC, keyed by path+query; a fresh dict on every call."""
-    return dict(_iana_routes())
+def warc_routes(warc: Path, host: str) -> dict[str, Route]:
+    """The captures of ``host`` in ``warc``, keyed by path+query; a fresh dict every call.
+
+    Payloads are decoded (chunked, gzip) and Location headers on ``host`` made path-only.
+    The first response for a URL wins; a revisit fills only a URL without a response; an
+    https capture stands in for an http one that merely redirects to it.
+    """
+    return dict(_warc_routes(warc, host))
 
 
-def iana_html_pages() -> list[str]:
-    """Sorted paths of the iana routes that are 200 text/html pages."""
+def site_routes() -> dict[str, Route]:
+    """news.example from its WARC."""
+    return warc_routes(SITE_WARC, SITE_HOST)
+
+
+def html_pages(routes: dict[str, Route]) -> list[str]:
+    """Sorted paths of the routes that are 200 text/html pages."""
     return sorted(
         key
-        for key, route in _iana_routes().items()
+        for key, route in routes.items()
         if route.status == 200
         and (route.header("Content-Type") or "").lower().startswith("text/html")
     )
@@ -294,9 +307,11 @@ class NewsPage:
 def _news() -> tuple[tuple[NewsPage, bytes], ...]:
     loaded = []
     for source in NEWS_SOURCES:
-        expected = json.loads((FIXTURES / f"{source}.json").read_text(encoding="utf-8"))
+        folder = FIXTURES / source
+        expected = json.loads((folder / "expected.json").read_text(encoding="utf-8"))
+        pages_folder = folder / "html" if (folder / "html").is_dir() else folder
         for name in sorted(expected):
-            raw = (FIXTURES / source / name).read_bytes()
+            raw = (pages_folder / name).read_bytes()
             body = gzip.decompress(raw) if name.endswith(".gz") else lzma.decompress(raw)
             loaded.append((name, expected[name], body))
 

@@ -6,6 +6,7 @@ one process that decides when. Each test has its own Redis database and MariaDB 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -392,11 +394,13 @@ class TcpProxy:
         self.cut()
 
 
-def test_scrapyd_deploys_and_runs_a_worker(
+def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    """A clean checkout deploys to scrapyd on loopback; a scheduled job archives into MariaDB
-    with credentials from the environment that never show in its log."""
+    """scrapyd as the README sets it up (basic auth, a private address): without the
+    password nothing can be uploaded or run; a clean checkout deploys with the credentials
+    from the environment, and a scheduled job archives into MariaDB with credentials from
+    the environment that never show in its log."""
     password = "pw-" + os.urandom(6).hex()
     database = mariadb_url.rsplit("/", 1)[1]
     admin = create_engine(mariadb_url)
@@ -412,19 +416,40 @@ def test_scrapyd_deploys_and_runs_a_worker(
     project = tmp_path / "checkout"
     subprocess.run(["git", "clone", "-q", str(REPO), str(project)], check=True)
     port = free_port()
+    # The shipped scrapy.cfg's [deploy] section gives every target its credentials.
     with (project / "scrapy.cfg").open("a") as cfg:
-        cfg.write(f"\n[deploy:test]\nurl = http://127.0.0.1:{port}/\nproject = zeroarchive\n")
+        cfg.write(f"\n[deploy:test]\nurl = http://127.0.0.1:{port}/\n")
     home = tmp_path / "scrapyd"
     home.mkdir()
+    auth = ("zeroarchive", "sd-" + os.urandom(12).hex())
     (home / "scrapyd.conf").write_text(
-        "[scrapyd]\nbind_address = 127.0.0.1\n"
-        f"http_port = {port}\neggs_dir = {home}/eggs\nlogs_dir = {home}/logs\n"
+        f"[scrapyd]\nbind_address = 127.0.0.1\nhttp_port = {port}\n"
+        f"username = {auth[0]}\npassword = {auth[1]}\n"
+        f"eggs_dir = {home}/eggs\nlogs_dir = {home}/logs\n"
         f"dbs_dir = {home}/dbs\nitems_dir =\njobs_to_keep = 5\npoll_interval = 1\n"
     )
     pages = tw_news_pages()
     env = env_for(worker_db, redis_url)
     env.pop("PYTHONPATH")
     env.pop("SCRAPY_SETTINGS_MODULE")
+    # scrapyd takes its credentials from scrapyd.conf only; scrapyd-deploy from these.
+    env.pop("SCRAPYD_USERNAME", None)
+    env.pop("SCRAPYD_PASSWORD", None)
+    deployer = {**env, "SCRAPYD_USERNAME": auth[0], "SCRAPYD_PASSWORD": auth[1]}
+
+    def deploy(environment: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["scrapyd-deploy", *args],
+            cwd=project,
+            env=environment,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    egg = tmp_path / "zeroarchive.egg"
+    built = deploy(env, "--build-egg", str(egg))
+    assert built.returncode == 0, built.stdout + built.stderr
     with ReplayServer(tw_news_routes()) as server:
         load_sites(worker_db, tmp_path, [news_site(server)])
         scrapyd = subprocess.Popen(
@@ -436,35 +461,37 @@ def test_scrapyd_deploys_and_runs_a_worker(
         )
         try:
             wait_until(lambda: _answers(port), 30, "scrapyd")
-            deploy = subprocess.run(
-                ["scrapyd-deploy", "test"],
-                cwd=project,
-                env=env,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+            upload = {"project": "zeroarchive", "version": "1"}
+            schedule = {"project": "zeroarchive", "spider": "generic"}
+            # Without the password (or with a wrong one) nobody uploads code or runs it.
+            for stranger in (None, (auth[0], "guess")):
+                status, _ = _scrapyd_call(port, "addversion.json", upload, stranger, egg=egg)
+                assert status == 401
+                assert _scrapyd_call(port, "schedule.json", schedule, stranger)[0] == 401
+            # Without the variables scrapyd-deploy sends their literal names, and fails.
+            unset = deploy(env, "test")
+            assert unset.returncode == 1
+            assert "Deploy failed (401)" in unset.stderr
+            assert _scrapyd_call(port, "listprojects.json", None, auth)[1]["projects"] == []
+
+            deployed = deploy(deployer, "test")
+            assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+            assert _scrapyd_call(port, "schedule.json", schedule, None)[0] == 401
             schedule_once(worker_db, redis_url, tmp_path)
-            job = _scrapyd_post(
-                port,
-                "schedule.json",
-                {
-                    "project": "zeroarchive",
-                    "spider": "generic",
-                    "setting": "ZEROARCHIVE_IDLE_LIMIT=8",
-                },
+            status, job = _scrapyd_call(
+                port, "schedule.json", {**schedule, "setting": "ZEROARCHIVE_IDLE_LIMIT=8"}, auth
             )
-            assert job["status"] == "ok", job
+            assert (status, job["status"]) == (200, "ok"), job
             wait_until(lambda: counts(mariadb_url)[0] == len(pages), 90, "discovery")
             schedule_once(worker_db, redis_url, tmp_path)
             wait_until(lambda: counts(mariadb_url)[2] == len(pages), 90, "snapshots")
-            wait_until(lambda: _job_finished(port, job["jobid"]), 90, "the job to finish")
+            wait_until(lambda: _job_finished(port, job["jobid"], auth), 90, "the job to finish")
             logs = list((home / "logs").rglob("*.log"))
             assert logs
             log = logs[0].read_text(errors="replace")
             assert "Distributed worker: waiting for requests" in log
             assert password not in log
+            assert auth[1] not in log
             assert "Telnet console listening" not in log
         finally:
             scrapyd.terminate()
@@ -479,17 +506,49 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _scrapyd_post(port: int, endpoint: str, data: dict[str, str]) -> dict[str, object]:
-    body = urllib.parse.urlencode(data).encode()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/{endpoint}", body, timeout=30) as reply:
-        return dict(json.loads(reply.read()))
+def _scrapyd_call(
+    port: int,
+    endpoint: str,
+    data: dict[str, str] | None,
+    auth: tuple[str, str] | None,
+    egg: Path | None = None,
+) -> tuple[int, dict[str, object]]:
+    """(HTTP status, JSON answer or {}) of one scrapyd API call: GET without ``data``,
+    else a form POST (multipart, with the egg, when ``egg`` is given)."""
+    headers = {}
+    body = None
+    if auth is not None:
+        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    if egg is not None and data is not None:
+        boundary = "zeroarchive-" + os.urandom(8).hex()
+
+        def part(disposition: str, content: bytes) -> bytes:
+            head = f"--{boundary}\r\nContent-Disposition: form-data; {disposition}\r\n\r\n"
+            return head.encode() + content + b"\r\n"
+
+        parts = [part(f'name="{name}"', value.encode()) for name, value in data.items()]
+        parts.append(part('name="egg"; filename="project.egg"', egg.read_bytes()))
+        body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+        headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+    elif data is not None:
+        body = urllib.parse.urlencode(data).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/{endpoint}", data=body, headers=headers
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, dict(json.loads(reply.read()))
+    except urllib.error.HTTPError as refused:
+        refused.close()
+        return refused.code, {}
 
 
-def _job_finished(port: int, job_id: object) -> bool:
-    url = f"http://127.0.0.1:{port}/listjobs.json?project=zeroarchive"
-    with urllib.request.urlopen(url, timeout=30) as reply:
-        jobs = json.loads(reply.read())
-    return any(job["id"] == job_id for job in jobs.get("finished", []))
+def _job_finished(port: int, job_id: object, auth: tuple[str, str]) -> bool:
+    _, jobs = _scrapyd_call(port, "listjobs.json?project=zeroarchive", None, auth)
+    finished = jobs.get("finished", [])
+    assert isinstance(finished, list)
+    return any(job["id"] == job_id for job in finished)
 
 
 class _QueueSpider(Spider):

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CORPORA
+from tests.conftest import FIXTURES
 from zeroarchive import encoding
 from zeroarchive.encoding import decode_body, detect_encoding
 
-NEWS_2014 = CORPORA / "tw-news-2014"
-TWNEWS = CORPORA / "tw-news-twnews"
-FEEDS = CORPORA / "big5-feeds"
+NEWS_2014 = FIXTURES / "tw-news-2014"
+TWNEWS = FIXTURES / "tw-news-twnews"
+FEEDS = FIXTURES / "big5-feeds"
 CODEC_OF_CHARSET = {"utf-8": "utf-8", "big5": "cp950"}
 CODEC_OF_FEED_FOLDER = {"Big5": "cp950", "GB2312": "gb18030"}
 META_RE = re.compile(rb"<meta[^>]*charset[^>]*>", re.IGNORECASE)
@@ -57,10 +57,10 @@ def test_news_page_decodes(
     _assert_has_article(decode_body(body, codec), facts)
 
 
-@pytest.mark.parametrize("path", FEED_FILES, ids=[f"{p.parent.name}/{p.name}" for p in FEED_FILES])
+@pytest.mark.parametrize("path", FEED_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FEED_FILES])
 @pytest.mark.parametrize("declared", [True, False], ids=["declared", "undeclared"])
 def test_big5_and_gb_feed_decodes_without_header(path: Path, declared: bool) -> None:
-    body = path.read_bytes()
+    body = gzip.decompress(path.read_bytes())
     if not declared:
         body = XML_ENCODING_RE.sub(rb"\1", body, count=1)
     expected = decode_body(body, CODEC_OF_FEED_FOLDER[path.parent.name])
@@ -68,7 +68,8 @@ def test_big5_and_gb_feed_decodes_without_header(path: Path, declared: bool) -> 
 
 
 def test_chromium_big5_page_without_any_declaration() -> None:
-    body = (FEEDS / "Big5" / "_chromium_Big5_with_no_encoding_specified.html").read_bytes()
+    page = FEEDS / "Big5" / "_chromium_Big5_with_no_encoding_specified.html.gz"
+    body = gzip.decompress(page.read_bytes())
     assert detect_encoding(body) == "cp950"
     assert "台北看守所昨天抽查前總統陳水扁的房舍" in decode_body(body, "cp950")
 

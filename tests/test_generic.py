@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -12,12 +13,14 @@ import yaml
 from sqlalchemy import create_engine, func, select
 
 from tests.conftest import Run, scrapy
-from tests.replay import ReplayServer, iana_routes, tw_news_pages, tw_news_routes
+from tests.replay import ReplayServer, site_routes, tw_news_pages, tw_news_routes
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.storage.schema import article, article_snapshot, site
+from zeroarchive.urls import canonicalize_url
 
 HREF = re.compile(rb'href="([^"]+)"')
-IANA_FOLLOWING = r"^http://127\.0\.0\.1:\d+/(domains)?$"
+# news.example (tests/replay.py): list pages "/" and "/news", articles under "/news/".
+SITE_CONFIG = {"article": "/news/", "following": r"^http://127\.0\.0\.1:\d+/(news)?$", "delay": 0}
 NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"
 
 
@@ -90,61 +93,79 @@ def linked_articles(server: ReplayServer, list_paths: list[str], pattern: str) -
         page_url = server.url(path)
         body = re.sub(rb"<!--.*?-->", b"", server.routes[path].body, flags=re.DOTALL)
         for href in HREF.findall(body):
-            url = urljoin(page_url, href.decode()).split("#")[0]
+            url = urljoin(page_url, href.decode())
             if urlsplit(url).netloc == urlsplit(page_url).netloc and re.search(pattern, url):
-                found.add(url)
+                found.add(canonicalize_url(url))
     return found
 
 
-def test_iana_crawl_archives_every_article_once(db_url: str, tmp_path: Path) -> None:
-    with ReplayServer(iana_routes()) as server:
-        site = {
-            "name": "iana",
-            "url": server.url("/"),
-            "type": "gov",
-            "config": {"article": "/domains/", "following": IANA_FOLLOWING, "delay": 0},
-        }
+def test_site_crawl_archives_every_article_once(db_url: str, tmp_path: Path) -> None:
+    with ReplayServer(site_routes()) as server:
+        site = {"name": "example", "url": server.url("/"), "type": "gov", "config": SITE_CONFIG}
         first = load_and_crawl(db_url, tmp_path, [site])
 
-        expected = linked_articles(server, ["/", "/domains"], "/domains/")
+        expected = linked_articles(server, ["/", "/news"], "/news/")
+        # 5 pages and a PDF, a short link that redirects, a recorded 404 and 2 never captured.
+        assert len(expected) == 10
         stored = articles_by_url(db_url)
         assert expected <= set(stored)
-        served = {url for url in expected if server.routes.get(urlsplit(url).path, None)}
+        saved = moved = gone = 0
+        targets = set()
         for url in expected:
             path = urlsplit(url).path
             assert server.hits[path] == 1, (path, server.hits[path])
             row = stored[url]
             route = server.routes.get(path)
-            if route is None:
+            if route is None or route.status == 404:
+                gone += 1
                 assert row["stop_reason"] == "gone:http_404"
                 assert row["next_snapshot_at"] == 0
             elif route.status == 200:
+                saved += 1
                 assert row["snapshot_count"] == 1, url
                 # gov pages are archived once.
                 assert row["next_snapshot_at"] == 0
-        assert stat(first, "zeroarchive/snapshots_saved") == len(
-            [u for u in served if server.routes[urlsplit(u).path].status == 200]
-        )
-        assert stat(first, "zeroarchive/errors/http_404") == len(expected - served)
-        assert "Site iana (#1):" in first.output
+            else:
+                moved += 1
+                target_path = route.header("Location") or ""
+                targets.add(target_path)
+                target = stored[server.url(target_path)]
+                assert server.hits[target_path] == 1
+                assert row["redirect_to"] == target["article_id"]
+                assert row["stop_reason"] == "moved"
+                assert target["snapshot_count"] == 1
+        assert (saved, moved, gone) == (6, 1, 3)
+        assert stat(first, "zeroarchive/snapshots_saved") == saved + moved
+        assert stat(first, "zeroarchive/errors/http_404") == gone
+        # Nothing else is fetched: not the about page, nor what pages embed (style, logo).
+        articles = {urlsplit(url).path for url in expected} | targets
+        assert set(server.hits) == {"/robots.txt", "/", "/news"} | articles
+        assert "Site example (#1):" in first.output
 
         counts = table_counts(db_url)
         hits = server.hits.copy()
         again = crawl(db_url, tmp_path)
         assert "none due" in again.output
-        walked = crawl(db_url, tmp_path, "-a", "site=iana")
+        walked = crawl(db_url, tmp_path, "-a", "site=example")
         assert stat(walked, "zeroarchive/list_pages") == 2
         assert stat(walked, "zeroarchive/articles_new") == 0
         assert table_counts(db_url) == counts
-        assert {p: n for p, n in server.hits.items() if "/domains/" in p} == {
-            p: n for p, n in hits.items() if "/domains/" in p
+        assert {p: n for p, n in server.hits.items() if "/news/" in p} == {
+            p: n for p, n in hits.items() if "/news/" in p
         }
 
-    records = export(db_url, tmp_path, "--site", "iana")
-    assert len(records) == counts[1]
-    root = next(r for r in records if str(r["url"]).endswith("/domains/root"))
-    assert "Root Zone Database" in str(root["html"])
-    assert {r["encoding"] for r in records} == {"utf-8"}
+    records = {
+        str(r["url"]).split("/", 3)[3]: r for r in export(db_url, tmp_path, "--site", "example")
+    }
+    assert len(records) == counts[1] == saved + moved
+    drill = records["news/2019/08/20/north-korea-drill.html"]
+    assert "N. Korea slams S. Korea for joint military drill" in str(drill["html"])
+    report = server.routes["/news/2024/05/01/annual-report"].body
+    assert records["news/2024/05/01/annual-report"]["content_hash"] == (
+        hashlib.sha256(report).hexdigest()
+    )
+    pages = [r for path, r in records.items() if path.endswith(".html")]
+    assert {r["encoding"] for r in pages} == {"utf-8"}
 
 
 def test_tw_news_crawl_decodes_every_page(db_url: str, tmp_path: Path) -> None:
@@ -189,13 +210,8 @@ def test_tw_news_crawl_decodes_every_page(db_url: str, tmp_path: Path) -> None:
 
 def test_run_lock_refuses_a_second_run_of_a_site(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'archive.db'}"
-    with ReplayServer(iana_routes()) as server:
-        site = {
-            "name": "iana",
-            "url": server.url("/"),
-            "type": "gov",
-            "config": {"article": "/domains/", "following": IANA_FOLLOWING, "delay": 0},
-        }
+    with ReplayServer(site_routes()) as server:
+        site = {"name": "example", "url": server.url("/"), "type": "gov", "config": SITE_CONFIG}
         loaded = scrapy(
             "load_sites", str(write_sites(tmp_path / "s.yaml", [site])), db_url=db_url, cwd=tmp_path
         )
@@ -203,16 +219,16 @@ def test_run_lock_refuses_a_second_run_of_a_site(tmp_path: Path) -> None:
         locks = SiteRunLocks(default_lock_dir(db_url))
         assert locks.acquire(1)
         try:
-            refused = scrapy("crawl", "generic", "-a", "site=iana", db_url=db_url, cwd=tmp_path)
+            refused = scrapy("crawl", "generic", "-a", "site=example", db_url=db_url, cwd=tmp_path)
             assert refused.returncode == 2
             assert "is already being crawled" in refused.output
             skipped = crawl(db_url, tmp_path)
-            assert "Skipping site iana (#1): another run" in skipped.output
+            assert "Skipping site example (#1): another run" in skipped.output
         finally:
             locks.release_all()
         assert sum(server.hits.values()) == 0
-        crawl(db_url, tmp_path, "-a", "site=iana")
-        assert server.hits["/domains"] == 1
+        crawl(db_url, tmp_path, "-a", "site=example")
+        assert server.hits["/news"] == 1
 
 
 def test_bad_arguments_exit_non_zero(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Sites behind a login form (0archive's ``login_url``): the generic spider logs in before
 it walks, with credentials from the environment, and archives what members see. The
-members' articles are real saved news pages (tests/fixtures/replay/tw-news-2014)."""
+members' articles are real saved news pages (tests/fixtures/tw-news-2014)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from zeroarchive.archive import open_archive
 from zeroarchive.login import credential_names
 from zeroarchive.storage.snapshots import iter_snapshots
 
-PAGES = Path(__file__).parent / "fixtures" / "replay" / "tw-news-2014"
+PAGES = Path(__file__).parent / "fixtures" / "tw-news-2014" / "html"
 ARTICLES = {"/news/1": "cna_s1", "/news/2": "udn_s1"}
 USER, PASSWORD = "reporter@example.tw", "s3cret"
 LOGIN_FORM = """<!doctype html><html><body><h1>會員登入</h1>

@@ -12,17 +12,17 @@ from functools import cache
 
 import pytest
 
-from tests.conftest import CORPORA
+from tests.conftest import FIXTURES
 from zeroarchive.encoding import detect_encoding
 from zeroarchive.parser import Parsed, ParseError, parse_snapshot
 
-TW_CORPORA = {"tw-news-2014": gzip.decompress, "tw-news-twnews": lzma.decompress}
+TW_NEWS = {"tw-news-2014": gzip.decompress, "tw-news-twnews": lzma.decompress}
 
 
 def _expected() -> dict[str, tuple[str, dict[str, object]]]:
     found = {}
-    for corpus in TW_CORPORA:
-        facts = json.loads((CORPORA / corpus / "expected.json").read_text(encoding="utf-8"))
+    for corpus in TW_NEWS:
+        facts = json.loads((FIXTURES / corpus / "expected.json").read_text(encoding="utf-8"))
         for name, fact in facts.items():
             found[name] = (corpus, fact)
     return found
@@ -35,9 +35,9 @@ PAGES = sorted(EXPECTED)
 @cache
 def raw_page(name: str) -> bytes:
     corpus, _ = EXPECTED[name]
-    folder = CORPORA / corpus
+    folder = FIXTURES / corpus
     path = folder / "html" / name if (folder / "html" / name).exists() else folder / name
-    return TW_CORPORA[corpus](path.read_bytes())
+    return TW_NEWS[corpus](path.read_bytes())
 
 
 @cache
@@ -129,8 +129,8 @@ def test_extraction_benchmark_f1_stays_at_or_above_0_965() -> None:
     """The benchmark's own measure (bench/extraction.py has the full side-by-side run)."""
     from bench.extraction import metrics, tp_fp_fn
 
-    folder = CORPORA / "extraction-benchmark-dev"
-    truth = json.loads((folder / "ground-truth_subset.json").read_text(encoding="utf-8"))
+    folder = FIXTURES / "extraction-benchmark-dev"
+    truth = json.loads(lzma.decompress((folder / "ground-truth_subset.json.xz").read_bytes()))
     scores = []
     for key, entry in truth.items():
         raw = gzip.decompress((folder / "html" / f"{key}.html.gz").read_bytes())

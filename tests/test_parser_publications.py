@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from tests.conftest import CORPORA, REPO, scrapy
+from tests.conftest import FIXTURES, REPO, scrapy
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.items import FetchedPage
 from zeroarchive.parse_run import ParseRunConfig, parse_pending
@@ -29,7 +29,7 @@ NOW = 1_700_000_000  # any fixed time, never the clock
 URL = "https://news.ltn.com.tw/news/politics/breakingnews/994343"
 PTT_URL = "https://www.ptt.cc/bbs/Gossiping/M.1459688662.A.CFE.html"
 PAGE = gzip.decompress(
-    (CORPORA / "tw-news-2014" / "html" / "liberty_times_news_s1.html.gz").read_bytes()
+    (FIXTURES / "tw-news-2014" / "html" / "liberty_times_news_s1.html.gz").read_bytes()
 )
 EDITED = PAGE.replace("停止禁食".encode(), "結束禁食".encode())
 SAME_TEXT = PAGE + b"\n<!-- served by another cache node -->\n"

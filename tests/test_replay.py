@@ -11,15 +11,15 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.replay import (
-    IANA_WARC,
     LIST_PATH,
     NOISE_HREFS,
+    SITE_WARC,
     TRACKING_PARAM,
     ReplayServer,
     Route,
-    iana_html_pages,
-    iana_routes,
+    html_pages,
     list_page_paths,
+    site_routes,
     tracked,
     tw_news_pages,
     tw_news_routes,
@@ -43,8 +43,8 @@ def fetch(
 
 
 @pytest.fixture(scope="module")
-def iana() -> Iterator[ReplayServer]:
-    with ReplayServer(iana_routes()) as server:
+def site() -> Iterator[ReplayServer]:
+    with ReplayServer(site_routes()) as server:
         yield server
 
 
@@ -55,7 +55,7 @@ def news() -> Iterator[ReplayServer]:
 
 
 def warc_payload(uri: str) -> bytes:
-    with IANA_WARC.open("rb") as stream:
+    with SITE_WARC.open("rb") as stream:
         for record in ArchiveIterator(stream):
             if (
                 record.rec_type == "response"
@@ -66,55 +66,66 @@ def warc_payload(uri: str) -> bytes:
     raise LookupError(uri)
 
 
-def test_iana_home_is_the_warc_payload(iana: ReplayServer) -> None:
-    status, headers, body = fetch(iana, "/")
+def test_site_home_is_the_warc_payload(site: ReplayServer) -> None:
+    status, headers, body = fetch(site, "/")
     assert status == 200
-    assert headers["Content-Type"] == "text/html; charset=UTF-8"
-    assert body == warc_payload("http://www.iana.org/")
+    assert headers["Content-Type"] == "text/html; charset=utf-8"
+    assert body == warc_payload("https://news.example/")
     assert headers["Content-Length"] == str(len(body))
     assert "Transfer-Encoding" not in headers
-    assert iana.url("/numbers") == iana.base_url + "/numbers"
+    assert site.url("/news") == site.base_url + "/news"
 
 
-def test_iana_routes_are_decoded_and_local() -> None:
-    routes = iana_routes()
-    assert len(routes) == 32
+def test_site_routes_are_decoded_and_local() -> None:
+    routes = site_routes()
+    assert len(routes) == 16
     for route in routes.values():
         names = {name.lower() for name, _ in route.headers}
         assert not names & {"transfer-encoding", "content-encoding", "content-length"}
         location = route.header("Location")
         assert location is None or location.startswith("/")
-    assert routes["/domains/root/db/"].header("Location") == "/domains/root/db"
-    assert routes["/about/performance/ietf-statistics"].status == 302
-    assert b"DNSSEC" in routes["/dnssec"].body  # the https capture, not a redirect to itself
-    assert routes["/_js/2013.1/iana.js"].body == b""
+    # Sent gzip-compressed and chunked on the wire; served as the page itself.
+    assert routes["/news"].body.startswith(b"<!doctype html>")
+    assert routes["/news/2013/11/27/weather-thanksgiving.html"].body.startswith(b"<!DOCTYPE")
+    assert routes["/news/2013/11/27/weather-thanksgiving.html"].body == warc_payload(
+        "https://news.example/news/2013/11/27/weather-thanksgiving.html"
+    )
+    # The https capture, not http's redirect to it (that would redirect to itself).
+    assert routes["/"].status == 200
+    # A revisit record: another URL, the front page's bytes.
+    assert routes["/index.html"].body == routes["/"].body
+    assert routes["/news/2014/01/02/retracted.html"].status == 404
+    assert routes["/news/2024/05/01/annual-report"].body.startswith(b"%PDF-")
+    assert routes["/static/logo.png"].body.startswith(b"\x89PNG")
+    assert routes["/static/site.js"].body == b""
 
 
-def test_iana_html_pages() -> None:
-    pages = iana_html_pages()
-    assert len(pages) == 16
+def test_site_html_pages() -> None:
+    pages = html_pages(site_routes())
+    assert len(pages) == 10
     assert pages == sorted(pages)
-    assert {"/", "/domains/root", "/dnssec", "/protocols"} <= set(pages)
-    assert "/about/performance/ietf-statistics" not in pages
+    assert {"/", "/news", "/news/2019/08/20/north-korea-drill.html"} <= set(pages)
+    assert "/news/s/5071" not in pages
+    assert "/news/2024/05/01/annual-report" not in pages
 
 
-def test_redirect_is_path_only(iana: ReplayServer) -> None:
-    status, headers, body = fetch(iana, "/about/performance/ietf-statistics")
-    assert status == 302
-    assert headers["Location"] == "/performance/ietf-statistics"
-    assert b"has moved" in body
+def test_redirect_is_path_only(site: ReplayServer) -> None:
+    status, headers, body = fetch(site, "/news/s/5071")
+    assert status == 301
+    assert headers["Location"] == "/news/2019/08/20/north-korea-drill.html"
+    assert b"Moved Permanently" in body
 
 
-def test_head_has_length_but_no_body(iana: ReplayServer) -> None:
-    status, headers, body = fetch(iana, "/domains", method="HEAD")
+def test_head_has_length_but_no_body(site: ReplayServer) -> None:
+    status, headers, body = fetch(site, "/news", method="HEAD")
     assert status == 200
     assert body == b""
-    assert headers["Content-Length"] == str(len(iana.routes["/domains"].body))
+    assert headers["Content-Length"] == str(len(site.routes["/news"].body))
 
 
-def test_unknown_path_and_robots_are_404(iana: ReplayServer) -> None:
+def test_unknown_path_and_robots_are_404(site: ReplayServer) -> None:
     for path in ("/robots.txt", "/no/such/page?x=1"):
-        status, headers, _ = fetch(iana, path)
+        status, headers, _ = fetch(site, path)
         assert status == 404
         assert headers["Content-Type"] == "text/html"
 

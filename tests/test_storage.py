@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, inspect, select, text, update
 from sqlalchemy.engine import Engine
 
-from tests.conftest import CORPORA
+from tests.conftest import FIXTURES
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.items import FailedFetch, FetchedPage
 from zeroarchive.schedule import (
@@ -35,7 +35,7 @@ from zeroarchive.urls import url_hash
 
 NOW = 1_700_000_000  # 2023-11-14 22:13:20 UTC: any fixed time, never the clock
 NEWS = plan_for_type("news")
-PAGES = CORPORA / "tw-news-2014" / "html"
+PAGES = FIXTURES / "tw-news-2014" / "html"
 TABLES = {"Site", "Article", "ArticleSnapshot"}
 
 
