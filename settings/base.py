@@ -61,6 +61,8 @@ BROWSER_CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 BROWSER_CONTEXT_PAGES = 20
+# Seconds a rendered page may take to settle (no network for half a second) before it is kept.
+BROWSER_RENDER_WAIT = 10.0
 FACEBOOK_EXPAND_SECONDS = 180.0
 FACEBOOK_EXPAND_WAIT = 10.0
 FACEBOOK_IDLE_SCROLLS = 3

@@ -21,22 +21,20 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
-from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.browser import BrowserConfig, use_browser
+from zeroarchive.browser import BrowserConfig, BrowserPages, use_browser
 from zeroarchive.clock import now
 from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
 from zeroarchive.request_meta import META_KEY
@@ -55,7 +53,6 @@ from zeroarchive.urls import UrlRejected, is_on_site
 
 logger = logging.getLogger(__name__)
 
-COUNTED = "facebook_page_counted"
 LINKS_JS = "() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"
 MORE_LINKS_JS = "n => document.querySelectorAll('a[href]').length > n"
 DETACHED_JS = "el => !el.isConnected"
@@ -87,18 +84,7 @@ class FacebookSpider(ArchiveSpider):
     source = SOURCE
 
     config: FacebookConfig
-    browser: BrowserConfig
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.blocked: dict[int, str] = {}
-        self._generation: Counter[int] = Counter()
-        self._used: Counter[str] = Counter()
-        self._open: Counter[str] = Counter()
-        self._retired: set[str] = set()
-        self._contexts: dict[str, BrowserContext] = {}
-        self._page_slots: dict[int, asyncio.Semaphore] = {}
-        self.concurrency = 2
+    pages: BrowserPages
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -114,25 +100,19 @@ class FacebookSpider(ArchiveSpider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, FacebookSpider)
         spider.config = FacebookConfig.from_settings(crawler.settings)
-        spider.browser = BrowserConfig.from_settings(crawler.settings)
-        spider.concurrency = max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY"))
+        spider.pages = BrowserPages(
+            spider.name,
+            BrowserConfig.from_settings(crawler.settings),
+            max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY")),
+            crawler,
+        )
         return spider
 
     # --- requests -----------------------------------------------------------------------
 
     def _browser_meta(self, site: Site, kind: str, **fields: Any) -> dict[str, Any]:
-        return {
-            **self.request_meta(site, kind, **fields),
-            "playwright": True,
-            "playwright_include_page": True,
-            "playwright_context_kwargs": {
-                "user_agent": site.config.ua or self.settings.get("USER_AGENT"),
-                "java_script_enabled": True,
-            },
-            # A retry would reuse an open page, which cannot travel through a shared queue;
-            # the schedule takes a failed post again later instead.
-            "dont_retry": True,
-        }
+        user_agent = site.config.ua or self.settings.get("USER_AGENT")
+        return {**self.request_meta(site, kind, **fields), **BrowserPages.meta(user_agent)}
 
     def discovery_requests(self, site: Site) -> Iterator[Request]:
         yield Request(
@@ -162,61 +142,16 @@ class FacebookSpider(ArchiveSpider):
     # --- browser contexts and gates -----------------------------------------------------
 
     async def before_browser_download(self, request: Request) -> None:
-        """Wait for one of the site's page slots (``SITE_POLICY_CONCURRENCY``: pages stay
-        open while their comments are expanded, after the download slot is free), then drop
-        the request if its site met a gate meanwhile, else give it the site's current
-        browser context, a fresh one every ``BROWSER_CONTEXT_PAGES`` pages."""
-        site_id = request.meta[META_KEY]["site_id"]
-        if request.meta.get(COUNTED):
-            return
-        if site_id not in self.blocked:
-            slots = self._page_slots.setdefault(site_id, asyncio.Semaphore(self.concurrency))
-            await slots.acquire()
-            if site_id not in self.blocked:
-                name = f"facebook-{site_id}-{self._generation[site_id]}"
-                self._used[name] += 1
-                self._open[name] += 1
-                if self._used[name] >= self.browser.context_pages:
-                    self._generation[site_id] += 1
-                    self._retired.add(name)
-                request.meta["playwright_context"] = name
-                request.meta[COUNTED] = True
-                return
-            slots.release()
-        count(self.crawler.stats, "facebook/skipped_after_gate", site_id)
-        raise IgnoreRequest(f"facebook site #{site_id} stopped by a {self.blocked[site_id]}")
-
-    async def _release(self, request: Request, page: Page | None) -> None:
-        """Close the request's page, and its context once retired and without pages."""
-        name = request.meta.get("playwright_context")
-        if page is not None:
-            self._contexts.setdefault(name, page.context)
-            try:
-                await page.close()
-            except PlaywrightError as exc:
-                logger.debug("Closing a page failed: %s", exc)
-        if name is None or not request.meta.pop(COUNTED, False):
-            return
-        self._page_slots[request.meta[META_KEY]["site_id"]].release()
-        self._open[name] -= 1
-        if name in self._retired and self._open[name] <= 0:
-            self._retired.discard(name)
-            del self._open[name], self._used[name]
-            context = self._contexts.pop(name, None)
-            if context is not None:
-                try:
-                    await context.close()
-                except PlaywrightError as exc:
-                    logger.debug("Closing context %s failed: %s", name, exc)
-                count(self.crawler.stats, "facebook/contexts_recycled")
+        """A page of the site's browser context for the request (see BrowserPages)."""
+        await self.pages.acquire(request)
 
     def _gated(self, site: Site, response: Response, html: str) -> bool:
         kind = gate_kind(response.url, html)
         if kind is None:
             return False
         count(self.crawler.stats, f"facebook/{kind}", site.site_id)
-        if site.site_id not in self.blocked:
-            self.blocked[site.site_id] = kind
+        if site.site_id not in self.pages.stopped:
+            self.pages.stopped[site.site_id] = kind
             logger.error(
                 "Site %s (#%d): Facebook answered %s with a %s (%s); stopping this site for "
                 "this run, its posts stay due",
@@ -250,7 +185,7 @@ class FacebookSpider(ArchiveSpider):
             count(self.crawler.stats, "list_page_failures", site.site_id)
             logger.warning("Discovery on %s failed in the browser: %s", response.url, exc)
         finally:
-            await self._release(response.request, page)  # type: ignore[arg-type]
+            await self.pages.release(response.request, page)  # type: ignore[arg-type]
         if urls:
             yield ArticleLinks(site.site_id, self.source.article_type, response.url, tuple(urls))
 
@@ -321,7 +256,7 @@ class FacebookSpider(ArchiveSpider):
             logger.warning("Snapshot of %s failed in the browser: %s", response.url, exc)
             item = FailedFetch(meta["article_id"], site.site_id, now(), kind)
         finally:
-            await self._release(response.request, page)  # type: ignore[arg-type]
+            await self.pages.release(response.request, page)  # type: ignore[arg-type]
         if item is not None:
             yield item
 
@@ -367,21 +302,12 @@ class FacebookSpider(ArchiveSpider):
 
     # --- failures -----------------------------------------------------------------------
 
-    async def _close_failed_page(self, failure: Failure) -> bool:
-        """Close the page of a failed request; True when the failure is a gated site's
-        dropped request (nothing to record: its posts stay due)."""
-        request = failure.request  # type: ignore[attr-defined]
-        await self._release(request, request.meta.get("playwright_page"))
-        return bool(
-            failure.check(IgnoreRequest) and request.meta[META_KEY]["site_id"] in self.blocked
-        )
-
     async def snapshot_failed(self, failure: Failure) -> AsyncIterator[FailedFetch]:
-        if await self._close_failed_page(failure):
+        if await self.pages.release_failed(failure):
             return
         for item in super().snapshot_failed(failure):
             yield item
 
     async def list_failed(self, failure: Failure) -> None:
-        if not await self._close_failed_page(failure):
+        if not await self.pages.release_failed(failure):
             super().list_failed(failure)

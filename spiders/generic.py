@@ -11,18 +11,23 @@ logged in first when it has a ``login_url`` (zeroarchive/login.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from scrapy.exceptions import CloseSpider
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
+from twisted.python.failure import Failure
 
 from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.browser import BrowserConfig, BrowserPages, use_browser
 from zeroarchive.canonical import declared_urls, moved_to
 from zeroarchive.clock import now
 from zeroarchive.encoding import detect_encoding
-from zeroarchive.items import ArticleLinks, FetchedPage, header_lists
+from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
 from zeroarchive.login import LoginError, asks_for_password, credentials, login_request
 from zeroarchive.request_meta import META_KEY
 from zeroarchive.sites import Site, SiteConfigError, parse_spec
@@ -70,6 +75,24 @@ class GenericSpider(ArchiveSpider):
         self.adhoc = {"url": url, "article": article, "following": following, "depth": depth}
         self.adhoc_type = type
         self.links = LinkExtractor(tags=("a", "area"), attrs=("href",), canonicalize=False)
+        #: Pages of the browser, when an active site renders (None: no browser this crawl).
+        self.pages: BrowserPages | None = None
+        self.render_wait = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> GenericSpider:
+        """Sites without ``render`` never start a browser: the browser's download handler
+        is only switched on for a crawl when an active site renders (the settings are
+        still open here: Scrapy builds the spider before it freezes them)."""
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, GenericSpider)
+        if spider.archive.sites.renders(spider.site_types):
+            concurrency = max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY"))
+            use_browser(crawler.settings, pages_per_context=concurrency)
+            browser = BrowserConfig.from_settings(crawler.settings)
+            spider.pages = BrowserPages(spider.name, browser, concurrency, crawler)
+            spider.render_wait = crawler.settings.getfloat("BROWSER_RENDER_WAIT")
+        return spider
 
     def adhoc_site(self) -> Site | None:
         url = self.adhoc["url"]
@@ -148,11 +171,20 @@ class GenericSpider(ArchiveSpider):
         yield self._list_request(site, site.url, depth=0)
 
     def _list_request(self, site: Site, url: str, depth: int) -> Request:
+        meta = self.request_meta(site, "list", depth=depth)
+        if site.config.render:
+            return Request(
+                url,
+                callback=self.parse_rendered_list,
+                errback=self.rendered_list_failed,
+                meta={**meta, **self._browser_meta(site)},
+                priority=self.source.list_priority,
+            )
         return Request(
             url,
             callback=self.parse_list,
             errback=self.list_failed,
-            meta=self.request_meta(site, "list", depth=depth),
+            meta=meta,
             priority=self.source.list_priority,
         )
 
@@ -185,26 +217,38 @@ class GenericSpider(ArchiveSpider):
             yield self._list_request(site, url, depth + 1)
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:
+        meta = self.snapshot_meta(site, article)
+        if site.config.render:
+            return Request(
+                article.url,
+                callback=self.parse_rendered_snapshot,
+                errback=self.rendered_snapshot_failed,
+                meta={**meta, **self._browser_meta(site)},
+                dont_filter=True,
+            )
         return Request(
             article.url,
             callback=self.parse_snapshot,
             errback=self.snapshot_failed,
-            meta=self.snapshot_meta(site, article),
+            meta=meta,
             # Snapshots are taken again on schedule: never drop one as a duplicate.
             dont_filter=True,
         )
 
     def parse_snapshot(self, response: Response) -> Iterator[FetchedPage]:
+        encoding = detect_encoding(response.body, _content_type(response))
+        yield self._snapshot(response, encoding, rendered=False)
+
+    def _snapshot(self, response: Response, encoding: str, rendered: bool) -> FetchedPage:
         site = self.response_site(response)
         meta = response.meta[META_KEY]
-        encoding = detect_encoding(response.body, _content_type(response))
         declared = declared_urls(response.body, encoding)
         moved = moved_to(
             meta["article_url"], response.url, declared, site.url, site.config.url_rules
         )
         if moved is not None:
             count(self.crawler.stats, "canonical_redirects", site.site_id)
-        yield FetchedPage(
+        return FetchedPage(
             article_id=meta["article_id"],
             site_id=site.site_id,
             article_type=meta["article_type"],
@@ -215,4 +259,76 @@ class GenericSpider(ArchiveSpider):
             encoding=encoding,
             body=response.body,
             moved_to=moved,
+            rendered=rendered,
         )
+
+    # --- sites with `render: true` ------------------------------------------------------
+
+    def _browser_meta(self, site: Site) -> dict[str, Any]:
+        return BrowserPages.meta(site.config.ua or self.settings.get("USER_AGENT"))
+
+    async def before_browser_download(self, request: Request) -> None:
+        """A page of the site's browser context for the request (see BrowserPages)."""
+        if self.pages is None:
+            site_id = request.meta[META_KEY]["site_id"]
+            count(self.crawler.stats, "errors/no_browser", site_id)
+            raise IgnoreRequest(
+                f"site #{site_id} renders, but this crawl started without a browser (no site "
+                "rendered when it started): run it again"
+            )
+        await self.pages.acquire(request)
+
+    async def _rendered(self, response: Response) -> HtmlResponse | None:
+        """The page as the browser built it once its scripts settled (the network idle for
+        half a second, or BROWSER_RENDER_WAIT seconds at most), as a UTF-8 response."""
+        assert self.pages is not None
+        page = response.meta["playwright_page"]
+        try:
+            try:
+                await page.wait_for_load_state("networkidle", timeout=self.render_wait * 1000)
+            except PlaywrightTimeoutError:
+                count(self.crawler.stats, "browser/render_wait_timeouts")
+            html = await page.content()
+            url = page.url
+        except PlaywrightError as exc:
+            site_id = response.meta[META_KEY]["site_id"]
+            count(self.crawler.stats, "errors/browser", site_id)
+            logger.warning("Rendering %s failed in the browser: %s", response.url, exc)
+            return None
+        finally:
+            await self.pages.release(response.request, page)  # type: ignore[arg-type]
+        return HtmlResponse(
+            url,
+            status=response.status,
+            headers=response.headers,
+            body=html.encode("utf-8"),
+            encoding="utf-8",
+            request=response.request,
+        )
+
+    async def parse_rendered_list(self, response: Response) -> AsyncIterator[Any]:
+        rendered = await self._rendered(response)
+        if rendered is None:
+            count(self.crawler.stats, "list_page_failures", response.meta[META_KEY]["site_id"])
+            return
+        for item in self.parse_list(rendered):
+            yield item
+
+    async def parse_rendered_snapshot(self, response: Response) -> AsyncIterator[Any]:
+        rendered = await self._rendered(response)
+        if rendered is None:
+            meta = response.meta[META_KEY]
+            count(self.crawler.stats, "snapshot_failures", meta["site_id"])
+            yield FailedFetch(meta["article_id"], meta["site_id"], now(), "browser")
+            return
+        yield self._snapshot(rendered, "utf-8", rendered=True)
+
+    async def rendered_list_failed(self, failure: Failure) -> None:
+        if self.pages is None or not await self.pages.release_failed(failure):
+            self.list_failed(failure)
+
+    async def rendered_snapshot_failed(self, failure: Failure) -> AsyncIterator[FailedFetch]:
+        if self.pages is not None and await self.pages.release_failed(failure):
+            return
+        for item in self.snapshot_failed(failure):
+            yield item

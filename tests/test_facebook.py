@@ -122,7 +122,7 @@ def test_archives_every_post_with_every_comment(db_url: str, tmp_path: Path) -> 
     # 9 pages (1 list + 8 posts) in contexts of 3 pages: three contexts, each closed as soon
     # as its third page was done.
     assert stat(run, "playwright/context_count") == 3
-    assert stat(run, "zeroarchive/facebook/contexts_recycled") == 3
+    assert stat(run, "zeroarchive/browser/contexts_recycled") == 3
     assert chromium_pids(tag) == []
 
 
@@ -147,7 +147,7 @@ def test_login_wall_stops_the_site(tmp_path: Path, gate: str, after: int) -> Non
     assert stat(run, "zeroarchive/snapshots_saved") == after
     assert stat(run, "zeroarchive/snapshot_failures") == 0
     if after:
-        assert stat(run, "zeroarchive/facebook/skipped_after_gate") >= 1
+        assert stat(run, "zeroarchive/browser/skipped_after_gate") >= 1
     assert chromium_pids(tag) == []
 
 

@@ -1,18 +1,32 @@
 """The browser that renders pages (the facebook spider; generic sites with ``render``):
-Debian's Chromium driven by scrapy-playwright, its settings as a frozen config, and the
-download handler a spider switches on for its browser requests only."""
+Debian's Chromium driven by scrapy-playwright, its settings as a frozen config, the
+download handler a spider switches on for its browser requests only, and the pages and
+contexts each site uses."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from playwright.async_api import Error as PlaywrightError
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Request
 from scrapy.settings import BaseSettings
+from twisted.python.failure import Failure
+
+from zeroarchive.request_meta import META_KEY
+from zeroarchive.stats import count
 
 HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
 # Pictures, video and fonts are not archived: never downloaded by the browser.
 BLOCKED_RESOURCE_TYPES = frozenset({"image", "media", "font"})
+_HOLDS_SLOT = "browser_page_slot"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,3 +93,96 @@ def use_browser(settings: BaseSettings, pages_per_context: int) -> None:
 def abort_request(request: Any) -> bool:
     """``PLAYWRIGHT_ABORT_REQUEST``: skip what the archive does not keep."""
     return bool(request.resource_type in BLOCKED_RESOURCE_TYPES)
+
+
+class BrowserPages:
+    """The browser pages of one crawl, by site: a site keeps at most ``concurrency`` pages
+    open (pages stay open while the spider works on them, after the download slot is
+    free) in browser contexts of its own, a fresh one every ``BROWSER_CONTEXT_PAGES``
+    pages so memory stays flat; a site stopped by a gate has its remaining requests
+    dropped before they reach the network."""
+
+    def __init__(self, name: str, config: BrowserConfig, concurrency: int, crawler: Any) -> None:
+        self.name = name
+        self.config = config
+        self.concurrency = concurrency
+        # The crawler, not its stats: a spider builds this before the crawl has stats.
+        self.crawler = crawler
+        #: Sites stopped for this run, and why (a login wall, say).
+        self.stopped: dict[int, str] = {}
+        self._generation: Counter[int] = Counter()
+        self._used: Counter[str] = Counter()
+        self._open: Counter[str] = Counter()
+        self._retired: set[str] = set()
+        self._contexts: dict[str, Any] = {}
+        self._slots: dict[int, asyncio.Semaphore] = {}
+
+    @staticmethod
+    def meta(user_agent: str) -> dict[str, Any]:
+        """The request meta that sends a request through the browser, its page kept open
+        for the callback (which must hand it back with ``release``)."""
+        return {
+            "playwright": True,
+            "playwright_include_page": True,
+            "playwright_context_kwargs": {"user_agent": user_agent, "java_script_enabled": True},
+            # A retry would reuse an open page, which cannot travel through a shared queue;
+            # the schedule takes a failed page again later instead.
+            "dont_retry": True,
+        }
+
+    async def acquire(self, request: Request) -> None:
+        """Wait for one of the site's page slots, then give the request the site's current
+        context; IgnoreRequest when the site was stopped meanwhile."""
+        site_id = request.meta[META_KEY]["site_id"]
+        if request.meta.get(_HOLDS_SLOT):
+            return
+        if site_id not in self.stopped:
+            slots = self._slots.setdefault(site_id, asyncio.Semaphore(self.concurrency))
+            await slots.acquire()
+            if site_id not in self.stopped:
+                name = f"{self.name}-{site_id}-{self._generation[site_id]}"
+                self._used[name] += 1
+                self._open[name] += 1
+                if self._used[name] >= self.config.context_pages:
+                    self._generation[site_id] += 1
+                    self._retired.add(name)
+                request.meta["playwright_context"] = name
+                request.meta[_HOLDS_SLOT] = True
+                return
+            slots.release()
+        count(self.crawler.stats, "browser/skipped_after_gate", site_id)
+        raise IgnoreRequest(f"site #{site_id} stopped by a {self.stopped[site_id]}")
+
+    async def release(self, request: Request, page: Any | None) -> None:
+        """Close the request's page, and its context once retired and without pages."""
+        name = request.meta.get("playwright_context")
+        if page is not None:
+            if name is not None:
+                self._contexts.setdefault(name, page.context)
+            try:
+                await page.close()
+            except PlaywrightError as exc:
+                logger.debug("Closing a page failed: %s", exc)
+        if name is None or not request.meta.pop(_HOLDS_SLOT, False):
+            return
+        self._slots[request.meta[META_KEY]["site_id"]].release()
+        self._open[name] -= 1
+        if name in self._retired and self._open[name] <= 0:
+            self._retired.discard(name)
+            del self._open[name], self._used[name]
+            context = self._contexts.pop(name, None)
+            if context is not None:
+                try:
+                    await context.close()
+                except PlaywrightError as exc:
+                    logger.debug("Closing context %s failed: %s", name, exc)
+                count(self.crawler.stats, "browser/contexts_recycled")
+
+    async def release_failed(self, failure: Failure) -> bool:
+        """Close the page of a failed request; True when the request was dropped because
+        its site was stopped (nothing to record: its articles stay due)."""
+        request = failure.request  # type: ignore[attr-defined]
+        await self.release(request, request.meta.get("playwright_page"))
+        return bool(
+            failure.check(IgnoreRequest) and request.meta[META_KEY]["site_id"] in self.stopped
+        )

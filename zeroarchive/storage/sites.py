@@ -164,6 +164,22 @@ class SiteStore:
                 row = rows[0] if rows else None
         return site_from_row(row) if row is not None else None
 
+    def renders(self, types: Sequence[str]) -> bool:
+        """Whether an active site of these types is to be rendered by a browser (its config
+        says ``render``, or 0archive's ``selenium``)."""
+        query = select(site.c.name, site.c.config).where(
+            site.c.is_active.is_(True), site.c.type.in_(list(types))
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        for row in rows:
+            try:
+                if parse_config(json.loads(row.config or "{}"), row.name).render:
+                    return True
+            except (ValueError, SiteConfigError):
+                continue
+        return False
+
     def active_rows(self, types: tuple[str, ...]) -> list[RowMapping]:
         with self.engine.connect() as conn:
             query = (
