@@ -87,6 +87,8 @@ RETRY_BACKOFF_BASE = 2.0
 RETRY_BACKOFF_MAX = 60.0
 RETRY_TIMES = 3
 ROBOTSTXT_OBEY = True
+# Bot challenges, captchas and login walls are failures of kind blocked, not snapshots.
+BLOCK_PAGES_ENABLED = True
 SITE_POLICY_CONCURRENCY = 2
 SITE_POLICY_ENABLED = True
 THROTTLE_BASE = 5.0
@@ -104,6 +106,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.retry_backoff.BackoffRetryDownloaderMiddleware": 550,
     "middlewares.throttle.ThrottleDownloaderMiddleware": 560,
+    # After retry and throttle in process_response order: a block page is not retried.
+    "middlewares.block_pages.BlockPagesDownloaderMiddleware": 580,
 }
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,

@@ -36,6 +36,7 @@ from twisted.python.failure import Failure
 from zeroarchive.archive_spider import ArchiveSpider
 from zeroarchive.browser import BrowserConfig, BrowserPages, use_browser
 from zeroarchive.clock import now
+from zeroarchive.errors import BLOCKED, BlockedPage
 from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
 from zeroarchive.request_meta import META_KEY
 from zeroarchive.sites import Site
@@ -149,6 +150,13 @@ class FacebookSpider(ArchiveSpider):
         kind = gate_kind(response.url, html)
         if kind is None:
             return False
+        asked = response.request.url if response.request else response.url
+        self._stop(site, kind, asked, response.url)
+        return True
+
+    def _stop(self, site: Site, kind: str, asked: str, answered: str) -> None:
+        """Stop the site for this run after a gate: its other requests are dropped before
+        they reach the network, and its posts stay due."""
         count(self.crawler.stats, f"facebook/{kind}", site.site_id)
         if site.site_id not in self.pages.stopped:
             self.pages.stopped[site.site_id] = kind
@@ -157,11 +165,20 @@ class FacebookSpider(ArchiveSpider):
                 "this run, its posts stay due",
                 site.name,
                 site.site_id,
-                response.request.url if response.request else response.url,
+                asked,
                 kind.replace("_", " "),
-                response.url,
+                answered,
             )
-        return True
+
+    def _stop_on_block_page(self, failure: Failure) -> None:
+        """A block page the block-pages middleware caught is a gate too."""
+        if not failure.check(BlockedPage):
+            return
+        request = failure.request  # type: ignore[attr-defined]
+        site = self.site_of(request)
+        if site is not None:
+            answered = failure.value.url
+            self._stop(site, gate_kind(answered, "") or "block_page", request.url, answered)
 
     async def _pace(self, site: Site) -> None:
         """The site's delay between the page's own requests (scrolls, clicks), as between
@@ -177,6 +194,8 @@ class FacebookSpider(ArchiveSpider):
         urls: list[str] = []
         try:
             if self._gated(site, response, response.text):
+                count(self.crawler.stats, f"errors/{BLOCKED}", site.site_id)
+                count(self.crawler.stats, "list_page_failures", site.site_id)
                 return
             self.list_page_answered(site)
             urls = await self._scroll(page, site)
@@ -234,21 +253,25 @@ class FacebookSpider(ArchiveSpider):
         item: FetchedPage | FailedFetch | None = None
         try:
             if self._gated(site, response, response.text):
-                return
-            await self._expand(page, site)
-            html = await page.content()
-            item = FetchedPage(
-                article_id=meta["article_id"],
-                site_id=site.site_id,
-                article_type=meta["article_type"],
-                fetched_at=now(),
-                status=response.status,
-                final_url=page.url,
-                headers=header_lists(response.headers),
-                encoding="utf-8",
-                body=html.encode("utf-8"),
-                rendered=True,
-            )
+                # A block page, not the post: the post backs off and nothing is stored.
+                count(self.crawler.stats, f"errors/{BLOCKED}", site.site_id)
+                count(self.crawler.stats, "snapshot_failures", site.site_id)
+                item = FailedFetch(meta["article_id"], site.site_id, now(), BLOCKED)
+            else:
+                await self._expand(page, site)
+                html = await page.content()
+                item = FetchedPage(
+                    article_id=meta["article_id"],
+                    site_id=site.site_id,
+                    article_type=meta["article_type"],
+                    fetched_at=now(),
+                    status=response.status,
+                    final_url=page.url,
+                    headers=header_lists(response.headers),
+                    encoding="utf-8",
+                    body=html.encode("utf-8"),
+                    rendered=True,
+                )
         except PlaywrightError as exc:
             kind = "page_crashed" if "crash" in str(exc).lower() else "browser"
             count(self.crawler.stats, f"errors/{kind}", site.site_id)
@@ -305,9 +328,11 @@ class FacebookSpider(ArchiveSpider):
     async def snapshot_failed(self, failure: Failure) -> AsyncIterator[FailedFetch]:
         if await self.pages.release_failed(failure):
             return
+        self._stop_on_block_page(failure)
         for item in super().snapshot_failed(failure):
             yield item
 
     async def list_failed(self, failure: Failure) -> None:
         if not await self.pages.release_failed(failure):
+            self._stop_on_block_page(failure)
             super().list_failed(failure)

@@ -145,9 +145,15 @@ def test_login_wall_stops_the_site(tmp_path: Path, gate: str, after: int) -> Non
     assert 1 <= gated_hits <= 2
     assert served == after
     assert stat(run, "zeroarchive/snapshots_saved") == after
-    assert stat(run, "zeroarchive/snapshot_failures") == 0
+    # The gate is a block page: a failure of kind blocked, the post backs off.
+    assert stat(run, "zeroarchive/errors/blocked") == gated_hits
     if after:
+        assert stat(run, "zeroarchive/snapshot_failures") == gated_hits
         assert stat(run, "zeroarchive/browser/skipped_after_gate") >= 1
+        reasons = [row["stop_reason"] for row in articles_by_url(db_url).values()]
+        assert reasons.count("last_error:blocked") == gated_hits
+    else:
+        assert stat(run, "zeroarchive/list_page_failures") == 1
     assert chromium_pids(tag) == []
 
 

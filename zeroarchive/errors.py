@@ -30,8 +30,19 @@ _KINDS: tuple[tuple[type[BaseException], str], ...] = (
 )
 
 
+class BlockedPage(IgnoreRequest):
+    """An answer that is a block page (zeroarchive/blocks.py), with why."""
+
+    def __init__(self, reason: str, url: str) -> None:
+        super().__init__(f"blocked: {reason}")
+        self.reason = reason
+        self.url = url
+
+
 def error_kind(failure: Failure) -> tuple[str, int | None]:
     """``(kind, http_status)`` of a request failure."""
+    if failure.check(BlockedPage):
+        return BLOCKED, None
     for exc_type, kind in _KINDS:
         if failure.check(exc_type):
             if kind == "http":

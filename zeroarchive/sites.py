@@ -33,6 +33,7 @@ CONFIG_KEYS = (
     "cookies",
     "render",
     "login_url",
+    "blocked",
     "robots",
     "url_rules",
     "schedule",
@@ -57,6 +58,9 @@ class SiteConfigError(ValueError):
 class SiteConfig:
     article: tuple[re.Pattern[str], ...] = ()
     following: tuple[re.Pattern[str], ...] = ()
+    #: What only this site's block pages say (a login wall's text, say): such an answer is a
+    #: failure of kind blocked, never a snapshot (zeroarchive/blocks.py).
+    blocked: tuple[re.Pattern[str], ...] = ()
     depth: int = DEFAULT_DEPTH
     delay: float = DEFAULT_DELAY
     ua: str | None = None
@@ -241,6 +245,7 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
     return SiteConfig(
         article=split_patterns(raw.get("article"), site, "article"),
         following=split_patterns(raw.get("following"), site, "following"),
+        blocked=split_patterns(raw.get("blocked"), site, "blocked"),
         depth=_whole(_number(raw.get("depth", DEFAULT_DEPTH), site, "depth", 0, MAX_DEPTH), site),
         delay=float(_number(raw.get("delay", DEFAULT_DELAY), site, "delay", 0, 3600)),
         ua=ua,
