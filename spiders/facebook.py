@@ -46,6 +46,8 @@ from zeroarchive.sources.facebook import (
     FILTER_OPEN_SELECTOR,
     SOURCE,
     gate_kind,
+    is_group,
+    is_group_post,
     post_url,
 )
 from zeroarchive.stats import count
@@ -234,7 +236,10 @@ class FacebookSpider(ArchiveSpider):
 
     def _post_urls(self, hrefs: list[str], site: Site) -> dict[str, None]:
         urls: dict[str, None] = {}
+        group = is_group(site.url)
         for href in hrefs:
+            if group and not is_group_post(href):
+                continue
             try:
                 url = post_url(href, site.config.url_rules)
             except UrlRejected as exc:

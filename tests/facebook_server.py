@@ -7,7 +7,12 @@ number of posts. What the real site does with JavaScript, a small script here do
 
 - ``/<page>/posts/`` shows the first posts; scrolling to the bottom fetches the next ones
   from ``/page_content_list_view/more/`` (Facebook's own ``for (;;);`` JSON "replace" action).
-- ``/<post id>`` redirects to ``/story.php?story_fbid=<id>&id=<page id>`` (as recorded);
+- ``group=True`` serves a public group instead, from the recorded group's posts:
+  ``/groups/<group id>/`` shows the first posts and a "See more posts…" item
+  (``#m_more_item``) that scrolling replaces with the next ones from
+  ``/groups/<group id>?bac=<cursor>``.
+- ``/<post id>`` redirects to ``/story.php?story_fbid=<id>&id=<page id>`` (as recorded),
+  or for a group post to ``/groups/<group name>/permalink/<id>/`` (as recorded);
   a post shows the "Most relevant" comments, 5 at a time; "View more comments…" loads the
   next 5, "Most relevant" opens a menu whose "All comments" reloads them all, and comments
   with replies have a "View more replies" link (2 replies a click).
@@ -42,6 +47,8 @@ from tests.conftest import FIXTURES
 RECORDED = FIXTURES / "facebook"
 PAGE = "Nintendo"
 PAGE_ID = "119240841493711"
+GROUP_ID = "117507531664134"
+GROUP_NAME = "southamericansincomputing"
 FIRST_POSTS = 3
 MORE_POSTS = 4
 COMMENT_PAGE = 5
@@ -100,8 +107,9 @@ def _clean(element: Any) -> str:
 
 
 @cache
-def templates() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(listing blocks, comment blocks) from the recorded pages, cleaned and de-duplicated."""
+def templates(group: bool = False) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(listing blocks, comment blocks) from the recorded pages, cleaned and de-duplicated:
+    the page's posts, or with ``group`` the group's."""
     articles: dict[str, str] = {}
     comments: dict[str, str] = {}
     for uri, body in _interactions():
@@ -110,12 +118,21 @@ def templates() -> tuple[tuple[str, ...], tuple[str, ...]]:
             body = "".join(a.get("html", "") for a in payload["payload"]["actions"])
         # m.facebook.com ships comment lists inside <code><!-- ... --></code>.
         doc = lxml_html.fromstring(body.replace("<!--", "").replace("-->", ""))
-        if ("/posts/" in uri and not uri.endswith("/posts/")) or "story.php" in uri:
+        if (
+            ("/posts/" in uri and not uri.endswith("/posts/"))
+            or "story.php" in uri
+            or ("/permalink/" in uri)
+        ):
             for block in doc.xpath('//div[@data-sigil="comment"]'):
                 for pager in block.xpath('.//div[starts-with(@id, "comment_replies_more")]'):
                     pager.getparent().remove(pager)
                 comments.setdefault(block.get("id", ""), _clean(block))
-        if uri.endswith("/posts/") or "page_content_list_view" in uri:
+        listing = (
+            uri.endswith(f"/groups/{GROUP_ID}/")
+            if group
+            else (uri.endswith("/posts/") or "page_content_list_view" in uri)
+        )
+        if listing:
             for block in doc.xpath("//article"):
                 text = _clean(block)
                 ids = _IDS.findall(text)
@@ -124,8 +141,8 @@ def templates() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(articles.values()), tuple(comments.values())
 
 
-def make_posts(count: int) -> list[Post]:
-    blocks, _ = templates()
+def make_posts(count: int, group: bool = False) -> list[Post]:
+    blocks, _ = templates(group)
     posts = []
     for number in range(count):
         template = blocks[number % len(blocks)]
@@ -133,20 +150,24 @@ def make_posts(count: int) -> list[Post]:
         new_ids = {old: str(POST_ID_BASE + number * 10 + i) for i, old in enumerate(old_ids)}
         block = re.sub("|".join(old_ids), lambda m, ids=new_ids: ids[m.group(0)], template)
         post_id = new_ids[old_ids[0]]
-        if number % 2:
+        if group:
+            (post_id,) = set(re.findall(r"/permalink/(\d{8,})", block))
+        if number % 2 and not group:
             # The other link form Facebook uses for the same post.
             block = re.sub(
                 r"/story\.php\?story_fbid=(\d+)&amp;id=\d+(&amp;)?",
                 lambda m: f"/{PAGE}/posts/{m.group(1)}?",
                 block,
             )
-        if number % 3 == 0:
+        if number % 3 == 0 and not group:
             block = block.replace(
                 "</article>",
                 f'<a href="/{PAGE}/posts/{post_id}/?refsrc=timeline">Full story</a></article>',
                 1,
             )
-        linked = {m for m in re.findall(r"(?:story_fbid=|/posts/)(\d{8,})", block)}
+        # A group's listing also links what its members shared; only permalinks are its posts.
+        forms = r"/permalink/" if group else r"(?:story_fbid=|/posts/)"
+        linked = set(re.findall(forms + r"(\d{8,})", block))
         comments = 6 + (number * 7) % 17
         replies = tuple(1 + (number + c) % 4 if c % 3 == 0 else 0 for c in range(comments))
         posts.append(Post(number, post_id, tuple(sorted(linked)), block, comments, replies))
@@ -196,11 +217,12 @@ function replaceFrom(url, target) {
 }
 let loading = false;
 window.addEventListener('scroll', () => {
-  const more = document.querySelector('#see_more_cards_id a');
+  const more = document.querySelector('#see_more_cards_id a, #m_more_item a');
   if (!more || loading) return;
   if (window.innerHeight + window.scrollY < document.body.scrollHeight - 200) return;
   loading = true;
-  replaceFrom(more.getAttribute('href'), null).finally(() => { loading = false; });
+  replaceFrom(more.getAttribute('href'), more.closest('#m_more_item'))
+    .finally(() => { loading = false; });
 });
 document.addEventListener('click', event => {
   const link = event.target.closest('a');
@@ -235,8 +257,10 @@ class FacebookServer:
         gate: str | None = None,
         gate_after: int = 0,
         hold_comments_of: str | None = None,
+        group: bool = False,
     ) -> None:
-        self.posts = make_posts(posts)
+        self.group = group
+        self.posts = make_posts(posts, group)
         self.by_id = {pid: post for post in self.posts for pid in post.ids}
         self.by_id.update({post.post_id: post for post in self.posts})
         self.gate = gate
@@ -249,7 +273,7 @@ class FacebookServer:
         self.hold_comments_of = hold_comments_of
         self.held = threading.Event()
         self.release = threading.Event()
-        self.page_path = f"/{PAGE}/posts/"
+        self.page_path = f"/groups/{GROUP_ID}/" if group else f"/{PAGE}/posts/"
         self._server: _HTTPServer | None = None
 
     # --- serving ----------------------------------------------------------------------
@@ -292,10 +316,21 @@ class FacebookServer:
             return self._gated(target) or self._html(self._listing())
         if path == "/page_content_list_view/more/":
             return self._more(int(query.get("start_cursor", "0")))
+        if self.group and path == f"/groups/{GROUP_ID}":
+            return self._html(self._cards(int(query.get("bac", "0")), MORE_POSTS))
         found = re.fullmatch(r"/(\d+)/?", path)
         if found and found.group(1) in self.by_id:
             location = f"/story.php?story_fbid={found.group(1)}&id={PAGE_ID}"
+            if self.group:
+                location = f"/groups/{GROUP_NAME}/permalink/{found.group(1)}/"
             return 302, [("Location", location)], b""
+        permalink = re.fullmatch(rf"/groups/{GROUP_NAME}/permalink/(\d+)/", path)
+        if self.group and permalink and permalink.group(1) in self.by_id:
+            with self.lock:
+                gated = self._gated(target)
+                if gated is None:
+                    self.post_pages_served += 1
+            return gated or self._html(self._post_page(self.by_id[permalink.group(1)]))
         if path == "/story.php" and query.get("story_fbid") in self.by_id:
             with self.lock:
                 gated = self._gated(target)
@@ -332,11 +367,22 @@ class FacebookServer:
 
     def _listing(self) -> str:
         cards = self._cards(0, FIRST_POSTS)
+        if self.group:
+            body = f'<section id="m_group_stories_container">{cards}</section>'
+            return _document("South Americans in Computing public group | Facebook", body)
         return _document(f"{PAGE} - Posts | Facebook", f'<div id="m_pages">{cards}</div>')
 
     def _cards(self, start: int, n: int) -> str:
         blocks = "".join(post.block for post in self.posts[start : start + n])
         end = start + n
+        if self.group:
+            if end < len(self.posts):
+                more = f"/groups/{GROUP_ID}?bac={end}&amp;multi_permalinks&amp;refid=18"
+                blocks += (
+                    '<div class="item _5v-l fullwidthMore async_elem" id="m_more_item">'
+                    f'<a href="{more}">See more posts…</a></div>'
+                )
+            return blocks
         if end < len(self.posts):
             more = (
                 f"/page_content_list_view/more/?page_id={PAGE_ID}&amp;start_cursor={end}"

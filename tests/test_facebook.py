@@ -70,8 +70,8 @@ def chromium_pids(tag: str | None = None) -> list[int]:
     ]
 
 
-def load(db_url: str, tmp_path: Path, fb: FacebookServer, **config: object) -> None:
-    site = {"name": "nintendo", "url": fb.url(fb.page_path), "type": "facebook"}
+def load(db_url: str, tmp_path: Path, fb: FacebookServer, junk: str = "", **config: object) -> None:
+    site = {"name": "nintendo", "url": fb.url(fb.page_path + junk), "type": "facebook"}
     site["config"] = {"delay": 0, **config}
     loaded = scrapy(
         "load_sites", str(write_sites(tmp_path / "sites.yaml", [site])), db_url=db_url, cwd=tmp_path
@@ -123,6 +123,31 @@ def test_archives_every_post_with_every_comment(db_url: str, tmp_path: Path) -> 
     # as its third page was done.
     assert stat(run, "playwright/context_count") == 3
     assert stat(run, "zeroarchive/browser/contexts_recycled") == 3
+    assert chromium_pids(tag) == []
+
+
+def test_a_public_group_is_archived_like_a_page(db_url: str, tmp_path: Path) -> None:
+    tag = secrets.token_hex(6)
+    with FacebookServer(posts=7, group=True) as fb:
+        # As a group URL comes from Airtable, with tracking junk (dropped when it loads).
+        load(db_url, tmp_path, fb, junk="permalink/1/?ref=share&__tn__=C-R")
+        run = crawl(db_url, tmp_path, tag)
+        hits = dict(fb.hits)
+        expected = {fb.url(f"/{pid}") for post in fb.posts for pid in post.ids}
+        markers = {fb.url(f"/{post.post_id}"): post.markers() for post in fb.posts}
+    # Every group post, found by scrolling the group, is one Article at its short
+    # permalink, snapshotted from its group permalink page with every comment and reply.
+    assert set(articles_by_url(db_url)) == expected
+    stored = snapshots(db_url)
+    assert set(stored) == expected
+    for url, html in stored.items():
+        if url in markers:
+            assert set(re.findall(r'data-emu="([^"]+)"', html)) == markers[url], url
+    assert stat(run, "zeroarchive/snapshots_saved") == len(expected)
+    assert stat(run, "zeroarchive/snapshot_failures") == 0
+    assert {path: n for path, n in hits.items() if n > 1} == {}
+    # 3 posts with the group, 4 with the first scroll: one "See more posts" fetch.
+    assert sum(1 for path in hits if path.startswith("/groups/117507531664134?bac=")) == 1
     assert chromium_pids(tag) == []
 
 

@@ -77,6 +77,27 @@ def post_id_of(url: str) -> str | None:
     return None
 
 
+def is_group(site_url: str) -> bool:
+    """Whether a facebook site is a group (its posts are group permalinks), not a page.
+
+    >>> is_group("https://m.facebook.com/groups/twgov/"), is_group("https://m.facebook.com/x/posts/")
+    (True, False)
+    """
+    return urlsplit(site_url).path.startswith("/groups/")
+
+
+def is_group_post(url: str) -> bool:
+    """Whether a link is a group post's permalink (a group's listing also links the posts
+    its members shared, which belong to their pages, not to the group).
+
+    >>> is_group_post("/groups/southamericansincomputing/permalink/1629606003787605/?refid=18")
+    True
+    >>> is_group_post("/story.php?story_fbid=815014312772561&id=101291573906616")
+    False
+    """
+    return _POST_PATHS[1].match(urlsplit(url).path) is not None
+
+
 def post_url(url: str, rules: UrlRules | None = None) -> str | None:
     """The one canonical URL of the post ``url`` links to: ``<scheme>://<host>/<post id>``,
     Facebook's own short permalink (it redirects to the post under its current owner), so
