@@ -1,5 +1,6 @@
 """Per-site politeness: each site gets its own download slot (its ``delay``, one request at
-a time), its user agent and cookies, and may opt out of robots.txt.
+a time), its user agent and cookies (its ``cookies``, and a browser session's from its
+``cookies_file``), and may opt out of robots.txt.
 
 Runs before Scrapy's robots.txt (100), user-agent (500) and cookies (700) middlewares, so
 what it sets is what they see.
@@ -7,15 +8,21 @@ what it sets is what they see.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.settings import BaseSettings
 
+from zeroarchive.proxies import CookiesFileError, cookies_for, session_cookies
 from zeroarchive.sites import Site
+from zeroarchive.stats import count
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -43,6 +50,7 @@ class SitePolicyDownloaderMiddleware:
     def __init__(self, crawler: Crawler, config: SitePolicyConfig) -> None:
         self.crawler = crawler
         self.config = config
+        self._bad_cookie_files: set[int] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitePolicyDownloaderMiddleware:
@@ -67,5 +75,22 @@ class SitePolicyDownloaderMiddleware:
             request.headers["User-Agent"] = site.config.ua
         for name, value in site.config.cookies.items():
             request.cookies.setdefault(name, value)
+        if site.config.cookies_file and not request.meta.get("playwright"):
+            self._session(request, site)
         if not site.config.robots:
             request.meta["dont_obey_robotstxt"] = True
+
+    def _session(self, request: Request, site: Site) -> None:
+        """The session cookies of the site's ``cookies_file`` that go to the request's host;
+        a file that cannot be read is logged once and the site crawled without it."""
+        assert site.config.cookies_file is not None
+        try:
+            cookies = session_cookies(site.config.cookies_file)
+        except CookiesFileError as exc:
+            count(self.crawler.stats, "errors/cookies_file", site.site_id)
+            if site.site_id not in self._bad_cookie_files:
+                self._bad_cookie_files.add(site.site_id)
+                logger.error("Site %s (#%d): %s", site.name, site.site_id, exc)
+            return
+        for name, value in cookies_for(cookies, urlsplit(request.url).hostname or "").items():
+            request.cookies.setdefault(name, value)  # type: ignore[union-attr]

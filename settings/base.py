@@ -89,6 +89,9 @@ RETRY_TIMES = 3
 ROBOTSTXT_OBEY = True
 # Bot challenges, captchas and login walls are failures of kind blocked, not snapshots.
 BLOCK_PAGES_ENABLED = True
+# Proxies shared by every site without a `proxy` of its own, used in turn. One with
+# credentials only from the environment variable of this name (comma-separated).
+ZEROARCHIVE_PROXIES: list[str] = []
 SITE_POLICY_CONCURRENCY = 2
 SITE_POLICY_ENABLED = True
 THROTTLE_BASE = 5.0
@@ -103,6 +106,8 @@ ADDONS = {"zeroarchive.distributed.DistributedAddon": 0}
 DOWNLOADER_MIDDLEWARES = {
     "middlewares.url_guard.UrlGuardDownloaderMiddleware": 40,
     "middlewares.site_policy.SitePolicyDownloaderMiddleware": 50,
+    # Before Scrapy's HttpProxyMiddleware (750), which turns credentials into a header.
+    "middlewares.proxies.ProxyDownloaderMiddleware": 60,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.retry_backoff.BackoffRetryDownloaderMiddleware": 550,
     "middlewares.throttle.ThrottleDownloaderMiddleware": 560,

@@ -16,6 +16,10 @@ if not os.environ.get("ZEROARCHIVE_DB_URL"):
 ZEROARCHIVE_DB_URL = None
 
 for _name, _value in os.environ.items():
-    if _name.startswith("ZEROARCHIVE_") and _name != "ZEROARCHIVE_DB_URL":
+    # Secrets stay out of settings, which Scrapy logs: they are read from the environment.
+    if _name.startswith("ZEROARCHIVE_") and _name not in (
+        "ZEROARCHIVE_DB_URL",
+        "ZEROARCHIVE_PROXIES",
+    ):
         globals()[_name] = _value
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")

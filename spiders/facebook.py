@@ -146,7 +146,7 @@ class FacebookSpider(ArchiveSpider):
 
     async def before_browser_download(self, request: Request) -> None:
         """A page of the site's browser context for the request (see BrowserPages)."""
-        await self.pages.acquire(request)
+        await self.pages.acquire(request, self.site_of(request))
 
     def _gated(self, site: Site, response: Response, html: str) -> bool:
         kind = gate_kind(response.url, html)

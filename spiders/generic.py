@@ -276,7 +276,7 @@ class GenericSpider(ArchiveSpider):
                 f"site #{site_id} renders, but this crawl started without a browser (no site "
                 "rendered when it started): run it again"
             )
-        await self.pages.acquire(request)
+        await self.pages.acquire(request, self.site_of(request))
 
     async def _rendered(self, response: Response) -> HtmlResponse | None:
         """The page as the browser built it once its scripts settled (the network idle for

@@ -16,6 +16,8 @@ number of posts. What the real site does with JavaScript, a small script here do
   a post shows the "Most relevant" comments, 5 at a time; "View more comments…" loads the
   next 5, "Most relevant" opens a menu whose "All comments" reloads them all, and comments
   with replies have a "View more replies" link (2 replies a click).
+- ``session="<id>"``: everything is behind the login wall except for requests carrying
+  the logged-in session's ``c_user=<id>`` cookie (``with_session`` counts them).
 - ``gate="login"`` / ``"checkpoint"`` answers page requests, after ``gate_after`` normal
   post pages, with a redirect to ``/login.php?next=...`` or ``/checkpoint/?next=...``;
   ``gate="login_form"`` serves the login form in place of the page.
@@ -181,7 +183,9 @@ class _Handler(BaseHTTPRequestHandler):
         site = self.server.site
         with site.lock:
             site.hits[self.path] += 1
-        status, headers, body = site.respond(self.path)
+            if site.session and f"c_user={site.session}" in (self.headers.get("Cookie") or ""):
+                site.with_session += 1
+        status, headers, body = site.respond(self.path, self.headers.get("Cookie") or "")
         self.send_response_only(status)
         for name, value in headers:
             self.send_header(name, value)
@@ -258,8 +262,12 @@ class FacebookServer:
         gate_after: int = 0,
         hold_comments_of: str | None = None,
         group: bool = False,
+        session: str | None = None,
     ) -> None:
         self.group = group
+        #: A logged-in session's c_user cookie: with one, pages without it are login walls.
+        self.session = session
+        self.with_session = 0
         self.posts = make_posts(posts, group)
         self.by_id = {pid: post for post in self.posts for pid in post.ids}
         self.by_id.update({post.post_id: post for post in self.posts})
@@ -304,8 +312,11 @@ class FacebookServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def respond(self, target: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    def respond(self, target: str, cookie: str = "") -> tuple[int, list[tuple[str, str]], bytes]:
         parts = urlsplit(target)
+        if self.session and parts.path != "/login.php" and f"c_user={self.session}" not in cookie:
+            where = f"/login.php?next={quote(self.url(target), safe='')}"
+            return 302, [("Location", where)], b""
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         path = parts.path
         if path == "/login.php":

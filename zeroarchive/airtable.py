@@ -21,6 +21,7 @@ from pyairtable import Api
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from zeroarchive.proxies import safe_proxy
 from zeroarchive.sites import SiteConfigError, SiteSpec, number_from_text, parse_spec
 from zeroarchive.sources import label_types, normalise_label
 
@@ -268,8 +269,8 @@ def _differences(old: SiteSpec, new: SiteSpec) -> tuple[str, ...]:
             out.append(f"{attr} {getattr(old, attr)} -> {getattr(new, attr)}")
     for key in sorted({*old.config, *new.config}):
         if old.config.get(key) != new.config.get(key):
-            before = old.config.get(key, "(unset)")
-            after = new.config.get(key, "(unset)")
+            before = _shown(key, old.config.get(key, "(unset)"))
+            after = _shown(key, new.config.get(key, "(unset)"))
             out.append(f"{key} {before} -> {after}")
     if old.is_active != new.is_active:
         flags = ("no", "yes")
@@ -277,6 +278,19 @@ def _differences(old: SiteSpec, new: SiteSpec) -> tuple[str, ...]:
     if old.airtable_id != new.airtable_id:
         out.append(f"linked to Airtable row {new.airtable_id}")
     return tuple(out)
+
+
+def _shown(key: str, value: Any) -> Any:
+    """A config value as the sync prints it: a proxy's credentials never.
+
+    >>> _shown("proxy", ["http://u:p@10.0.0.5:3128"]), _shown("depth", 3)
+    (['http://***@10.0.0.5:3128'], 3)
+    """
+    if key != "proxy":
+        return value
+    if isinstance(value, list):
+        return [safe_proxy(str(v)) for v in value]
+    return safe_proxy(str(value))
 
 
 def _same(old: SiteSpec, new: SiteSpec) -> bool:

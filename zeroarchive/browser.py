@@ -17,7 +17,15 @@ from scrapy.http import Request
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
+from zeroarchive.proxies import (
+    CookiesFileError,
+    browser_proxy,
+    proxies_for,
+    proxy_pool,
+    session_cookies,
+)
 from zeroarchive.request_meta import META_KEY
+from zeroarchive.sites import Site
 from zeroarchive.stats import count
 
 HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
@@ -106,6 +114,8 @@ class BrowserPages:
         self.name = name
         self.config = config
         self.concurrency = concurrency
+        #: ZEROARCHIVE_PROXIES, for sites without proxies of their own.
+        self.pool = proxy_pool(crawler.settings)
         # The crawler, not its stats: a spider builds this before the crawl has stats.
         self.crawler = crawler
         #: Sites stopped for this run, and why (a login wall, say).
@@ -116,6 +126,7 @@ class BrowserPages:
         self._retired: set[str] = set()
         self._contexts: dict[str, Any] = {}
         self._slots: dict[int, asyncio.Semaphore] = {}
+        self._bad_cookie_files: set[int] = set()
 
     @staticmethod
     def meta(user_agent: str) -> dict[str, Any]:
@@ -130,9 +141,10 @@ class BrowserPages:
             "dont_retry": True,
         }
 
-    async def acquire(self, request: Request) -> None:
+    async def acquire(self, request: Request, site: Site | None = None) -> None:
         """Wait for one of the site's page slots, then give the request the site's current
-        context; IgnoreRequest when the site was stopped meanwhile."""
+        context, with the site's proxy (its proxies in turn, a context each) and the
+        session of its ``cookies_file``; IgnoreRequest when the site was stopped meanwhile."""
         site_id = request.meta[META_KEY]["site_id"]
         if request.meta.get(_HOLDS_SLOT):
             return
@@ -140,7 +152,8 @@ class BrowserPages:
             slots = self._slots.setdefault(site_id, asyncio.Semaphore(self.concurrency))
             await slots.acquire()
             if site_id not in self.stopped:
-                name = f"{self.name}-{site_id}-{self._generation[site_id]}"
+                generation = self._generation[site_id]
+                name = f"{self.name}-{site_id}-{generation}"
                 self._used[name] += 1
                 self._open[name] += 1
                 if self._used[name] >= self.config.context_pages:
@@ -148,10 +161,28 @@ class BrowserPages:
                     self._retired.add(name)
                 request.meta["playwright_context"] = name
                 request.meta[_HOLDS_SLOT] = True
+                if site is not None:
+                    self._session(request, site, generation)
                 return
             slots.release()
         count(self.crawler.stats, "browser/skipped_after_gate", site_id)
         raise IgnoreRequest(f"site #{site_id} stopped by a {self.stopped[site_id]}")
+
+    def _session(self, request: Request, site: Site, generation: int) -> None:
+        kwargs = request.meta.setdefault("playwright_context_kwargs", {})
+        proxies = proxies_for(site.config.proxies, self.pool)
+        if proxies:
+            kwargs["proxy"] = browser_proxy(proxies[generation % len(proxies)])
+        if site.config.cookies_file:
+            try:
+                cookies = session_cookies(site.config.cookies_file)
+            except CookiesFileError as exc:
+                count(self.crawler.stats, "errors/cookies_file", site.site_id)
+                if site.site_id not in self._bad_cookie_files:
+                    self._bad_cookie_files.add(site.site_id)
+                    logger.error("Site %s (#%d): %s", site.name, site.site_id, exc)
+                return
+            kwargs["storage_state"] = {"cookies": [c.playwright() for c in cookies]}
 
     async def release(self, request: Request, page: Any | None) -> None:
         """Close the request's page, and its context once retired and without pages."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zeroarchive import sources
+from zeroarchive.proxies import check_proxy
 from zeroarchive.schedule import DAY, Plan, plan_with_overrides
 from zeroarchive.sources import SiteUrlError, Source, UnknownSiteType
 from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url
@@ -34,6 +35,8 @@ CONFIG_KEYS = (
     "render",
     "login_url",
     "blocked",
+    "proxy",
+    "cookies_file",
     "robots",
     "url_rules",
     "schedule",
@@ -68,6 +71,10 @@ class SiteConfig:
     render: bool = False
     #: A login form to submit (credentials from the environment) before walking the site.
     login_url: str | None = None
+    #: Proxies for this site's requests, used in turn (else ZEROARCHIVE_PROXIES).
+    proxies: tuple[str, ...] = ()
+    #: A browser session's cookies (cookies.txt or JSON) sent with this site's requests.
+    cookies_file: str | None = None
     robots: bool = True
     url_rules: UrlRules = field(default_factory=UrlRules)
     # Overrides of the site type's schedule plan (zeroarchive.schedule.plan_with_overrides).
@@ -252,6 +259,8 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         cookies={k: str(v) for k, v in cookies.items()},
         render=_flag(raw.get("render", False), site, "render"),
         login_url=_login_url(raw.get("login_url"), site),
+        proxies=_proxies(raw.get("proxy"), site),
+        cookies_file=_cookies_file(raw.get("cookies_file"), site),
         robots=_flag(raw.get("robots", True), site, "robots"),
         url_rules=rules,
         schedule=_schedule(raw.get("schedule"), site),
@@ -270,6 +279,26 @@ def _unalias(raw: Mapping[str, Any], site: str) -> Mapping[str, Any]:
                 raise SiteConfigError(site, alias, says)
             out[key] = raw[alias]
     return out
+
+
+def _proxies(value: Any, site: str) -> tuple[str, ...]:
+    if value is None or value == "" or value == []:
+        return ()
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise SiteConfigError(site, "proxy", "must be a proxy URL or a list of them")
+    try:
+        return tuple(check_proxy(v) for v in values)
+    except ValueError as exc:
+        raise SiteConfigError(site, "proxy", str(exc)) from None
+
+
+def _cookies_file(value: Any, site: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise SiteConfigError(site, "cookies_file", "must be a file path")
+    return value
 
 
 def _login_url(value: Any, site: str) -> str | None:
