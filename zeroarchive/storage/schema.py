@@ -80,17 +80,40 @@ article = Table(
     # When the source says it was published, as found with its link (migration 0007).
     Column("published_at", BigInteger, nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
-    Index("ix_Article_next", "next_snapshot_at"),
-    # Covers `site_stats`' grouped scan (migration 0005).
+    # Scheduled articles (next_snapshot_at > 0) as one range with all `site_stats` counts
+    # of them; the newest article and part-day counts of a site (migration 0008).
     Index(
-        "ix_Article_site_stats",
-        "site_id",
-        "created_at",
+        "ix_Article_scheduled",
         "next_snapshot_at",
+        "site_id",
         "failure_count",
         "snapshot_count",
         "stop_reason",
     ),
+    Index("ix_Article_site_created", "site_id", "created_at"),
+)
+
+# Kept by triggers on Article (migration 0008), read by `site_stats` instead of Article.
+site_article_days = Table(
+    "SiteArticleDays",
+    metadata,
+    Column("site_id", Id, nullable=False),
+    Column("day", Integer, nullable=False),  # created_at // DAY
+    Column("articles", BigInteger, nullable=False),
+    PrimaryKeyConstraint("site_id", "day"),
+    sqlite_with_rowid=False,
+)
+
+site_article_totals = Table(
+    "SiteArticleTotals",
+    metadata,
+    Column("site_id", Id, primary_key=True, autoincrement=False),
+    Column("articles", BigInteger, nullable=False),
+    # Over finished articles only (next_snapshot_at = 0); scheduled ones are counted live.
+    Column("finished_snapshots", BigInteger, nullable=False),
+    Column("stopped", BigInteger, nullable=False),
+    Column("finished_blocked", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 article_snapshot = Table(
