@@ -171,21 +171,26 @@ class SnapshotStore:
             targets = [self._resolve_move(conn, page) for page in pages]
             rows = self._article_rows(conn, {article_id for article_id, _ in targets})
             plans = self._site_plans(conn, {page.site_id for page in pages})
+            digests = [content_hash(page.body) for page in pages]
+            # Only articles with stored bytes whose page changed need their reference read.
+            changed = {
+                article_id
+                for (article_id, _), digest in zip(targets, digests, strict=True)
+                if rows[article_id]["last_content_hash"] is not None
+                and bytes(rows[article_id]["last_content_hash"]) != digest
+            }
             references = _latest_references(
-                conn,
-                {article_id for article_id, _ in targets},
-                min(_month(page.fetched_at) for page in pages),
+                conn, changed, min(_month(page.fetched_at) for page in pages)
             )
             inserts: list[dict[str, Any]] = []
             updates: dict[int, dict[str, Any]] = {}
-            for page, (article_id, moved_from) in zip(pages, targets, strict=True):
+            for page, (article_id, moved_from), digest in zip(pages, targets, digests, strict=True):
                 row = rows[article_id]
                 if row["last_snapshot_at"] == page.fetched_at:
                     # Two fetches of one article within a second (a redirect target that
                     # was also queued itself): the first one stands.
                     results.append(SaveResult(article_id, "duplicate", moved_from, 0))
                     continue
-                digest = content_hash(page.body)
                 last = row["last_content_hash"]
                 unchanged = last is not None and bytes(last) == digest
                 frame = _Frame(None, None) if unchanged else _frame(page, references, article_id)
@@ -302,6 +307,8 @@ def _frame(page: FetchedPage, references: dict[int, _Reference], article_id: int
 
 def _latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[int, _Reference]:
     """Each article's latest stand-alone frame taken on or after ``since``."""
+    if not ids:
+        return {}
     rows = conn.execute(
         select(
             article_snapshot.c.article_id,
