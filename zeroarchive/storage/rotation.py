@@ -44,7 +44,7 @@ from zeroarchive.storage.snapshots import (
     ExportedSnapshot,
     iter_snapshots,
     snapshot_record,
-    stored_bytes,
+    unpack_frame,
 )
 
 logger = logging.getLogger(__name__)
@@ -299,7 +299,7 @@ def carry_bytes_forward(engine: Engine, month: Month) -> int:
                 )
                 .limit(1)
             ).one()
-            raw = stored_bytes(
+            raw = unpack_frame(
                 conn, row.article_id, bytes(source.raw_data), source.codec, source.reference_at
             )
             data, codec = compress(raw)

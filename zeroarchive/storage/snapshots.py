@@ -331,7 +331,7 @@ def _latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[
     }
 
 
-def stored_bytes(
+def unpack_frame(
     conn: Connection,
     article_id: int,
     data: bytes,
@@ -381,7 +381,7 @@ def _raw_bytes(conn: Connection, article_id: int, digest: bytes) -> bytes:
     ).one_or_none()
     if row is None:
         raise LookupError(f"no stored bytes for article {article_id} hash {digest.hex()}")
-    return stored_bytes(conn, article_id, bytes(row.raw_data), row.codec, row.reference_at)
+    return unpack_frame(conn, article_id, bytes(row.raw_data), row.codec, row.reference_at)
 
 
 def _stored(row: object, raw: bytes) -> StoredSnapshot:
@@ -413,7 +413,7 @@ def read_snapshot(engine: Engine, article_id: int, snapshot_at: int) -> StoredSn
             )
         ).one()
         if row.raw_data is not None:
-            raw = stored_bytes(conn, article_id, bytes(row.raw_data), row.codec, row.reference_at)
+            raw = unpack_frame(conn, article_id, bytes(row.raw_data), row.codec, row.reference_at)
         else:
             raw = _raw_bytes(conn, article_id, bytes(row.content_hash))
     return _stored(row, raw)
@@ -481,7 +481,7 @@ def iter_snapshots(
             for row in rows:
                 digest = bytes(row.content_hash)
                 if row.raw_data is not None:
-                    raw = stored_bytes(
+                    raw = unpack_frame(
                         conn,
                         row.article_id,
                         bytes(row.raw_data),
