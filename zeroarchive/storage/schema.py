@@ -132,6 +132,10 @@ article_snapshot = Table(
     # NULL when the bytes equal an earlier snapshot of the same article (same content_hash).
     Column("raw_data", Blob, nullable=True),
     Column("codec", String(8), nullable=True),
+    # A zstd-ref frame's reference: the snapshot_at of the article's stand-alone frame it
+    # was compressed against, always in the same UTC month, so rotation (which drops whole
+    # months) keeps or drops the two together (migration 0009).
+    Column("reference_at", BigInteger, nullable=True),
     # The DOM a browser built, not the bytes as served (migration 0006).
     Column("rendered", Boolean, nullable=False, default=False, server_default=false()),
     PrimaryKeyConstraint("article_id", "snapshot_at", "snapshot_at_date"),
