@@ -180,6 +180,21 @@ def test_article_queries(client: TestClient, built: Built) -> None:
     assert "limit must be" in too_many.json()["errors"][0]["message"]
 
 
+def test_counts_are_reused_until_counted_again(
+    client: TestClient, built: Built, db_url: str
+) -> None:
+    query = "query($id: ID) { sites(id: $id) { items { articles { count } } } }"
+    count_of = {"id": built.sites["farm"]}
+    assert graphql(client, query, **count_of)["sites"]["items"][0]["articles"]["count"] == 1
+    open_archive(url=db_url).articles.add(
+        built.sites["farm"], "Article", ["https://farm.example/p/2"], NOW
+    )
+    assert graphql(client, query, **count_of)["sites"]["items"][0]["articles"]["count"] == 1
+    client.app.state.stats.refresh()  # type: ignore[attr-defined]
+    assert graphql(client, query, **count_of)["sites"]["items"][0]["articles"]["count"] == 2
+    assert "flag-quiet" not in client.get("/?type=content_farm").text
+
+
 def test_dashboard(client: TestClient, built: Built) -> None:
     page = client.get("/")
     assert page.status_code == 200

@@ -35,11 +35,11 @@ HERE = Path(__file__).parent
 
 async def _refresh_forever(stats: StatsCache, seconds: int) -> None:
     while True:
+        await asyncio.sleep(seconds)
         try:
             await asyncio.to_thread(stats.refresh)
         except Exception:
             logger.exception("Monitor: counting site stats failed; the last counts stay")
-        await asyncio.sleep(seconds)
 
 
 def create_app(
@@ -74,6 +74,14 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        # Counted before the server listens, so no page ever waits for the grouped scans.
+        view = await asyncio.to_thread(stats.refresh)
+        logger.info(
+            "Monitor: %d site(s) counted in %.2f s, again every %d s",
+            len(view.sites),
+            view.seconds,
+            config.refresh_seconds,
+        )
         task = asyncio.create_task(_refresh_forever(stats, config.refresh_seconds))
         try:
             yield
