@@ -112,4 +112,5 @@ def create_app(
     app.state.engine = engine
     app.state.stats = stats
     app.state.config = config
+    app.state.charts = pages.Charts(config.chart_days)
     return app

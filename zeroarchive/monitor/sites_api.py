@@ -189,7 +189,7 @@ def resolve_hist(
     view = context.stats.current()
     now = view.counted_at
     if days <= len(view.days):
-        counts = view.chart_of(result["site_id"])[-days:]
+        counts = view.recent(result["site_id"], days)
     else:
         if days not in context.hist:
             context.hist[days] = new_per_day(context.engine, now, days)
