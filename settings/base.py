@@ -159,6 +159,14 @@ ZEROARCHIVE_REDIS_TIMEOUT = 30.0
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 LOGSTATS_INTERVAL = 60.0
+# `scrapy monitor`: where it listens (any address but loopback needs MONITOR_TOKEN or
+# MONITOR_USERNAME/MONITOR_PASSWORD in the environment), how often it counts site stats
+# again, the days its charts draw, and how many articles a site page lists.
+MONITOR_CHART_DAYS = 28
+MONITOR_HOST = "127.0.0.1"
+MONITOR_PORT = 8080
+MONITOR_REFRESH_SECONDS = 60
+MONITOR_SITE_ARTICLES = 100
 # Nobody needs a remote shell into an archiving crawler; off everywhere, not just on workers.
 REMOTE_CONTROL_ENABLED = False
 # `scrapy site_stats`: flag sites without a new article for this many days; snapshots due

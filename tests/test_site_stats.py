@@ -14,7 +14,12 @@ from zeroarchive.archive import close_archives, open_archive
 from zeroarchive.schedule import DAY, HOUR, STOP
 from zeroarchive.sites import parse_spec
 from zeroarchive.storage.schema import article, site
-from zeroarchive.storage.site_stats import SiteStatsConfig, record_list_success, site_stats
+from zeroarchive.storage.site_stats import (
+    SiteStatsConfig,
+    new_per_day,
+    record_list_success,
+    site_stats,
+)
 
 NOW = 1_750_000_000
 
@@ -93,6 +98,19 @@ def test_site_stats_counts(db_url: str) -> None:
     # A longer quiet threshold clears the flag.
     longer = site_stats(engine, NOW, SiteStatsConfig(31, HOUR))
     assert not any(s.quiet for s in longer)
+
+
+def test_new_per_day(db_url: str) -> None:
+    ids = build(db_url)
+    engine = open_archive(url=db_url).engine
+    # NOW is 15:06 UTC: the article of 0.5 days ago was found today (last), the one of
+    # 2 days ago 3rd from last; 20 days reach back to 12 days ago, not to 20.
+    counts = new_per_day(engine, NOW, 20)
+    assert set(counts) == {ids["busy"]}
+    busy = counts[ids["busy"]]
+    assert [n for n, found in enumerate(busy) if found] == [7, 9, 14, 17, 19]
+    wider = new_per_day(engine, NOW, 40)
+    assert sum(wider[ids["busy"]]) == 6 and sum(wider[ids["gone-quiet"]]) == 1
 
 
 def test_site_stats_command(db_url: str, tmp_path: Path) -> None:

@@ -1,0 +1,129 @@
+"""An archive in a known state for the monitor's tests: sites of several types and
+categories (one quiet, one failing, one blocked, one inactive, one with proxy credentials
+and a cookies file), articles found over the last weeks, and one real news page (LTN,
+tests/fixtures/tw-news-2014) snapshotted three times, edited once, parsed into two
+publication versions."""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+
+from tests.conftest import FIXTURES
+from zeroarchive.archive import Archive, open_archive
+from zeroarchive.items import FetchedPage
+from zeroarchive.parse_run import ParseRunConfig, parse_pending
+from zeroarchive.schedule import DAY, HOUR
+from zeroarchive.sites import parse_spec
+from zeroarchive.storage.schema import article
+
+NOW = 1_750_003_600  # 2025-06-15 16:06 UTC
+URL = "https://news.ltn.com.tw/news/politics/breakingnews/994343"
+PAGE = gzip.decompress(
+    (FIXTURES / "tw-news-2014" / "html" / "liberty_times_news_s1.html.gz").read_bytes()
+)
+EDITED = PAGE.replace("停止禁食".encode(), "結束禁食".encode())
+PROXY_PASSWORD = "pr0xy-s3cret"
+COOKIES_FILE = "/private/sessions/ltn-cookies.txt"
+# Articles found per day ago (0 = today) on the news site, besides the snapshotted one.
+LTN_FOUND = {0: 2, 1: 1, 3: 4, 10: 1}
+
+
+@dataclass(frozen=True)
+class Built:
+    sites: dict[str, int]
+    article_id: int
+    snapshots: tuple[int, ...]
+
+
+def _site(
+    archive: Archive,
+    name: str,
+    url: str,
+    type_: str,
+    active: bool,
+    config: dict[str, Any],
+    **extra: str,
+) -> int:
+    spec = parse_spec(
+        {"name": name, "url": url, "type": type_, "active": active, "config": config, **extra}
+    )
+    return archive.sites.upsert(spec, NOW - 400 * DAY)[0]
+
+
+def build(db_url: str) -> Built:
+    archive = open_archive(url=db_url)
+    sites = {
+        "ltn": _site(
+            archive,
+            "ltn",
+            "https://news.ltn.com.tw/",
+            "news",
+            True,
+            {
+                "article": "/news/",
+                "proxy": f"http://archiver:{PROXY_PASSWORD}@proxy.example:3128",
+                "cookies_file": COOKIES_FILE,
+            },
+            category="新聞網站",
+            airtable_id="recLTN0001",
+        ),
+        "farm": _site(
+            archive,
+            "farm",
+            "https://farm.example/",
+            "content_farm",
+            True,
+            {"article": "/p/"},
+            category="內容農場",
+        ),
+        "walled": _site(
+            archive, "walled", "https://walled.example/", "news", True, {"article": "/a/"}
+        ),
+        "gov-off": _site(
+            archive, "gov-off", "https://gov.example/", "gov", False, {"article": "/n/"}
+        ),
+    }
+    number = 0
+    for days_ago, found in LTN_FOUND.items():
+        for _ in range(found):
+            number += 1
+            archive.articles.add(
+                sites["ltn"], "Article", [f"{URL}-{number}"], NOW - days_ago * DAY - 60
+            )
+    # The farm went quiet a month ago.
+    archive.articles.add(sites["farm"], "Article", ["https://farm.example/p/1"], NOW - 30 * DAY)
+    archive.articles.add(sites["walled"], "Article", ["https://walled.example/a/1"], NOW - DAY)
+    with archive.engine.begin() as conn:
+        conn.execute(
+            update(article)
+            .where(article.c.site_id == sites["walled"])
+            .values(failure_count=1, stop_reason="last_error:blocked", next_snapshot_at=NOW + HOUR)
+        )
+    archive.articles.add(sites["ltn"], "Article", [URL], NOW - 2 * DAY)
+    with archive.engine.connect() as conn:
+        article_id = conn.execute(
+            select(article.c.article_id).where(article.c.url == URL)
+        ).scalar_one()
+    times = (NOW - 2 * DAY, NOW - 2 * DAY + HOUR, NOW - 2 * DAY + 2 * HOUR)
+    for at, body in zip(times, (PAGE, PAGE, EDITED), strict=True):
+        archive.snapshots.save(
+            [
+                FetchedPage(
+                    article_id=article_id,
+                    site_id=sites["ltn"],
+                    article_type="news",
+                    fetched_at=at,
+                    status=200,
+                    final_url=URL,
+                    headers={"Content-Type": ["text/html; charset=utf-8"]},
+                    encoding="utf-8",
+                    body=body,
+                )
+            ]
+        )
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    return Built(sites=sites, article_id=article_id, snapshots=times)

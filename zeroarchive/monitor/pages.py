@@ -1,0 +1,265 @@
+"""The dashboard's HTML pages: the site monitor, a site, an article (snapshot timeline,
+publication versions, a side-by-side diff), a snapshot, and the archived page itself."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+from sqlalchemy.exc import NoResultFound
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
+from zeroarchive.monitor.archived import safe_page
+from zeroarchive.monitor.charts import bars
+from zeroarchive.monitor.diff import side_by_side
+from zeroarchive.monitor.masking import masked_config, masked_url
+from zeroarchive.monitor.stats_cache import StatsView
+from zeroarchive.schedule import STOP
+from zeroarchive.sources import site_type_names
+from zeroarchive.storage.browse import (
+    find_article,
+    find_sites,
+    publication_versions,
+    recent_articles,
+    snapshot_timeline,
+)
+from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStats
+from zeroarchive.storage.snapshots import read_snapshot
+
+logger = logging.getLogger(__name__)
+
+# The pages themselves run no script and load only this app's stylesheet and frames.
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; img-src 'self'; frame-src 'self'; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+ACTIVE_CHOICES = {"": "all", "yes": "active", "no": "inactive"}
+
+
+def when(ts: int | None) -> str:
+    """A unix time as UTC for people; 0 or None is "never".
+
+    >>> when(1_700_000_000), when(0)
+    ('2023-11-14 22:13', 'never')
+    """
+    if not ts:
+        return "never"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def next_snapshot(ts: int) -> str:
+    return "never again" if ts == STOP else when(ts)
+
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+templates.env.filters["when"] = when
+templates.env.filters["next_snapshot"] = next_snapshot
+templates.env.filters["masked_url"] = masked_url
+
+
+def _render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+    stats: StatsView = request.app.state.stats.current()
+    context = {"stats_counted_at": stats.counted_at, **context}
+    return templates.TemplateResponse(
+        request, name, context, status_code=status, headers=PAGE_HEADERS
+    )
+
+
+def _not_found(request: Request, what: str) -> Response:
+    return _render(request, "not_found.html", {"what": what}, status=404)
+
+
+def flags(row: SiteStats) -> list[str]:
+    """What is wrong with a site, for the dashboard's flag column."""
+    found = []
+    if row.quiet:
+        found.append("quiet")
+    if row.failing:
+        found.append("failing")
+    if row.blocked:
+        found.append("blocked")
+    return found
+
+
+class Charts:
+    """Each site's chart, drawn once per count: the dashboard shows hundreds of them, and
+    drawing them took more time than the rest of the page."""
+
+    def __init__(self, days: int) -> None:
+        self.days = days
+        self._view: StatsView | None = None
+        self._drawn: dict[int, Markup] = {}
+
+    def of(self, view: StatsView, site_id: int, label: str) -> Markup:
+        if view is not self._view:
+            self._view, self._drawn = view, {}
+        drawn = self._drawn.get(site_id)
+        if drawn is None:
+            counts = view.recent(site_id, self.days)
+            macro = templates.env.get_template("_macros.html").module.chart  # type: ignore[attr-defined]
+            drawn = Markup(macro(bars(counts, view.days[-len(counts) :]), label))
+            self._drawn[site_id] = drawn
+        return drawn
+
+
+def dashboard(request: Request) -> Response:
+    view: StatsView = request.app.state.stats.current()
+    charts: Charts = request.app.state.charts
+    chosen_type = request.query_params.get("type", "")
+    chosen_category = request.query_params.get("category", "")
+    chosen_active = request.query_params.get("active", "")
+    if chosen_active not in ACTIVE_CHOICES:
+        chosen_active = ""
+    rows = [
+        row
+        for row in view.sites
+        if (not chosen_type or row.type == chosen_type)
+        and (not chosen_category or row.category == chosen_category)
+        and (not chosen_active or row.is_active == (chosen_active == "yes"))
+    ]
+    return _render(
+        request,
+        "dashboard.html",
+        {
+            "rows": [
+                (
+                    row,
+                    flags(row),
+                    charts.of(view, row.site_id, f"new articles per day of {row.name}"),
+                )
+                for row in rows
+            ],
+            "all_sites": len(view.sites),
+            "new_days": NEW_ARTICLE_DAYS,
+            "types": site_type_names(),
+            "categories": sorted({row.category for row in view.sites if row.category}),
+            "active_choices": ACTIVE_CHOICES,
+            "chosen": {
+                "type": chosen_type,
+                "category": chosen_category,
+                "active": chosen_active,
+            },
+            "chart_days": charts.days,
+            "counting_seconds": view.seconds,
+        },
+    )
+
+
+def site_page(request: Request) -> Response:
+    site_id = request.path_params["site_id"]
+    engine = request.app.state.engine
+    found = find_sites(engine, site_id)
+    if not found:
+        return _not_found(request, f"site {site_id}")
+    view: StatsView = request.app.state.stats.current()
+    row = view.of_site(site_id)
+    return _render(
+        request,
+        "site.html",
+        {
+            "site": found[0],
+            "config": masked_config(found[0].config),
+            "row": row,
+            "flags": flags(row) if row is not None else [],
+            "new_days": NEW_ARTICLE_DAYS,
+            "chart": request.app.state.charts.of(view, site_id, "new articles per day"),
+            "chart_days": request.app.state.charts.days,
+            "articles": recent_articles(engine, site_id, request.app.state.config.site_articles),
+        },
+    )
+
+
+def article_page(request: Request) -> Response:
+    article_id = request.path_params["article_id"]
+    engine = request.app.state.engine
+    found = find_article(engine, article_id)
+    if found is None:
+        return _not_found(request, f"article {article_id}")
+    versions = publication_versions(engine, article_id)
+    by_id = {version.publication_id: version for version in versions}
+    diff = None
+    try:
+        old_id = int(request.query_params.get("a", ""))
+        new_id = int(request.query_params.get("b", ""))
+    except ValueError:
+        old_id = new_id = 0
+    if old_id in by_id and new_id in by_id:
+        diff = side_by_side(by_id[old_id].text, by_id[new_id].text)
+    elif len(versions) >= 2:
+        old_id, new_id = versions[-2].publication_id, versions[-1].publication_id
+    sites = find_sites(engine, found.site_id)
+    return _render(
+        request,
+        "article.html",
+        {
+            "article": found,
+            "site": sites[0] if sites else None,
+            "snapshots": snapshot_timeline(engine, article_id),
+            "versions": versions,
+            "old": by_id.get(old_id),
+            "new": by_id.get(new_id),
+            "diff": diff,
+        },
+    )
+
+
+def snapshot_page(request: Request) -> Response:
+    article_id = request.path_params["article_id"]
+    snapshot_at = request.path_params["snapshot_at"]
+    engine = request.app.state.engine
+    found = find_article(engine, article_id)
+    timeline = snapshot_timeline(engine, article_id)
+    snapshot = next((s for s in timeline if s.snapshot_at == snapshot_at), None)
+    if found is None or snapshot is None:
+        return _not_found(request, f"snapshot {snapshot_at} of article {article_id}")
+    return _render(
+        request,
+        "snapshot.html",
+        {"article": found, "snapshot": snapshot, "timeline": timeline},
+    )
+
+
+def archived_page(request: Request) -> Response:
+    article_id = request.path_params["article_id"]
+    snapshot_at = request.path_params["snapshot_at"]
+    try:
+        stored = read_snapshot(request.app.state.engine, article_id, snapshot_at)
+    except NoResultFound:
+        return Response("no such snapshot", 404, headers=ARCHIVED_HEADERS, media_type="text/plain")
+    except Exception:
+        logger.exception("Monitor: snapshot %s of article %s unreadable", snapshot_at, article_id)
+        return Response(
+            "this snapshot could not be read (see the monitor's log)",
+            500,
+            headers=ARCHIVED_HEADERS,
+            media_type="text/plain",
+        )
+    body, media_type = safe_page(stored.raw, stored.encoding)
+    return Response(body, headers=ARCHIVED_HEADERS, media_type=f"{media_type}; charset=utf-8")
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/", dashboard, name="dashboard"),
+        Route("/sites/{site_id:int}", site_page, name="site"),
+        Route("/articles/{article_id:int}", article_page, name="article"),
+        Route(
+            "/articles/{article_id:int}/snapshots/{snapshot_at:int}", snapshot_page, name="snapshot"
+        ),
+        Route(
+            "/articles/{article_id:int}/snapshots/{snapshot_at:int}/page",
+            archived_page,
+            name="archived",
+        ),
+    ]
