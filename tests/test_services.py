@@ -40,6 +40,7 @@ COMMANDS = [
     ("import_warc", "crawl.warc.gz", "--site", "1"),
     ("parse_snapshots",),
     ("rotate_snapshots", "--before", "2020-01"),
+    ("monitor",),
     ("crawl", "generic"),
 ]
 

@@ -11,13 +11,14 @@ from scrapy.utils.log import configure_logging
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from zeroarchive.storage.engine import (
-    current_revision,
-    db_url_from,
-    head_revision,
-    make_engine,
+from zeroarchive.services import (
+    ServiceUnavailable,
+    is_unreachable,
+    one_line_errors,
+    reason,
     safe_url,
 )
+from zeroarchive.storage.engine import current_revision, db_url_from, head_revision, make_engine
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
 logger = logging.getLogger(__name__)
@@ -40,8 +41,9 @@ def open_read_only(url: str) -> Engine:
         revision = current_revision(engine)
     except SQLAlchemyError as exc:
         engine.dispose()
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise MonitorError(f"cannot open the database {safe_url(url)}: {reason}") from None
+        if is_unreachable(exc):
+            raise ServiceUnavailable("the database", url, reason(exc)) from None
+        raise MonitorError(f"cannot open the database {safe_url(url)}: {reason(exc)}") from None
     if revision is None:
         raise MonitorError(f"{safe_url(url)} holds no zeroarchive schema: run `scrapy migrate`")
     if revision != head_revision():
@@ -75,6 +77,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--host", help="address to listen on (default MONITOR_HOST)")
         parser.add_argument("--port", type=int, help="port to listen on (default MONITOR_PORT)")
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         import uvicorn
 
