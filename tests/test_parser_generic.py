@@ -137,3 +137,21 @@ def test_extraction_benchmark_f1_stays_at_or_above_0_965() -> None:
         page = parse_snapshot("Article", raw, detect_encoding(raw), entry["url"])
         scores.append(tp_fp_fn(entry["articleBody"], page.text))
     assert metrics(scores)["f1"] >= 0.965
+
+
+CJK_NEWS = FIXTURES / "cjk-news"
+CJK_GOLD = json.loads((CJK_NEWS / "gold.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(CJK_GOLD))
+def test_cjk_body_is_kept_where_trafilatura_finds_it(name: str) -> None:
+    """Character bigrams, as bench/extraction.py scores Chinese, Japanese and Korean pages."""
+    from bench.extraction import bigram_scores
+    from zeroarchive.parser.generic import trafilatura_text
+
+    raw = gzip.decompress((CJK_NEWS / "html" / f"{name}.html.gz").read_bytes())
+    gold = CJK_GOLD[name]["body"]
+    html = raw.decode(detect_encoding(raw))
+    assert bigram_scores(gold, trafilatura_text(html))[2] >= 0.8  # the page is a fair test
+    page = parse_snapshot("Article", raw, detect_encoding(raw), "https://example.com/a")
+    assert bigram_scores(gold, page.text)[2] >= 0.5

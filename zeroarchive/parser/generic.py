@@ -22,7 +22,11 @@ from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywo
 from zeroarchive.parser.result import Parsed, ParseError
 from zeroarchive.parser.text import element_text, hashtags, link_urls
 
-_TOKEN_RE = re.compile(r"\w+")
+# Chinese and Japanese are written without spaces: each Han or kana character is a token of
+# its own, or a whole sentence would be one "word" and no shingle of two extractors' texts
+# would match (Korean puts spaces between words).
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN_RE = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
 _SHINGLE = 4
 # Below this share of readability's shingles in trafilatura's text the two picked different
 # parts of the page, and readability's choice is kept whole.
@@ -38,6 +42,8 @@ def shingles(text: str, n: int = _SHINGLE) -> set[tuple[str, ...]]:
     [('a', 'b', 'c', 'd'), ('b', 'c', 'd', 'e')]
     >>> shingles("a b", 4)
     {('a', 'b')}
+    >>> sorted(shingles("林義雄宣布", 4))
+    [('林', '義', '雄', '宣'), ('義', '雄', '宣', '布')]
     """
     tokens = _TOKEN_RE.findall(text)
     return {tuple(tokens[i : i + n]) for i in range(max(1, len(tokens) - n + 1)) if tokens}
