@@ -638,6 +638,16 @@ def test_rows_of_every_codec_read_back(archive: Archive) -> None:
     assert codecs == ["zstd", "zstd-ref", None, "zlib", "none", "zstd"]
     expected = [body, stamped(body, 1), stamped(body, 1)]
     expected += [stamped(body, n) for n in (3, 4, 5)]
+    # A changed page refers to the article's latest stand-alone frame, an old row here.
+    with archive.engine.begin() as conn:
+        conn.execute(
+            update(article)
+            .where(article.c.article_id == aid)
+            .values(last_content_hash=hashlib.sha256(stamped(body, 5)).digest())
+        )
+    archive.snapshots.save([page(aid, cna, NOW + 6 * HOUR, stamped(body, 6))])
+    assert snapshot_rows(archive, aid)[-1].reference_at == NOW + 5 * HOUR
+    expected.append(stamped(body, 6))
     for n, raw in enumerate(expected):
         assert read_snapshot(archive.engine, aid, NOW + n * HOUR).raw == raw
     assert iter_snapshots_raw(archive.engine) == expected

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.encoding import decode_body
@@ -309,12 +309,12 @@ def _latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[
     """Each article's latest stand-alone frame taken on or after ``since``."""
     if not ids:
         return {}
-    rows = conn.execute(
+    # Only the latest one's bytes are read: rows written before migration 0008 are all
+    # stand-alone, and a month of them per article would be read again on every batch.
+    latest = (
         select(
             article_snapshot.c.article_id,
-            article_snapshot.c.snapshot_at,
-            article_snapshot.c.raw_data,
-            article_snapshot.c.codec,
+            func.max(article_snapshot.c.snapshot_at).label("at"),
         )
         .where(
             article_snapshot.c.article_id.in_(sorted(ids)),
@@ -322,12 +322,24 @@ def _latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[
             article_snapshot.c.raw_data.is_not(None),
             article_snapshot.c.reference_at.is_(None),
         )
-        .order_by(article_snapshot.c.article_id, article_snapshot.c.snapshot_at)
+        .group_by(article_snapshot.c.article_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(
+            article_snapshot.c.article_id,
+            article_snapshot.c.snapshot_at,
+            article_snapshot.c.raw_data,
+            article_snapshot.c.codec,
+        ).join(
+            latest,
+            (article_snapshot.c.article_id == latest.c.article_id)
+            & (article_snapshot.c.snapshot_at == latest.c.at),
+        )
     ).all()
-    latest = {row.article_id: row for row in rows}
     return {
-        article_id: _Reference(row.snapshot_at, decompress(bytes(row.raw_data), row.codec))
-        for article_id, row in latest.items()
+        row.article_id: _Reference(row.snapshot_at, decompress(bytes(row.raw_data), row.codec))
+        for row in rows
     }
 
 
