@@ -3,8 +3,12 @@
 Fills a fresh database (SQLite file, or a new MariaDB database) with ``--sites`` sites and
 ``--articles`` articles spread over the last 400 days with mixed schedule states, by bulk
 inserts; then times ``site_stats()`` (the command's whole query work) ``--repeat`` times.
+With ``--keep`` the filled databases (``bench-site-stats.db`` in the system's temporary
+directory, MariaDB database ``zeroarchive_bench_site_stats``) stay for the next run, which
+reuses them when they hold as many articles, brought to the newest schema first.
 
     python bench/site_stats.py [--articles 1000000] [--sites 200] [--backend sqlite|mariadb|both]
+        [--keep]
 """
 
 from __future__ import annotations
@@ -31,6 +35,18 @@ from zeroarchive.storage.site_stats import SiteStatsConfig, site_stats  # noqa: 
 
 MARIADB = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
 CHUNK = 20_000
+KEPT = "zeroarchive_bench_site_stats"
+
+
+def filled_articles(url: str) -> int:
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(text("SELECT COUNT(*) FROM Article")).scalar_one())
+    except Exception:
+        return 0
+    finally:
+        engine.dispose()
 
 
 def fill(url: str, sites: int, articles: int, now: int) -> float:
@@ -100,33 +116,46 @@ def measure(url: str, now: int, repeat: int) -> list[float]:
     return times
 
 
-def run(backend: str, sites: int, articles: int, repeat: int) -> None:
+def run(backend: str, sites: int, articles: int, repeat: int, keep: bool) -> None:
     now = int(time.time())
+    admin = create_engine(f"{MARIADB}/test")
+    tmp = tempfile.TemporaryDirectory()
     if backend == "sqlite":
-        tmp = tempfile.TemporaryDirectory()
-        url = f"sqlite:///{Path(tmp.name) / 'bench.db'}"
-        cleanup = tmp.cleanup
+        path = (Path(tempfile.gettempdir()) if keep else Path(tmp.name)) / "bench-site-stats.db"
+        url = f"sqlite:///{path}"
     else:
-        name = f"zeroarchive_bench_{secrets.token_hex(4)}"
-        admin = create_engine(f"{MARIADB}/test")
-        with admin.connect() as conn:
-            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+        name = KEPT if keep else f"zeroarchive_bench_{secrets.token_hex(4)}"
         url = f"{MARIADB}/{name}"
-
-        def cleanup() -> None:
-            with admin.connect() as conn:
-                conn.execute(text(f"DROP DATABASE {name}"))
-            admin.dispose()
-
+    reuse = keep and filled_articles(url) == articles
+    if not reuse and backend == "sqlite":
+        path.unlink(missing_ok=True)
+    elif not reuse:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
     try:
-        filled = fill(url, sites, articles, now)
+        if reuse:
+            engine = make_engine(url)
+            migrate(engine)
+            # Measure at the fill's clock: the sites were created 500 days before it.
+            with engine.connect() as conn:
+                first = conn.execute(text("SELECT MIN(created_at) FROM Site")).scalar_one()
+            engine.dispose()
+            now, filled = int(first) + 500 * DAY, 0.0
+        else:
+            filled = fill(url, sites, articles, now)
         times = measure(url, now, repeat)
     finally:
-        cleanup()
+        if backend == "mariadb" and not keep:
+            with admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE {name}"))
+        admin.dispose()
+        tmp.cleanup()
     print(
-        f"{backend:8} {articles:>9} articles, {sites} sites: filled in {filled:.1f} s; "
-        f"site_stats best {min(times):.2f} s, median {statistics.median(times):.2f} s "
-        f"({repeat} runs)"
+        f"{backend:8} {articles:>9} articles, {sites} sites: "
+        + ("reused the kept database" if reuse else f"filled in {filled:.1f} s")
+        + f"; site_stats best {min(times):.2f} s, median {statistics.median(times):.2f} s"
+        f" ({repeat} runs)"
     )
 
 
@@ -136,9 +165,10 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--backend", choices=("sqlite", "mariadb", "both"), default="both")
+    parser.add_argument("--keep", action="store_true", help="keep the filled databases")
     args = parser.parse_args()
     for backend in ("sqlite", "mariadb") if args.backend == "both" else (args.backend,):
-        run(backend, args.sites, args.articles, args.repeat)
+        run(backend, args.sites, args.articles, args.repeat, args.keep)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
-"""Posts per minute of the PTT and Dcard spiders on their local emulators.
+"""Posts (videos) per minute of the PTT, Dcard and YouTube spiders on their emulators.
 
-Scales the emulators of the tests up, then runs the real `scrapy crawl ptt` / `scrapy crawl
-dcard` (discover + snapshot) into a fresh SQLite file with the site's delay at 0, so the
+Scales the emulators of the tests up, then runs the real `scrapy crawl ptt` / `dcard` /
+`youtube` (discover + snapshot) into a fresh SQLite file with the site's delay at 0, so the
 figure is what the crawler itself sustains; on the real sites the per-site `delay` bounds
 it (one request per `delay` seconds per site: PTT needs one request per post, Dcard two or
-more, one per 30 comments).
+more, one per 30 comments, YouTube one per video and one feed per channel).
 
-    python bench/sources.py [--ptt-pages 40] [--dcard-copies 20] [--rounds 2]
+    python bench/sources.py [--ptt-pages 40] [--dcard-copies 20] [--channels 20] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -23,9 +23,15 @@ sys.path.insert(0, str(REPO))
 
 from tests.conftest import scrapy  # noqa: E402
 from tests.dcard_server import DcardApp  # noqa: E402
-from tests.emulator import EmulatorServer  # noqa: E402
+from tests.emulator import (  # noqa: E402
+    NOT_FOUND,
+    EmulatorServer,
+    Incoming,
+    Reply,
+)
 from tests.ptt_server import PttApp, build_board  # noqa: E402
 from tests.test_generic import write_sites  # noqa: E402
+from tests.youtube_server import GOOGLE, HTML, WATCH_PAGES, feed_video_ids, fixture  # noqa: E402
 
 SETTINGS = ("-s", "LOG_LEVEL=INFO")
 
@@ -54,12 +60,41 @@ def dcard_app(copies: int) -> DcardApp:
     return app
 
 
-def run(spider: str, site: dict[str, object], server: EmulatorServer) -> tuple[int, float, float]:
+class ManyChannels:
+    """``channels`` channels (``/channel/UCbench...``), each with the Google channel's real
+    feed under video ids of its own; every watch page is one of the five real ones."""
+
+    def __init__(self, channels: int) -> None:
+        self.ids = [f"UCbench{n:017d}" for n in range(channels)]
+        self.feed = fixture(f"feed-{GOOGLE}.xml").decode("utf-8")
+
+    @staticmethod
+    def video_id(channel: int, original: str) -> str:
+        return f"{original[:6]}{channel:05d}"
+
+    def handle(self, request: Incoming) -> Reply:
+        path, _, query = request.path.partition("?")
+        key, _, value = query.partition("=")
+        if path == "/feeds/videos.xml" and key == "channel_id" and value in self.ids:
+            n = self.ids.index(value)
+            feed = self.feed.replace(GOOGLE, value)
+            for original in feed_video_ids():
+                feed = feed.replace(original, self.video_id(n, original))
+            return Reply(200, (("Content-Type", "text/xml; charset=UTF-8"),), feed.encode())
+        if path == "/watch" and key == "v":
+            page = WATCH_PAGES[sum(value.encode()) % len(WATCH_PAGES)]
+            return Reply(200, HTML, fixture(f"watch-{page}.html.gz"))
+        return NOT_FOUND
+
+
+def run(
+    spider: str, sites: list[dict[str, object]], server: EmulatorServer
+) -> tuple[int, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
         db_url = f"sqlite:///{cwd / 'bench.db'}"
         loaded = scrapy(
-            "load_sites", str(write_sites(cwd / "s.yaml", [site])), db_url=db_url, cwd=cwd
+            "load_sites", str(write_sites(cwd / "s.yaml", sites)), db_url=db_url, cwd=cwd
         )
         assert loaded.returncode == 0, loaded.output
         started = time.perf_counter()
@@ -74,9 +109,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ptt-pages", type=int, default=40, help="index pages of 20 posts")
     parser.add_argument("--dcard-copies", type=int, default=20, help="extra copies of 30 posts")
+    parser.add_argument("--channels", type=int, default=20, help="YouTube channels of 15 videos")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    results: dict[str, list[tuple[int, float, float]]] = {"ptt": [], "dcard": []}
+    results: dict[str, list[tuple[int, float, float]]] = {"ptt": [], "dcard": [], "youtube": []}
     for _ in range(args.rounds):
         with EmulatorServer(ptt_app(args.ptt_pages)) as server:
             site = {
@@ -85,7 +121,7 @@ def main() -> None:
                 "type": "ptt",
                 "config": {"depth": args.ptt_pages, "delay": 0},
             }
-            results["ptt"].append(run("ptt", site, server))
+            results["ptt"].append(run("ptt", [site], server))
         with EmulatorServer(dcard_app(args.dcard_copies)) as server:
             site = {
                 "name": "bench",
@@ -93,11 +129,23 @@ def main() -> None:
                 "type": "dcard",
                 "config": {"depth": args.dcard_copies, "delay": 0},
             }
-            results["dcard"].append(run("dcard", site, server))
+            results["dcard"].append(run("dcard", [site], server))
+        app = ManyChannels(args.channels)
+        with EmulatorServer(app) as server:
+            channels: list[dict[str, object]] = [
+                {
+                    "name": f"channel-{n}",
+                    "url": server.url(f"/channel/{channel_id}"),
+                    "type": "youtube",
+                    "config": {"delay": 0},
+                }
+                for n, channel_id in enumerate(app.ids)
+            ]
+            results["youtube"].append(run("youtube", channels, server))
     for spider, rounds in results.items():
         saved, crawl, wall = max(rounds, key=lambda r: r[0] / r[1])
         print(
-            f"{spider:6} {saved:5d} posts: {saved / crawl * 60:8.0f} posts/min in the crawl "
+            f"{spider:7} {saved:5d} posts: {saved / crawl * 60:8.0f} posts/min in the crawl "
             f"({crawl:.1f} s), {saved / wall * 60:8.0f} posts/min whole process ({wall:.1f} s)"
         )
 

@@ -153,6 +153,8 @@ class SnapshotsPipeline:
         stats = self.crawler.stats
         for page, result in zip(pages, results, strict=True):
             count(stats, f"snapshots_{result.outcome}", page.site_id)
+            if result.referenced:
+                count(stats, "snapshots_referenced", page.site_id)
             count(stats, "snapshot_bytes_raw", page.site_id, len(page.body))
             count(stats, "snapshot_bytes_stored", page.site_id, result.stored_bytes)
         for failure, (_, stop_reason) in zip(failures, stopped, strict=True):

@@ -69,6 +69,13 @@ FACEBOOK_IDLE_SCROLLS = 3
 FACEBOOK_SCROLL_SECONDS = 300.0
 FACEBOOK_SCROLL_WAIT = 2.0
 
+# --- Feeds and sitemaps as list pages (generic sites) --------------------------------------
+# The most a feed or sitemap may weigh, downloaded or decompressed (the protocol allows
+# 50 MB; a bigger one is an error of the site, not a reason to hold it all in memory).
+FEEDS_MAX_BYTES = 16 * 1024 * 1024
+# A sitemap index is followed to this many of its sitemaps, the newest by lastmod.
+FEEDS_SITEMAPS_PER_INDEX = 10
+
 # --- Politeness and safety -------------------------------------------------------------
 CONCURRENT_REQUESTS = 32
 # A callback here yields one or two items. Scrapy starts this many asyncio tasks for every

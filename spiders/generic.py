@@ -1,6 +1,7 @@
 """News sites, content farms, government and organisation pages: any site described by
 an ``article`` regex (what to archive) and a ``following`` regex (which list pages to walk),
-logged in first when it has a ``login_url`` (zeroarchive/login.py).
+its feeds and sitemaps read as list pages too (zeroarchive/feed_walk.py), logged in first
+when it has a ``login_url`` (zeroarchive/login.py).
 
     scrapy crawl generic                          every due generic site
     scrapy crawl generic -a site=3                one site, due or not
@@ -22,11 +23,11 @@ from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from twisted.python.failure import Failure
 
-from zeroarchive.archive_spider import ArchiveSpider
 from zeroarchive.browser import BrowserConfig, BrowserPages, use_browser
 from zeroarchive.canonical import declared_urls, moved_to
 from zeroarchive.clock import now
 from zeroarchive.encoding import detect_encoding
+from zeroarchive.feed_walk import FeedWalkSpider
 from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
 from zeroarchive.login import LoginError, asks_for_password, credentials, login_request
 from zeroarchive.request_meta import META_KEY
@@ -57,7 +58,7 @@ def _content_type(response: Response) -> str | None:
     return value.decode("latin-1") if value else None
 
 
-class GenericSpider(ArchiveSpider):
+class GenericSpider(FeedWalkSpider):
     name = "generic"
     source = SOURCE
 
@@ -133,7 +134,12 @@ class GenericSpider(ArchiveSpider):
                 dont_filter=True,
             )
             return
+        yield from self._walk_requests(site)
+
+    def _walk_requests(self, site: Site) -> Iterator[Request]:
+        """The first requests of a walk: the site's url, its feeds and sitemaps."""
         yield self._list_request(site, site.url, depth=0)
+        yield from self.feed_and_sitemap_requests(site)
 
     def log_in(self, response: Response) -> Iterator[Request]:
         """Submit the login form, then walk; a site that cannot log in is walked anyway
@@ -154,7 +160,7 @@ class GenericSpider(ArchiveSpider):
         except LoginError as exc:
             count(self.crawler.stats, f"errors/{exc.kind}", site.site_id)
             logger.error("Site %s (#%d): cannot log in: %s", site.name, site.site_id, exc)
-            yield self._list_request(site, site.url, depth=0)
+            yield from self._walk_requests(site)
 
     def logged_in(self, response: Response) -> Iterator[Request]:
         site = self.response_site(response)
@@ -168,7 +174,7 @@ class GenericSpider(ArchiveSpider):
             )
         else:
             count(self.crawler.stats, "logins", site.site_id)
-        yield self._list_request(site, site.url, depth=0)
+        yield from self._walk_requests(site)
 
     def _list_request(self, site: Site, url: str, depth: int) -> Request:
         meta = self.request_meta(site, "list", depth=depth)
@@ -215,6 +221,7 @@ class GenericSpider(ArchiveSpider):
             )
         for url in dict.fromkeys(follow):
             yield self._list_request(site, url, depth + 1)
+        yield from self.linked_feed_requests(site, page)
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:
         meta = self.snapshot_meta(site, article)

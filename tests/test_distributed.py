@@ -7,7 +7,6 @@ one process that decides when. Each test has its own Redis database and MariaDB 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
@@ -15,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -33,6 +31,7 @@ from sqlalchemy import create_engine, func, select
 
 from tests.conftest import REPO, project_settings, scrapy
 from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
+from tests.tcp_forwarder import TcpForwarder, free_port
 from zeroarchive.redis_queue import RedisScheduler
 from zeroarchive.storage.schema import article, article_snapshot
 
@@ -65,7 +64,13 @@ def env_for(db_url: str, redis_url: str) -> dict[str, str]:
 
 
 def start_worker(
-    db_url: str, redis_url: str, cwd: Path, log: Path, *settings: str, mode: str = "all"
+    db_url: str,
+    redis_url: str,
+    cwd: Path,
+    log: Path,
+    *settings: str,
+    mode: str = "all",
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     args = [sys.executable, "-m", "scrapy", "crawl", "generic", "-a", f"mode={mode}"]
     for setting in (
@@ -76,7 +81,11 @@ def start_worker(
         args += ["-s", setting]
     with log.open("wb") as handle:
         return subprocess.Popen(
-            args, cwd=cwd, env=env_for(db_url, redis_url), stdout=handle, stderr=subprocess.STDOUT
+            args,
+            cwd=cwd,
+            env={**env_for(db_url, redis_url), **(extra_env or {})},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
         )
 
 
@@ -224,8 +233,8 @@ def test_mariadb_unreachable_for_30_seconds_loses_no_item(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     pages = tw_news_pages()
-    with TcpProxy(3306) as proxy, ReplayServer(tw_news_routes()) as server:
-        via_proxy = mariadb_url.replace("127.0.0.1:3306", f"127.0.0.1:{proxy.port}")
+    with TcpForwarder(3306) as proxy, ReplayServer(tw_news_routes()) as server:
+        via_proxy = proxy.via(mariadb_url)
         load_sites(via_proxy, tmp_path, [news_site(server, delay=1.0)])
         schedule_once(via_proxy, redis_url, tmp_path)
         log = tmp_path / "worker.log"
@@ -242,6 +251,101 @@ def test_mariadb_unreachable_for_30_seconds_loses_no_item(
         assert "Database unavailable while writing" in output
         assert "errors/db_write" not in output
         assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
+
+
+def redis_port(redis_url: str) -> int:
+    port = urllib.parse.urlsplit(redis_url).port
+    assert port is not None
+    return port
+
+
+def wait_for_text(log: Path, text: str, timeout: float, times: int = 1) -> None:
+    wait_until(lambda: log.read_text(errors="replace").count(text) >= times, timeout, repr(text))
+
+
+def test_a_worker_under_scrapyd_waits_for_the_database_and_redis_then_crawls(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Nobody restarts a scrapyd job: a worker started while its servers are away waits."""
+    pages = tw_news_pages()
+    database, queue = TcpForwarder(3306), TcpForwarder(redis_port(redis_url))
+    with ReplayServer(tw_news_routes()) as server:
+        load_sites(mariadb_url, tmp_path, [news_site(server)])
+        schedule_once(mariadb_url, redis_url, tmp_path)
+        log = tmp_path / "worker.log"
+        # Neither forwarder listens yet: both servers refuse.
+        worker = start_worker(
+            database.via(mariadb_url),
+            queue.via(redis_url),
+            tmp_path,
+            log,
+            extra_env={"SCRAPY_JOB": "job-1"},
+        )
+        try:
+            wait_for_text(log, "Waiting: cannot reach the database at", 60, times=2)
+            database.restore()
+            wait_for_text(log, "Waiting: cannot reach redis at", 60, times=2)
+            queue.restore()
+            output = finish(worker, log)
+        finally:
+            worker.kill()
+            database.cut()
+            queue.cut()
+    assert "next try in 2 s" in output, "the pauses grow"
+    assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
+
+
+def test_schedule_rides_out_a_database_cut_and_a_redis_cut(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """The scheduler and a worker, both through forwarders the test cuts mid-crawl: each
+    logs, waits and resumes; every article is stored and the scheduler keeps queueing."""
+    pages = tw_news_pages()
+    with (
+        TcpForwarder(3306) as database,
+        TcpForwarder(redis_port(redis_url)) as queue,
+        ReplayServer(tw_news_routes()) as server,
+    ):
+        db_via, redis_via = database.via(mariadb_url), queue.via(redis_url)
+        load_sites(mariadb_url, tmp_path, [news_site(server, delay=1.0)])
+        schedule_log = tmp_path / "schedule.log"
+        with schedule_log.open("wb") as handle:
+            schedule = subprocess.Popen(
+                [sys.executable, "-m", "scrapy", "schedule", "--interval", "1"],
+                cwd=tmp_path,
+                env=env_for(db_via, redis_via),
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+            )
+        log = tmp_path / "worker.log"
+        worker = start_worker(db_via, redis_via, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=10")
+        try:
+            # Generous: two scrapy processes start, then walk the list politely.
+            wait_until(lambda: counts(mariadb_url)[0] == len(pages), 180, "discovery")
+            database.cut()
+            wait_for_text(schedule_log, "Round failed", 30, times=2)
+            time.sleep(5)
+            database.restore()
+            wait_for_text(schedule_log, "Round succeeded again", 60)
+            queue.cut()
+            wait_for_text(schedule_log, "Round failed", 30, times=4)
+            wait_for_text(log, "Redis does not answer at", 30)
+            time.sleep(5)
+            queue.restore()
+            wait_for_text(schedule_log, "Round succeeded again", 60, times=2)
+            output = finish(worker, log, timeout=240)
+            assert schedule.poll() is None, schedule_log.read_text(errors="replace")[-3000:]
+        finally:
+            schedule.send_signal(signal.SIGTERM)
+            schedule.wait(timeout=60)
+            worker.kill()
+    scheduled = schedule_log.read_text(errors="replace")
+    assert schedule.returncode == 0, scheduled[-3000:]
+    assert "Traceback" not in scheduled, scheduled[-3000:]
+    after_cuts = scheduled.rsplit("Round succeeded again", 1)[1]
+    assert "generic: 0 list request(s)" in after_cuts, "rounds go on after the cuts"
+    assert "Redis answers again" in output
+    assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
 
 
 def test_a_malformed_queue_entry_is_logged_and_skipped(
@@ -262,13 +366,7 @@ def test_a_malformed_queue_entry_is_logged_and_skipped(
         assert counts(mariadb_url)[0] == len(pages)
 
 
-# --- helpers: a private redis to restart, a TCP proxy to cut ------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+# --- helpers: a private redis to restart ---------------------------------------------
 
 
 class private_redis:
@@ -323,75 +421,6 @@ def _pings(client: redis.Redis) -> bool:
         return bool(client.ping())
     except redis.RedisError:
         return False
-
-
-class TcpProxy:
-    """Forwards 127.0.0.1:<port> to a local server; ``cut()`` drops every connection and
-    refuses new ones (the database is unreachable) until ``restore()``."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.port = free_port()
-        self._listener: socket.socket | None = None
-        self._connections: list[socket.socket] = []
-        self._lock = threading.Lock()
-
-    def _listen(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-                upstream = socket.create_connection(("127.0.0.1", self.target_port))
-            except OSError:
-                return
-            with self._lock:
-                self._connections += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for sock in (source, sink):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-
-    def cut(self) -> None:
-        if self._listener is not None:
-            # shutdown() first: a bare close() leaves the socket listening while the accept
-            # thread is blocked on it.
-            with contextlib.suppress(OSError):
-                self._listener.shutdown(socket.SHUT_RDWR)
-            self._listener.close()
-            self._listener = None
-        with self._lock:
-            for sock in self._connections:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
-            self._connections.clear()
-
-    def restore(self) -> None:
-        self._listen()
-
-    def __enter__(self) -> TcpProxy:
-        self._listen()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.cut()
 
 
 def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(

@@ -13,9 +13,10 @@ import yaml
 from sqlalchemy import create_engine, func, select
 
 from tests.conftest import Run, scrapy
-from tests.replay import ReplayServer, site_routes, tw_news_pages, tw_news_routes
+from tests.replay import ReplayServer, Route, site_routes, tw_news_pages, tw_news_routes
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.storage.schema import article, article_snapshot, site
+from zeroarchive.storage.snapshots import read_snapshot
 from zeroarchive.urls import canonicalize_url
 
 HREF = re.compile(rb'href="([^"]+)"')
@@ -251,3 +252,86 @@ def test_bad_arguments_exit_non_zero(tmp_path: Path) -> None:
     bad_mode = scrapy("crawl", "generic", "-a", "mode=everything", db_url=db_url, cwd=tmp_path)
     assert bad_mode.returncode == 2
     assert "Unknown mode 'everything'" in bad_mode.output
+
+
+def stamped(body: bytes, n: int) -> bytes:
+    """``body`` with a few bytes in its middle changed, as an ad id or a clock changes."""
+    middle = len(body) // 2
+    return body[:middle] + b"<!-- ad %06d -->" % n + body[middle:]
+
+
+def test_changed_resnapshots_are_stored_against_the_first(db_url: str, tmp_path: Path) -> None:
+    """A news site whose pages change a few bytes on every fetch, re-snapshotted an hour
+    apart on the fake clock: the re-snapshots are zstd-ref frames, a small fraction of the
+    first, and every snapshot reads and exports back as served."""
+    pages = tw_news_pages()
+    routes = tw_news_routes()
+    originals = {page.path: routes[page.path].body for page in pages}
+    served: dict[tuple[str, int], bytes] = {}
+    t0 = 1_700_000_000
+    with ReplayServer(routes) as server:
+        site = {
+            "name": "tw-news",
+            "url": server.url("/news/"),
+            "type": "news",
+            "config": {
+                "article": NEWS_ARTICLE,
+                "following": r"/news/list-\d+\.html$",
+                "depth": 5,
+                "delay": 0,
+            },
+        }
+        loaded = scrapy(
+            "load_sites",
+            str(write_sites(tmp_path / "sites.yaml", [site])),
+            db_url=db_url,
+            cwd=tmp_path,
+        )
+        assert loaded.returncode == 0, loaded.output
+        runs = []
+        for hour in range(3):
+            now = t0 + hour * 3600
+            for path, body in originals.items():
+                route = server.routes[path]
+                served[(path, now)] = stamped(body, hour)
+                server.routes[path] = Route(route.status, route.headers, stamped(body, hour))
+            mode = "all" if hour == 0 else "snapshot"
+            run = scrapy(
+                "crawl",
+                "generic",
+                "-a",
+                f"mode={mode}",
+                db_url=db_url,
+                cwd=tmp_path,
+                extra_env={"ZEROARCHIVE_FAKE_NOW": str(now)},
+            )
+            assert run.returncode == 0 and "Traceback" not in run.output, run.output
+            runs.append(run)
+    assert [stat(run, "zeroarchive/snapshots_saved") for run in runs] == [len(pages)] * 3
+    assert [stat(run, "zeroarchive/snapshots_referenced") for run in runs] == [
+        0,
+        len(pages),
+        len(pages),
+    ]
+    stored = [stat(run, "zeroarchive/snapshot_bytes_stored") for run in runs]
+    raw = [stat(run, "zeroarchive/snapshot_bytes_raw") for run in runs]
+    assert stored[1] < stored[0] / 20 and stored[2] < stored[0] / 20
+    assert stored[0] < raw[0] / 2
+
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(article_snapshot.c.article_id, article_snapshot.c.snapshot_at).order_by(
+                article_snapshot.c.article_id, article_snapshot.c.snapshot_at
+            )
+        ).all()
+    assert len(rows) == 3 * len(pages)
+    for row in rows:
+        snapshot = read_snapshot(engine, row.article_id, row.snapshot_at)
+        assert snapshot.raw in {body for (_, at), body in served.items() if at == row.snapshot_at}
+    engine.dispose()
+    records = export(db_url, tmp_path)
+    assert len(records) == len(rows)
+    assert {str(r["content_hash"]) for r in records} == {
+        hashlib.sha256(body).hexdigest() for body in served.values()
+    }

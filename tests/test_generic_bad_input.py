@@ -328,12 +328,15 @@ def test_robots_txt_is_obeyed_unless_the_site_opts_out(tmp_path: Path) -> None:
     article = r"/(a|private)/"
     db_url = sqlite_url(tmp_path)
     with RecordingServer(dict(routes)) as obeys, RecordingServer(dict(routes)) as ignores:
+        # discover: false, or the spider would also read robots.txt for its sitemaps.
         run = load_and_crawl(
             db_url,
             tmp_path,
             [
-                site("obeys", obeys.url("/list/"), article=article),
-                site("ignores", ignores.url("/list/"), article=article, robots=False),
+                site("obeys", obeys.url("/list/"), article=article, discover=False),
+                site(
+                    "ignores", ignores.url("/list/"), article=article, robots=False, discover=False
+                ),
             ],
         )
     assert obeys.hits["/robots.txt"] == 1

@@ -70,3 +70,16 @@ def test_sites_keep_their_rows_and_articles_when_names_stop_being_unique(db_url:
         with pytest.raises(IntegrityError), engine.begin() as conn:
             conn.execute(text("UPDATE Article SET site_id = 99"))
     engine.dispose()
+
+
+def test_reference_frames_migration_goes_down_and_up_again(db_url: str) -> None:
+    engine = make_engine(db_url)
+    migrate(engine)
+    config = _alembic_config(engine)
+    command.downgrade(config, "0008")
+    columns = {c["name"] for c in inspect(engine).get_columns("ArticleSnapshot")}
+    assert "reference_at" not in columns and "codec" in columns
+    command.upgrade(config, "0009")
+    columns = {c["name"] for c in inspect(engine).get_columns("ArticleSnapshot")}
+    assert "reference_at" in columns
+    engine.dispose()

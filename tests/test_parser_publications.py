@@ -16,6 +16,7 @@ from zeroarchive.archive import Archive, open_archive
 from zeroarchive.items import FetchedPage
 from zeroarchive.parse_run import ParseRunConfig, parse_pending
 from zeroarchive.sites import parse_spec
+from zeroarchive.storage.publications import PublicationStore
 from zeroarchive.storage.schema import (
     article,
     parser_info,
@@ -146,10 +147,9 @@ def test_incremental_and_idempotent(archive: Archive, news: tuple[int, int]) -> 
     parse_pending(archive.engine, ParseRunConfig(), now=NOW)
     again = parse_pending(archive.engine, ParseRunConfig(), now=NOW)
     assert again["parser/parsed"] == 0
-    assert again["parser/already_parsed"] == 1
     snapshot(archive, news, NOW + 3600, EDITED, URL)
     later = parse_pending(archive.engine, ParseRunConfig(), now=NOW + 3600)
-    assert later["parser/already_parsed"] == 1
+    assert later["parser/parsed"] == 1
     assert later["parser/new_version"] == 1
     assert count(archive, publication) == 2
     assert count(archive, publication_mapping) == 2
@@ -225,3 +225,92 @@ def test_the_commands_parse_and_export(db_url: str, tmp_path: Path) -> None:
     assert records[0]["producer"] == "ltn"
     assert records[0]["title"] == "義光禁食》林義雄宣布停止禁食 願再為台奮鬥"
     assert records[1]["hashtags"] == [] and isinstance(records[1]["metadata"], dict)
+
+
+def mapped_at(archive: Archive, stamp: int) -> set[tuple[int, int, str]]:
+    """The (article, snapshot, parser version) mappings a run stamped ``stamp`` wrote."""
+    return {
+        (m.article_id, m.snapshot_at, m.parser_version)
+        for m in rows(archive, publication_mapping)
+        if m.parsed_at == stamp
+    }
+
+
+def test_a_run_parses_exactly_the_snapshots_without_a_mapping_for_its_version(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    other = (add_article(archive, news[1], "Article", URL + "?p=2"), news[1])
+    snapshot(archive, news, NOW, PAGE, URL)
+    snapshot(archive, other, NOW, PAGE, URL)
+    parse_pending(archive.engine, ParseRunConfig(parser_version="v1"), now=NOW)
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    snapshot(archive, other, NOW + 3600, PAGE, URL)
+    snapshot(archive, other, NOW + 7200, EDITED, URL)
+    stats = parse_pending(archive.engine, ParseRunConfig(parser_version="v1", batch=2), now=NOW + 1)
+    assert mapped_at(archive, NOW + 1) == {
+        (news[0], NOW + 3600, "v1"),
+        (other[0], NOW + 3600, "v1"),
+        (other[0], NOW + 7200, "v1"),
+    }
+    assert (stats["parser/parsed"], stats["parser/unchanged_snapshot"]) == (2, 1)
+    assert (
+        parse_pending(archive.engine, ParseRunConfig(parser_version="v1"), now=NOW + 2)[
+            "parser/parsed"
+        ]
+        == 0
+    )
+    assert mapped_at(archive, NOW + 2) == set()
+    # A new parser version has parsed nothing yet: all five snapshots again.
+    parse_pending(archive.engine, ParseRunConfig(parser_version="v2", batch=2), now=NOW + 3)
+    assert mapped_at(archive, NOW + 3) == {
+        (article_id, at, "v2")
+        for article_id in (news[0], other[0])
+        for at in (NOW, NOW + 3600, NOW + 7200)
+        if (article_id, at) != (news[0], NOW + 7200)
+    }
+
+
+def test_a_run_with_nothing_new_reads_no_snapshot(
+    archive: Archive, news: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+
+    def unexpected(*args: object) -> None:
+        raise AssertionError(f"read a snapshot that was already parsed: {args[1:]}")
+
+    monkeypatch.setattr("zeroarchive.parse_run.read_snapshot", unexpected)
+    assert parse_pending(archive.engine, ParseRunConfig(), now=NOW)["parser/parsed"] == 0
+
+
+def test_a_new_snapshot_compares_with_the_latest_parsed_one(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    snapshot(archive, news, NOW + 7200, EDITED + b"<!-- another cache node -->", URL)
+    stats = parse_pending(archive.engine, ParseRunConfig(), now=NOW)
+    assert stats["parser/same_publication"] == 1
+    assert sorted(r.version for r in rows(archive, publication)) == [1, 2]
+
+
+def test_unparsed_snapshots_by_site_and_since_in_batches(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    ptt_site = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
+    ptt = (add_article(archive, ptt_site, "PTT", PTT_URL), ptt_site)
+    for hour in range(5):
+        snapshot(archive, news, NOW + hour * 3600, PAGE + bytes(hour), URL)
+    snapshot(archive, ptt, NOW, b"<html></html>", PTT_URL)
+    store = PublicationStore(archive.engine, "v1")
+    batches = list(store.iter_unparsed(batch=2))
+    assert [len(b) for b in batches] == [2, 2, 2]
+    assert [(u.article_id, u.snapshot_at) for b in batches for u in b] == [
+        *((news[0], NOW + hour * 3600) for hour in range(5)),
+        (ptt[0], NOW),
+    ]
+    assert [u.article_id for b in store.iter_unparsed(site_id=ptt_site) for u in b] == [ptt[0]]
+    since = [u.snapshot_at for b in store.iter_unparsed(news[1], NOW + 7200) for u in b]
+    assert since == [NOW + 7200, NOW + 10800, NOW + 14400]

@@ -1,9 +1,10 @@
 """The shared queue's scheduler against a real Redis: requests the engine schedules are
 checked and pushed a batch at a time, duplicates still fire ``request_dropped``, and a
-batch that cannot be pushed is logged and counted instead of raising into the engine."""
+Redis that stops answering is waited for instead of raising into the engine."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import textwrap
@@ -136,16 +137,43 @@ def test_a_worker_takes_several_requests_per_round_trip_and_puts_back_the_rest(
     other.close("finished")
 
 
-def test_a_batch_that_cannot_be_pushed_is_logged_and_counted(
+def test_requests_held_while_redis_is_away_are_pushed_when_it_answers_again(
     crawler: Crawler, scheduler: RedisScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="zeroarchive.redis_queue")
+    server = scheduler.server
     scheduler.server = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1)
     for i in range(3):
         scheduler.enqueue_request(Request(f"https://example.com/d/{i}"))
     assert scheduler.flush_pending() == 0
-    assert "Could not queue 3 request(s)" in caplog.text
+    assert "Redis does not answer at redis://127.0.0.1:1/0" in caplog.text
+    assert "holding 3 request(s)" in caplog.text
     assert crawler.stats is not None
-    assert crawler.stats.get_value("scheduler/redis/push_errors") == 3
+    assert crawler.stats.get_value("scheduler/redis/errors") == 1
+    assert scheduler.next_request() is None, "no pop before the next try is due"
+    assert scheduler.has_pending_requests(), "the worker stays open while Redis is away"
+    assert crawler.stats.get_value("scheduler/redis/errors") == 1, "no try before its time"
+
+    # The Bloom filter already marked them seen (it fails open): pushed without a recheck.
+    scheduler.server = server
+    scheduler._retry_at = 0.0
+    urls = {request.url for request in iter(scheduler.next_request, None)}
+    assert "Redis answers again" in caplog.text
+    assert urls == {f"https://example.com/d/{i}" for i in range(3)}
+    assert crawler.stats.get_value("scheduler/enqueued/redis") == 3
+
+
+def test_a_worker_closing_while_redis_is_away_says_what_it_could_not_queue(
+    crawler: Crawler, scheduler: RedisScheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    scheduler.server = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1)
+    scheduler.enqueue_request(Request("https://example.com/e/1"))
+    scheduler.flush_pending()
+    scheduler.close("shutdown")
+    assert "Closing with 1 request(s) not queued" in caplog.text
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("scheduler/redis/unpushed") == 1
+    assert crawler.stats.get_value("scheduler/redis/errors") == 2, "one last try at close"
 
 
 def test_the_pending_batch_is_pushed_at_the_end_of_the_reactor_turn(redis_url: str) -> None:

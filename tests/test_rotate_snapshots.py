@@ -15,7 +15,7 @@ from tests.replay import tw_news_pages, tw_news_routes
 from zeroarchive.archive import close_archives, open_archive
 from zeroarchive.items import FetchedPage
 from zeroarchive.sites import parse_spec
-from zeroarchive.storage.rotation import Month, record_bytes
+from zeroarchive.storage.rotation import Month, record_bytes, rotate
 from zeroarchive.storage.schema import article, article_snapshot
 from zeroarchive.storage.snapshots import (
     content_hash,
@@ -196,3 +196,84 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "not a month" in bad.output
     future = scrapy("rotate_snapshots", "--before", "2999-01", db_url=db_url, cwd=tmp_path)
     assert future.returncode == 2 and "future" in future.output
+
+
+def stamped(body: bytes, n: int) -> bytes:
+    """``body`` with a few bytes in its middle changed, as an ad id or a clock changes."""
+    middle = len(body) // 2
+    return body[:middle] + b"<!-- ad %06d -->" % n + body[middle:]
+
+
+# (when, stamp, codec written): zstd-ref frames refer to a stand-alone frame of their month;
+# March 1st repeats February 2nd's bytes, a zstd-ref frame of a month that is dropped.
+REFERENCE_TIMELINE = [
+    ("2025-01-10T08:00:00", 0, "zstd"),
+    ("2025-01-11T08:00:00", 1, "zstd-ref"),
+    ("2025-02-01T08:00:00", 2, "zstd"),
+    ("2025-02-02T08:00:00", 1, "zstd-ref"),
+    ("2025-03-01T08:00:00", 1, None),
+    ("2025-03-02T08:00:00", 3, "zstd"),
+    ("2025-03-03T08:00:00", 4, "zstd-ref"),
+]
+
+
+def test_reference_frames_read_back_after_their_months_rotate(db_url: str, tmp_path: Path) -> None:
+    archive = open_archive(url=db_url)
+    site_id, _ = archive.sites.upsert(
+        parse_spec({"name": "s", "url": "https://news.example/", "config": {"article": "/a/"}}),
+        ts("2025-01-01T00:00:00"),
+    )
+    url = "https://news.example/a/d"
+    archive.articles.add(site_id, "Article", [url], ts("2025-01-01T00:00:00"))
+    with archive.engine.connect() as conn:
+        aid = conn.execute(select(article.c.article_id)).scalar_one()
+    body = bodies()["v1"]
+
+    def save(when: str, stamp: int) -> None:
+        page = FetchedPage(
+            article_id=aid,
+            site_id=site_id,
+            article_type="Article",
+            fetched_at=ts(when),
+            status=200,
+            final_url=url,
+            headers={"Content-Type": ["text/html"]},
+            encoding="utf-8",
+            body=stamped(body, stamp),
+        )
+        archive.snapshots.save([page])
+
+    for when, stamp, _ in REFERENCE_TIMELINE:
+        save(when, stamp)
+    with archive.engine.connect() as conn:
+        rows = conn.execute(select(article_snapshot).order_by(article_snapshot.c.snapshot_at)).all()
+    assert [row.codec for row in rows] == [codec for _, _, codec in REFERENCE_TIMELINE]
+    for row in rows:
+        if row.reference_at is not None:
+            assert Month.of(row.snapshot_at_date) == Month.of(
+                dt.datetime.fromtimestamp(row.reference_at, dt.UTC).date()
+            )
+
+    results = rotate(archive.engine, Month.parse("2025-03"), tmp_path / "exports")
+    assert [(r.month, r.snapshots, r.bytes_carried) for r in results] == [
+        ("2025-01", 2, 0),
+        ("2025-02", 2, 1),
+    ]
+    kept = [(when, stamp) for when, stamp, _ in REFERENCE_TIMELINE if when >= "2025-03"]
+    for when, stamp in kept:
+        assert read_snapshot(archive.engine, aid, ts(when)).raw == stamped(body, stamp)
+    # The carried bytes stand alone; a new page of March may refer to them or a later one.
+    save("2025-03-20T08:00:00", 5)
+    assert read_snapshot(archive.engine, aid, ts("2025-03-20T08:00:00")).raw == stamped(body, 5)
+    exported = [(e.snapshot.snapshot_at, e.snapshot.raw) for e in iter_snapshots(archive.engine)]
+    assert exported == [(ts(w), stamped(body, n)) for w, n in [*kept, ("2025-03-20T08:00:00", 5)]]
+    with archive.engine.connect() as conn:
+        codecs = conn.execute(
+            select(article_snapshot.c.codec).order_by(article_snapshot.c.snapshot_at)
+        ).scalars()
+        assert list(codecs) == ["zstd", "zstd", "zstd-ref", "zstd-ref"]
+    for label, stamps in (("2025-01", [0, 1]), ("2025-02", [2, 1])):
+        with gzip.open(tmp_path / "exports" / f"snapshots-{label}.jsonl.gz", "rt") as handle:
+            lines = [json.loads(line) for line in handle]
+        assert [record_bytes(r) for r in lines] == [stamped(body, n) for n in stamps]
+    close_archives()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 from pathlib import Path
 
-from sqlalchemy import update
+from sqlalchemy import delete, select, update
 
 from tests.conftest import scrapy
 from zeroarchive.archive import close_archives, open_archive
@@ -131,3 +132,112 @@ def test_site_stats_command(db_url: str, tmp_path: Path) -> None:
     assert "busy" in table.stdout and "QUIET" not in table.stdout
     bad = scrapy("site_stats", "--quiet-days", "0", db_url=db_url, cwd=tmp_path)
     assert bad.returncode == 2, bad.output
+
+
+def _recount(db_url: str, now: int) -> dict[int, tuple[object, ...]]:
+    """The counts straight from every Article row: what the kept totals must add up to."""
+    engine = open_archive(url=db_url).engine
+    with engine.connect() as conn:
+        rows = conn.execute(select(article)).all()
+        site_ids = conn.execute(select(site.c.site_id)).scalars().all()
+    counts = {}
+    for site_id in site_ids:
+        mine = [row for row in rows if row.site_id == site_id]
+        live = [row for row in mine if row.next_snapshot_at != STOP]
+        counts[site_id] = (
+            len(mine),
+            {days: sum(row.created_at >= now - days * DAY for row in mine) for days in (3, 7)},
+            {days: sum(row.created_at >= now - days * DAY for row in mine) for days in (28, 360)},
+            sum(row.snapshot_count for row in mine),
+            sum(row.next_snapshot_at <= now for row in live),
+            sum(row.next_snapshot_at <= now - HOUR for row in live),
+            sum(row.failure_count > 0 for row in live),
+            sum((row.stop_reason or "").endswith(":blocked") for row in mine),
+            sum(
+                row.next_snapshot_at == STOP
+                and row.stop_reason not in (None, "plan_complete", "moved")
+                for row in mine
+            ),
+            max((row.created_at for row in mine), default=0),
+        )
+    return counts
+
+
+def _reported(db_url: str, now: int) -> dict[int, tuple[object, ...]]:
+    engine = open_archive(url=db_url).engine
+    return {
+        s.site_id: (
+            s.articles,
+            {days: s.new[days] for days in (3, 7)},
+            {days: s.new[days] for days in (28, 360)},
+            s.snapshots,
+            s.due,
+            s.overdue,
+            s.failing,
+            s.blocked,
+            s.stopped,
+            s.last_new_article_at,
+        )
+        for s in site_stats(engine, now, SiteStatsConfig(3, HOUR))
+    }
+
+
+def test_kept_totals_follow_every_kind_of_write(db_url: str) -> None:
+    """Inserts, schedule changes both ways across "finished", moves between sites and days,
+    and deletes, written straight to Article: the triggers' totals match a recount."""
+    archive = open_archive(url=db_url)
+    rng = random.Random(13)
+    site_ids = [
+        archive.sites.upsert(
+            parse_spec(
+                {"name": f"s{n}", "url": f"https://s{n}.example/", "config": {"article": "/a/"}}
+            ),
+            NOW - 500 * DAY,
+        )[0]
+        for n in range(3)
+    ]
+    site_ids.append(
+        archive.sites.upsert(
+            parse_spec({"name": "none", "url": "https://n.example/", "config": {"article": "/a/"}}),
+            NOW,
+        )[0]
+    )
+    for batch in range(12):
+        created = NOW - rng.choice(
+            (0, 2 * HOUR, 3 * DAY, 3 * DAY + 1, 6 * DAY, 27 * DAY, 400 * DAY)
+        )
+        urls = [f"https://s.example/a/{batch}/{n}" for n in range(5)]
+        archive.articles.add(rng.choice(site_ids[:3]), "Article", urls, created)
+    reasons = (
+        None,
+        "plan_complete",
+        "moved",
+        "gone:http_404",
+        "last_error:blocked",
+        "failed_5_times:blocked",
+        "last_error:timeout",
+    )
+    for round_ in range(4):
+        with archive.engine.begin() as conn:
+            ids = conn.execute(select(article.c.article_id)).scalars().all()
+            for article_id in rng.sample(ids, 25):
+                values: dict[str, object] = {
+                    "next_snapshot_at": rng.choice(
+                        (STOP, STOP, NOW - 2 * HOUR, NOW - 10, NOW + HOUR)
+                    ),
+                    "stop_reason": rng.choice(reasons),
+                    "snapshot_count": rng.randint(0, 9),
+                    "failure_count": rng.choice((0, 0, 2)),
+                }
+                if rng.random() < 0.2:
+                    values["site_id"] = rng.choice(site_ids[:3])
+                if rng.random() < 0.2:
+                    values["created_at"] = NOW - rng.randint(0, 40) * DAY - rng.randint(0, DAY)
+                conn.execute(
+                    update(article).where(article.c.article_id == article_id).values(**values)
+                )
+            if round_ == 2:
+                conn.execute(delete(article).where(article.c.article_id.in_(rng.sample(ids, 8))))
+        assert _reported(db_url, NOW) == _recount(db_url, NOW), round_
+    # Another clock moves the windows over the same kept counts.
+    assert _reported(db_url, NOW + 2 * DAY + 7) == _recount(db_url, NOW + 2 * DAY + 7)

@@ -223,6 +223,11 @@ def _long_url() -> str:
         (news(url_rules=["strip_www"]), "cna", "url_rules", "mapping"),
         (news(render="yes"), "cna", "render", "true or false"),
         (news(robots=0), "cna", "robots", "true or false"),
+        (news(feeds="/rss.xml"), "cna", "feeds", "bad URL '/rss.xml': bad_scheme"),
+        (news(feeds=["https://x.tw/rss", 3]), "cna", "feeds", "a URL or a list of URLs"),
+        (news(feeds={"url": "https://x.tw/rss"}), "cna", "feeds", "a URL or a list of URLs"),
+        (news(sitemaps=["https://x.tw/s.xml", "ftp://x.tw/s"]), "cna", "sitemaps", "bad URL"),
+        (news(discover="no"), "cna", "discover", "true or false"),
         (news(ua="Mozilla\nX-Injected: 1"), "cna", "ua", "one-line"),
         (news(ua=5), "cna", "ua", "one-line"),
         ({**news(), "active": "no"}, "cna", "active", "true or false"),
@@ -273,6 +278,15 @@ def test_parse_config_reports_the_first_bad_field(config: dict[str, Any], field:
         ({"cookies": None, "url_rules": None}, SiteConfig()),
         ({"cookies": {"over18": 1}}, SiteConfig(cookies={"over18": "1"})),
         ({"ua": "Bot/1.0"}, SiteConfig(ua="Bot/1.0")),
+        ({"feeds": None, "sitemaps": []}, SiteConfig()),
+        (
+            {"feeds": "HTTPS://CNA.com.tw/rss.xml", "discover": False},
+            SiteConfig(feeds=("https://cna.com.tw/rss.xml",), discover=False),
+        ),
+        (
+            {"sitemaps": ["https://x.tw/a.xml.gz", "https://x.tw/b.xml", "https://x.tw/a.xml.gz"]},
+            SiteConfig(sitemaps=("https://x.tw/a.xml.gz", "https://x.tw/b.xml")),
+        ),
         (
             {"url_rules": {"ignore_params": ["from_*"], "keep_fragment": True}},
             SiteConfig(url_rules=UrlRules(ignore_params=("from_*",), keep_fragment=True)),

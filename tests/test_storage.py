@@ -10,10 +10,12 @@ import hashlib
 import random
 import threading
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+import zstandard
 from sqlalchemy import func, inspect, select, text, update
 from sqlalchemy.engine import Engine
 
@@ -544,7 +546,9 @@ def test_unchanged_snapshot_stores_no_bytes_and_reads_back_the_original(archive:
     rows = snapshot_rows(archive, aid)
     assert [row.snapshot_at for row in rows] == times
     assert [row.raw_data is None for row in rows] == [False, True, False, True, False]
-    assert [row.codec for row in rows] == ["zstd", None, "zstd", None, "zstd"]
+    # Changed re-snapshots are compressed against the first one (same month).
+    assert [row.codec for row in rows] == ["zstd", None, "zstd-ref", None, "zstd-ref"]
+    assert [row.reference_at for row in rows] == [None, None, NOW, None, NOW]
     assert [row.raw_size for row in rows] == [len(body) for body in bodies]
     for at, body in zip(times, bodies, strict=True):
         stored = read_snapshot(archive.engine, aid, at)
@@ -556,6 +560,99 @@ def test_unchanged_snapshot_stores_no_bytes_and_reads_back_the_original(archive:
         NOW,
         times[-1],
     )
+
+
+def stamped(body: bytes, n: int) -> bytes:
+    """``body`` with a few bytes in its middle changed, as an ad id or a clock changes."""
+    middle = len(body) // 2
+    return body[:middle] + b"<!-- ad %06d -->" % n + body[middle:]
+
+
+DECEMBER = 1_701_388_800  # 2023-12-01 00:00:00 UTC, the month after NOW's
+
+
+def test_changed_resnapshots_refer_to_a_frame_of_their_own_month(archive: Archive) -> None:
+    cna = add_site(archive, "cna")
+    [aid] = add_articles(archive, cna, ["https://cna.example/news/1"])
+    body = corpus_page("cna_s1")
+    times = [NOW + HOUR * n for n in range(4)] + [DECEMBER - 1, DECEMBER, DECEMBER + HOUR]
+    bodies = [stamped(body, n) for n in range(len(times))]
+    # Two pages of one article in one batch: the second refers to the first.
+    results = archive.snapshots.save(
+        [page(aid, cna, at, b) for at, b in zip(times[:2], bodies[:2], strict=True)]
+    )
+    for at, b in zip(times[2:], bodies[2:], strict=True):
+        results += archive.snapshots.save([page(aid, cna, at, b)])
+
+    rows = snapshot_rows(archive, aid)
+    assert [row.codec for row in rows] == ["zstd"] + ["zstd-ref"] * 4 + ["zstd", "zstd-ref"]
+    assert [row.reference_at for row in rows] == [None] + [NOW] * 4 + [None, DECEMBER]
+    assert [r.referenced for r in results] == [row.codec == "zstd-ref" for row in rows]
+    full = results[0].stored_bytes
+    assert all(r.stored_bytes < full // 20 for r in results if r.referenced)
+    for at, b in zip(times, bodies, strict=True):
+        assert read_snapshot(archive.engine, aid, at).raw == b
+    for batch in (1, 3, 200):
+        assert [e.snapshot.raw for e in iter_snapshots(archive.engine, batch=batch)] == bodies
+    # An unchanged snapshot that repeats a zstd-ref frame's bytes reads them back too.
+    archive.snapshots.save([page(aid, cna, DECEMBER + 2 * HOUR, bodies[-1])])
+    assert read_snapshot(archive.engine, aid, DECEMBER + 2 * HOUR).raw == bodies[-1]
+    assert iter_snapshots_raw(archive.engine, since=DECEMBER + HOUR) == [bodies[-1]] * 2
+
+
+def iter_snapshots_raw(engine: Engine, **filters: Any) -> list[bytes]:
+    return [e.snapshot.raw for e in iter_snapshots(engine, **filters)]
+
+
+def test_rows_of_every_codec_read_back(archive: Archive) -> None:
+    """Rows as older versions wrote them (zlib, none, zstd without reference_at) and as
+    this one does (zstd, zstd-ref, unchanged) all read back through read_snapshot."""
+    cna = add_site(archive, "cna")
+    [aid] = add_articles(archive, cna, ["https://cna.example/news/1"])
+    body = corpus_page("cna_s1")
+    archive.snapshots.save([page(aid, cna, NOW, body)])
+    archive.snapshots.save([page(aid, cna, NOW + HOUR, stamped(body, 1))])
+    archive.snapshots.save([page(aid, cna, NOW + 2 * HOUR, stamped(body, 1))])
+    old_rows = {
+        NOW + 3 * HOUR: (zlib.compress(stamped(body, 3)), "zlib"),
+        NOW + 4 * HOUR: (stamped(body, 4), "none"),
+        NOW + 5 * HOUR: (zstandard.ZstdCompressor().compress(stamped(body, 5)), "zstd"),
+    }
+    with archive.engine.begin() as conn:
+        for at, (data, codec) in old_rows.items():
+            n = (at - NOW) // HOUR
+            row = snapshot_rows(archive, aid)[0]._asdict()
+            conn.execute(
+                article_snapshot.insert().values(
+                    {
+                        **row,
+                        "snapshot_at": at,
+                        "content_hash": hashlib.sha256(stamped(body, n)).digest(),
+                        "raw_data": data,
+                        "codec": codec,
+                        "reference_at": None,
+                    }
+                )
+            )
+    codecs = [row.codec for row in snapshot_rows(archive, aid)]
+    assert codecs == ["zstd", "zstd-ref", None, "zlib", "none", "zstd"]
+    expected = [body, stamped(body, 1), stamped(body, 1)]
+    expected += [stamped(body, n) for n in (3, 4, 5)]
+    for n, raw in enumerate(expected):
+        assert read_snapshot(archive.engine, aid, NOW + n * HOUR).raw == raw
+    assert iter_snapshots_raw(archive.engine) == expected
+
+
+def test_a_frame_whose_reference_is_gone_fails_clearly(archive: Archive) -> None:
+    cna = add_site(archive, "cna")
+    [aid] = add_articles(archive, cna, ["https://cna.example/news/1"])
+    body = corpus_page("cna_s1")
+    archive.snapshots.save([page(aid, cna, NOW, body)])
+    archive.snapshots.save([page(aid, cna, NOW + HOUR, stamped(body, 1))])
+    with archive.engine.begin() as conn:
+        conn.execute(article_snapshot.delete().where(article_snapshot.c.snapshot_at == NOW))
+    with pytest.raises(LookupError, match=f"reference snapshot of article {aid} at {NOW}"):
+        read_snapshot(archive.engine, aid, NOW + HOUR)
 
 
 def test_same_second_is_recorded_once(archive: Archive) -> None:

@@ -15,6 +15,7 @@ from urllib3.response import HTTPResponse
 
 from tests.conftest import Run, project_settings, scrapy
 from tests.fake_airtable import FakeAirtable
+from tests.tcp_forwarder import free_port
 from zeroarchive.airtable import (
     AirtableConfig,
     AirtableError,
@@ -724,3 +725,17 @@ def test_a_table_shaped_like_0archives_syncs_every_crawlable_row(
     assert "5 sites are named '琦琦看新聞'" in ambiguous.output
     for farm in farms:
         assert f"#{farm['site_id']} {farm['url']}" in ambiguous.output
+
+
+def test_a_database_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
+    with fake_airtable() as fake:
+        fake.add(**CNA)
+        away = f"mysql+pymysql://root:pw-s3cret@127.0.0.1:{free_port()}/test"
+        run = sync(fake, away, tmp_path)
+    assert run.returncode == 3, run.output
+    assert (
+        run.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: cannot reach the database at mysql+pymysql://root:***@127.0.0.1:")
+    )
+    assert "Traceback" not in run.output and "pw-s3cret" not in run.output

@@ -90,12 +90,13 @@ class Dispatcher:
         report.bad_sites.extend(due.bad)
         for site_id in sorted(due.walk):
             site = due.sites[site_id]
-            begin_walk(self.archive, site, now)
             requests = list(spider.discovery_requests(site))
             for request in requests:
                 # The Bloom filter keeps list pages per round, so each round walks them again.
                 request.meta[META_KEY]["round"] = now
             report.list_requests += push_requests(self.server, spider, requests)
+            # Only once queued: a redis cut before this leaves the walk due for next round.
+            begin_walk(self.archive, site, now)
             report.list_sites += 1
         while due.sites and len(queue) < self.config.high_water:
             claimed = claim_due(

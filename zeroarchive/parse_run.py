@@ -17,8 +17,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION, ParseError, parse_snapshot
-from zeroarchive.storage.publications import ArticleInfo, Previous, PublicationStore
-from zeroarchive.storage.snapshots import StoredSnapshot, iter_snapshots
+from zeroarchive.storage.publications import ArticleInfo, Previous, PublicationStore, Unparsed
+from zeroarchive.storage.snapshots import StoredSnapshot, read_snapshot
 
 logger = logging.getLogger(__name__)
 _LIBRARIES = ("readability-lxml", "trafilatura", "htmldate", "lxml")
@@ -31,6 +31,7 @@ class ParseRunConfig:
     reparse: bool = False
     timezone: str = DEFAULT_TIMEZONE
     parser_version: str = PARSER_VERSION
+    batch: int = 1000
 
 
 def parser_components() -> dict[str, str]:
@@ -54,43 +55,55 @@ def parse_pending(engine: Engine, config: ParseRunConfig, now: int | None = None
         stats["parser/discarded"] = store.discard(config.site_id)
     started = time.perf_counter()
     current: int | None = None
-    done: set[int] = set()
     info: ArticleInfo | None = None
     previous: Previous | None = None
-    for exported in iter_snapshots(engine, site_id=config.site_id, since=config.since):
-        snapshot = exported.snapshot
-        if snapshot.article_id != current:
-            current = snapshot.article_id
-            done = store.parsed_snapshots(current)
-            info = store.article_info(current)
-            previous = store.previous(current, snapshot.snapshot_at)
-        assert info is not None
-        if snapshot.snapshot_at in done:
-            stats["parser/already_parsed"] += 1
-            continue
-        if snapshot.status >= 400:
-            store.record_error(
-                current, snapshot.snapshot_at, f"http_{snapshot.status}", stamp, "skipped"
-            )
-            stats["parser/skipped_status"] += 1
-            continue
-        try:
-            if previous is not None and previous.raw_hash == snapshot.content_hash:
-                store.map_to(current, snapshot.snapshot_at, previous.publication_id, stamp)
-                stats["parser/unchanged_snapshot"] += 1
-            else:
-                previous = _parse_one(
-                    store, info, exported.snapshot, config, stamp, previous, stats
-                )
-        except IntegrityError:
-            # Another parse run of the same version mapped this snapshot meanwhile.
-            logger.warning(
-                "Snapshot %s@%s was parsed by another run", current, snapshot.snapshot_at
-            )
-            stats["parser/conflict"] += 1
+    for batch in store.iter_unparsed(config.site_id, config.since, config.batch):
+        for snapshot in batch:
+            if snapshot.article_id != current:
+                current = snapshot.article_id
+                info = store.article_info(current)
+                previous = store.previous(current, snapshot.snapshot_at)
+            assert info is not None
+            previous = _handle(store, engine, info, snapshot, config, stamp, previous, stats)
     elapsed = time.perf_counter() - started
     stats["parser/seconds_x1000"] = round(elapsed * 1000)
     return stats
+
+
+def _handle(
+    store: PublicationStore,
+    engine: Engine,
+    info: ArticleInfo,
+    snapshot: Unparsed,
+    config: ParseRunConfig,
+    stamp: int,
+    previous: Previous | None,
+    stats: Counter[str],
+) -> Previous | None:
+    """Map one unparsed snapshot; return what the article's next snapshot compares with."""
+    article_id, snapshot_at = snapshot.article_id, snapshot.snapshot_at
+    if snapshot.status >= 400:
+        store.record_error(article_id, snapshot_at, f"http_{snapshot.status}", stamp, "skipped")
+        stats["parser/skipped_status"] += 1
+        return previous
+    try:
+        if previous is not None and previous.raw_hash == snapshot.content_hash:
+            store.map_to(article_id, snapshot_at, previous.publication_id, stamp)
+            stats["parser/unchanged_snapshot"] += 1
+            return previous
+        try:
+            stored = read_snapshot(engine, article_id, snapshot_at)
+        except LookupError as exc:
+            logger.error("Cannot read snapshot %s@%s: %s", article_id, snapshot_at, exc)
+            store.record_error(article_id, snapshot_at, f"unreadable: {exc}", stamp)
+            stats["parser/errors"] += 1
+            return previous
+        return _parse_one(store, info, stored, config, stamp, previous, stats)
+    except IntegrityError:
+        # Another parse run of the same version mapped this snapshot meanwhile.
+        logger.warning("Snapshot %s@%s was parsed by another run", article_id, snapshot_at)
+        stats["parser/conflict"] += 1
+        return previous
 
 
 def _parse_one(

@@ -7,6 +7,7 @@ import redis
 from scrapy.settings import BaseSettings
 
 from zeroarchive.environment import from_environment
+from zeroarchive.services import ServiceUnavailable, reason
 
 
 def redis_url_from(settings: BaseSettings | None) -> str | None:
@@ -29,3 +30,16 @@ def connect(settings: BaseSettings, url: str | None = None) -> redis.Redis:
         # 0 would make redis-py's sockets non-blocking, not patient.
         raise ValueError("ZEROARCHIVE_REDIS_TIMEOUT and _CONNECT_TIMEOUT must be positive")
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=connect_timeout)
+
+
+def reachable(settings: BaseSettings, url: str | None = None) -> redis.Redis:
+    """A client of ``url`` (default: REDIS_URL) that has just answered a PING; a Redis
+    that does not answer raises ServiceUnavailable (one line, password hidden)."""
+    url = url or redis_url_from(settings)
+    server = connect(settings, url)
+    try:
+        server.ping()
+    except redis.RedisError as exc:
+        server.close()
+        raise ServiceUnavailable("redis", url or "", reason(exc)) from exc
+    return server

@@ -18,8 +18,11 @@ Differences from stock scrapy-redis, each for a reason:
   while the reactor is busy (the links of a page, say) is checked against the dupefilter
   in one round trip and pushed in one more, at the end of that reactor turn or before
   the next pop, instead of two round trips per request. A duplicate still fires
-  ``request_dropped``. A batch that cannot be pushed is logged and counted; the
-  database's leases queue its articles again.
+  ``request_dropped``;
+- a worker rides out a Redis that stops answering: it logs once, keeps what it has not
+  pushed, tries again with growing pauses and stays open (idle, not finished) meanwhile;
+  what it still holds when it closes is logged and counted, and the database's leases
+  queue those articles again.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -41,6 +45,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
 from zeroarchive.redis_client import connect
+from zeroarchive.services import FIRST_PAUSE, next_pause, reason, safe_url
 
 logger = logging.getLogger(__name__)
 
@@ -152,9 +157,15 @@ class RedisScheduler(Scheduler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._pending: list[Request] = []
+        # Checked against the dupefilter (so marked seen) but not yet pushed: pushed later
+        # without a second check, which would call them duplicates.
+        self._checked: list[Request] = []
         self._flush_later = CallLaterOnce(self.flush_pending)
         self.prefetch = 1
         self._taken: deque[tuple[bytes, float]] = deque()
+        self._away_since: float | None = None
+        self._retry_at = 0.0
+        self._pause = FIRST_PAUSE
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
@@ -208,8 +219,19 @@ class RedisScheduler(Scheduler):
 
     def close(self, reason: str) -> None:
         # Never flush the queue: it belongs to every worker, not to this one.
-        self.flush_pending()
         self._flush_later.cancel()
+        self._retry_at = 0.0  # one last try, even while Redis is away
+        self.flush_pending()
+        unpushed = len(self._pending) + len(self._checked)
+        if unpushed:
+            logger.error(
+                "Closing with %d request(s) not queued in %s: Redis does not answer (list "
+                "pages come due again next round, leased articles when their lease ends)",
+                unpushed,
+                self.queue.key,
+            )
+            if self.stats:
+                self.stats.inc_value("scheduler/redis/unpushed", unpushed)
         self._put_back_taken()
         if hasattr(self.df, "close"):
             self.df.close(reason)
@@ -218,7 +240,7 @@ class RedisScheduler(Scheduler):
         """Accept ``request`` into the pending batch; True even for a duplicate, which is
         dropped (with ``request_dropped``) when the batch is checked."""
         self._pending.append(request)
-        if len(self._pending) >= MAX_PENDING:
+        if len(self._pending) >= MAX_PENDING and self._redis_may_answer():
             self.flush_pending()
         else:
             self._flush_later.schedule()
@@ -226,37 +248,80 @@ class RedisScheduler(Scheduler):
 
     def flush_pending(self) -> int:
         """Check the pending batch in one round trip, push the new ones in one more;
-        return how many were pushed."""
-        batch, self._pending = self._pending, []
-        if not batch:
-            return 0
-        seen = _requests_seen(self.df, batch)
-        new = []
-        for request, duplicate in zip(batch, seen, strict=True):
-            if duplicate:
-                self.df.log(request, self.spider)
-                self.crawler.signals.send_catch_log(
-                    signals.request_dropped, request=request, spider=self.spider
-                )
-            else:
-                new.append(request)
-        if not new:
+        return how many were pushed. While Redis is away they wait for the next try."""
+        if not self._redis_may_answer():
             return 0
         try:
-            push_requests(self.server, self.spider, new)
+            pushed = self._check_and_push()
         except redis.RedisError as exc:
-            logger.error(
-                "Could not queue %d request(s) in %s (the leases queue their articles again): %s",
-                len(new),
-                self.queue.key,
-                exc,
-            )
-            if self.stats:
-                self.stats.inc_value("scheduler/redis/push_errors", len(new))
+            self._redis_lost(exc)
             return 0
+        self._redis_answered()
+        return pushed
+
+    def _check_and_push(self) -> int:
+        if self._pending:
+            seen = _requests_seen(self.df, self._pending)
+            batch, self._pending = self._pending, []
+            for request, duplicate in zip(batch, seen, strict=True):
+                if duplicate:
+                    self.df.log(request, self.spider)
+                    self.crawler.signals.send_catch_log(
+                        signals.request_dropped, request=request, spider=self.spider
+                    )
+                else:
+                    self._checked.append(request)
+        if not self._checked:
+            return 0
+        pushed = push_requests(self.server, self.spider, self._checked)
+        self._checked = []
         if self.stats:
-            self.stats.inc_value("scheduler/enqueued/redis", len(new))
-        return len(new)
+            self.stats.inc_value("scheduler/enqueued/redis", pushed)
+        return pushed
+
+    # --- Redis away ---------------------------------------------------------------------
+
+    def _redis_may_answer(self) -> bool:
+        return self._away_since is None or time.monotonic() >= self._retry_at
+
+    def _redis_lost(self, exc: redis.RedisError) -> None:
+        now = time.monotonic()
+        held = len(self._pending) + len(self._checked)
+        if self._away_since is None:
+            self._away_since = now
+            self._pause = FIRST_PAUSE
+            logger.error(
+                "Redis does not answer at %s (%s): this worker waits for it, holding %d "
+                "request(s) to queue; next try in %.0f s",
+                self._server_url(),
+                reason(exc),
+                held,
+                self._pause,
+            )
+        else:
+            logger.warning(
+                "Redis still does not answer (%s) after %.0f s; %d request(s) held; next try "
+                "in %.0f s",
+                reason(exc),
+                now - self._away_since,
+                held,
+                self._pause,
+            )
+        if self.stats:
+            self.stats.inc_value("scheduler/redis/errors")
+        self._retry_at = now + self._pause
+        self._pause = next_pause(self._pause)
+
+    def _redis_answered(self) -> None:
+        if self._away_since is not None:
+            logger.info("Redis answers again after %.0f s", time.monotonic() - self._away_since)
+            self._away_since = None
+            self._pause = FIRST_PAUSE
+
+    def _server_url(self) -> str:
+        kwargs = self.server.connection_pool.connection_kwargs
+        url = f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+        return safe_url(url)
 
     def _put_back_taken(self) -> None:
         if not self._taken:
@@ -276,13 +341,27 @@ class RedisScheduler(Scheduler):
         self._taken.clear()
 
     def has_pending_requests(self) -> bool:
-        return bool(self._pending) or bool(self._taken) or len(self.queue) > 0
+        if self._pending or self._checked or self._taken or self._away_since is not None:
+            # While Redis is away the worker stays open: the shared queue may hold work.
+            return True
+        try:
+            return len(self.queue) > 0
+        except redis.RedisError as exc:
+            self._redis_lost(exc)
+            return True
 
     def next_request(self) -> Request | None:
         self.flush_pending()
         for _ in range(MAX_MALFORMED_PER_POP):
             if not self._taken:
-                self._taken.extend(self.queue.take(self.prefetch))
+                if not self._redis_may_answer():
+                    return None
+                try:
+                    self._taken.extend(self.queue.take(self.prefetch))
+                except redis.RedisError as exc:
+                    self._redis_lost(exc)
+                    return None
+                self._redis_answered()
                 if not self._taken:
                     return None
             entry, _score = self._taken.popleft()

@@ -2,7 +2,8 @@
 
 A site config uses the 0archive keys (``article``, ``following``, ``depth``, ``delay``,
 ``ua``, ``cookies``, ``render`` or 0archive's ``selenium``, ``login_url``, ``robots``) plus
-``url_rules`` for canonicalisation and ``schedule`` for the plan. What a type means, which
+``feeds``, ``sitemaps`` and ``discover`` for feeds and sitemaps as list pages, ``url_rules``
+for canonicalisation and ``schedule`` for the plan. What a type means, which
 URLs a source can archive and which platform a URL is on come from the source registry.
 """
 
@@ -34,6 +35,9 @@ CONFIG_KEYS = (
     "cookies",
     "render",
     "login_url",
+    "feeds",
+    "sitemaps",
+    "discover",
     "blocked",
     "proxy",
     "cookies_file",
@@ -71,6 +75,11 @@ class SiteConfig:
     render: bool = False
     #: A login form to submit (credentials from the environment) before walking the site.
     login_url: str | None = None
+    #: Feeds and sitemaps read as list pages (zeroarchive/feeds.py), besides ``url``.
+    feeds: tuple[str, ...] = ()
+    sitemaps: tuple[str, ...] = ()
+    #: Also read the feeds the front page links to and the sitemaps robots.txt names.
+    discover: bool = True
     #: Proxies for this site's requests, used in turn (else ZEROARCHIVE_PROXIES).
     proxies: tuple[str, ...] = ()
     #: A browser session's cookies (cookies.txt or JSON) sent with this site's requests.
@@ -259,6 +268,9 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         cookies={k: str(v) for k, v in cookies.items()},
         render=_flag(raw.get("render", False), site, "render"),
         login_url=_login_url(raw.get("login_url"), site),
+        feeds=_urls(raw.get("feeds"), site, "feeds"),
+        sitemaps=_urls(raw.get("sitemaps"), site, "sitemaps"),
+        discover=_flag(raw.get("discover", True), site, "discover"),
         proxies=_proxies(raw.get("proxy"), site),
         cookies_file=_cookies_file(raw.get("cookies_file"), site),
         robots=_flag(raw.get("robots", True), site, "robots"),
@@ -310,6 +322,30 @@ def _login_url(value: Any, site: str) -> str | None:
         return canonicalize_url(value.strip())
     except UrlRejected as exc:
         raise SiteConfigError(site, "login_url", f"bad URL {value[:200]!r}: {exc}") from exc
+
+
+def _urls(value: Any, site: str, field_name: str) -> tuple[str, ...]:
+    """A field of URLs: one, or a list of them; each an absolute http(s) URL.
+
+    >>> _urls(["https://x.example/rss", "https://x.example/atom"], "demo", "feeds")
+    ('https://x.example/rss', 'https://x.example/atom')
+    >>> _urls("/sitemap.xml", "demo", "sitemaps")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    zeroarchive.sites.SiteConfigError: site 'demo': sitemaps: bad URL '/sitemap.xml': ...
+    """
+    if value is None or value == "" or value == []:
+        return ()
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise SiteConfigError(site, field_name, "must be a URL or a list of URLs")
+    urls = []
+    for url in values:
+        try:
+            urls.append(canonicalize_url(url.strip()))
+        except UrlRejected as exc:
+            raise SiteConfigError(site, field_name, f"bad URL {url[:200]!r}: {exc}") from exc
+    return tuple(dict.fromkeys(urls))
 
 
 def _schedule(value: Any, site: str) -> Mapping[str, Any]:

@@ -3,11 +3,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.redis_client import connect
+from zeroarchive.redis_client import reachable
+from zeroarchive.services import one_line_errors
 
 if TYPE_CHECKING:
     from zeroarchive.bloom_dupefilter import BloomEstimate
@@ -41,6 +41,7 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--spider", default="generic", help="spider name (default generic)")
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError("bloom_stats takes no arguments")
@@ -60,7 +61,7 @@ class Command(ScrapyCommand):
             print(f"error: {exc}")
             self.exitcode = 1
             return
-        server = connect(self.settings, config.redis_url)
+        server = reachable(self.settings, config.redis_url)
         base = config.base_key(opts.spider)
         try:
             if not server.exists(shape_key_of(base)):
@@ -73,8 +74,5 @@ class Command(ScrapyCommand):
                 if key.count(":") == base.count(":") + 2:  # not a split key's ":<n>" part
                     rounds = RedisBloom(server, key, config.list_shape())
                     _print(f"List round {key} (expires in {server.ttl(key)} s)", rounds.estimate())
-        except redis.RedisError as exc:
-            print(f"error: redis: {exc}")
-            self.exitcode = 1
         finally:
             server.close()

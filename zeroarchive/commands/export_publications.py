@@ -11,6 +11,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.archive import open_archive
 from zeroarchive.commands.export_snapshots import open_output
 from zeroarchive.parser import PARSER_VERSION
+from zeroarchive.services import one_line_errors
 from zeroarchive.storage.publications import PublicationStore
 
 
@@ -32,6 +33,7 @@ class Command(ScrapyCommand):
             "--parser-version", default=PARSER_VERSION, help="default: the current one"
         )
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         archive = open_archive(self.settings)
         site_id = None

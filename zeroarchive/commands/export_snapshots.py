@@ -11,6 +11,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 from zeroarchive.storage.snapshots import iter_snapshots, snapshot_record
 
 
@@ -36,6 +37,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--site", help="only this site (id or name)")
         parser.add_argument("--since", type=int, help="only snapshots at or after this time")
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         archive = open_archive(self.settings)
         site_id = None

@@ -10,6 +10,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 from zeroarchive.warc.export import INDEX_NAME, WarcExportConfig, export_warc, write_wacz
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--until", type=int, help="only snapshots before this time")
         parser.add_argument("--wacz", action="store_true", help="also package a WACZ")
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")

@@ -8,6 +8,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 from zeroarchive.warc.importer import PREFIX, WarcImportConfig, WarcImporter
 
 
@@ -32,6 +33,7 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--site", required=True, help="the site (id or name)")
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args:
             raise UsageError("give one or more WARC files")

@@ -12,6 +12,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 from zeroarchive.sites import SiteConfigError, parse_spec
 from zeroarchive.storage.sites import AmbiguousSite
 
@@ -37,6 +38,7 @@ class Command(ScrapyCommand):
     def short_desc(self) -> str:
         return "Add or update sites from a YAML or JSON file"
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give exactly one sites file")

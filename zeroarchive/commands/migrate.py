@@ -4,7 +4,8 @@ import argparse
 
 from scrapy.commands import ScrapyCommand
 
-from zeroarchive.storage.engine import db_url_from, make_engine, migrate, safe_url
+from zeroarchive.services import one_line_errors, safe_url
+from zeroarchive.storage.engine import db_url_from, make_engine, migrate
 
 
 class Command(ScrapyCommand):
@@ -14,6 +15,7 @@ class Command(ScrapyCommand):
     def short_desc(self) -> str:
         return "Create or upgrade the archive's database schema"
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         url = db_url_from(self.settings)
         engine = make_engine(url)

@@ -9,6 +9,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.archive import open_archive
 from zeroarchive.parse_run import ParseRunConfig, parse_pending
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
+from zeroarchive.services import one_line_errors
 
 
 class Command(ScrapyCommand):
@@ -31,6 +32,7 @@ class Command(ScrapyCommand):
             help=f"discard this parser version's ({PARSER_VERSION}) results and parse again",
         )
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if opts.reparse and opts.since is not None:
             raise UsageError("--reparse redoes a site's whole history; it takes no --since")

@@ -10,6 +10,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 from zeroarchive.storage.rotation import (
     JsonlMonthExport,
     Month,
@@ -54,6 +55,7 @@ class Command(ScrapyCommand):
             help="JSON lines (default) or WARC files with a CDXJ index",
         )
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         try:
             cutoff = Month.parse(opts.before)

@@ -15,7 +15,15 @@ from scrapy.utils.log import configure_logging
 from zeroarchive.archive import open_archive
 from zeroarchive.archive_spider import ArchiveSpider
 from zeroarchive.dispatch import DispatchConfig, Dispatcher
-from zeroarchive.redis_client import connect, redis_url_from
+from zeroarchive.redis_client import reachable, redis_url_from
+from zeroarchive.services import (
+    FIRST_PAUSE,
+    is_unreachable,
+    next_pause,
+    one_line_errors,
+    reason,
+    wait_for,
+)
 from zeroarchive.sources import SOURCES
 
 logger = logging.getLogger(__name__)
@@ -38,6 +46,7 @@ class Command(ScrapyCommand):
             "--interval", type=float, default=30.0, help="seconds between rounds (default 30)"
         )
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         configure_logging(self.settings)
@@ -53,12 +62,6 @@ class Command(ScrapyCommand):
             if not isinstance(spider, ArchiveSpider):
                 raise UsageError(f"spider {source.name!r} of the registry is no ArchiveSpider")
             spiders.append(spider)
-        dispatcher = Dispatcher(
-            open_archive(self.settings),
-            connect(self.settings, url),
-            spiders,
-            DispatchConfig.from_settings(self.settings),
-        )
         stop = threading.Event()
 
         def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -67,9 +70,38 @@ class Command(ScrapyCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+        settings = self.settings
+
+        def open_dispatcher() -> Dispatcher:
+            return Dispatcher(
+                open_archive(settings),
+                reachable(settings, url),
+                spiders,
+                DispatchConfig.from_settings(settings),
+            )
+
+        # One round (cron) reports a server that is away and exits; the long-running
+        # scheduler is the one process that decides when, so it waits for them.
+        dispatcher = open_dispatcher() if opts.once else wait_for(open_dispatcher, stop)
+        pause = FIRST_PAUSE
         while True:
             started = time.time()
-            for name, report in dispatcher.run_once(int(started)).items():
+            try:
+                reports = dispatcher.run_once(int(started))
+            except Exception as exc:
+                if opts.once or not is_unreachable(exc):
+                    raise
+                # Leased work comes due again when its lease runs out; nothing else of a
+                # round is written before it is queued, so the next round queues it.
+                logger.warning("Round failed (%s); next round in %.0f s", reason(exc), pause)
+                if stop.wait(pause):
+                    return
+                pause = next_pause(pause)
+                continue
+            if pause > FIRST_PAUSE:
+                logger.info("Round succeeded again: the database and redis answer")
+                pause = FIRST_PAUSE
+            for name, report in reports.items():
                 logger.info(
                     "%s: %d list request(s) for %d site(s), %d snapshot(s) queued; %d waiting",
                     name,

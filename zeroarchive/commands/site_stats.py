@@ -9,6 +9,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStatsConfig, site_stats
 
 
@@ -35,6 +36,7 @@ class Command(ScrapyCommand):
             "--quiet-days", type=int, help="flag sites without a new article for N days"
         )
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if opts.quiet_days is not None:

@@ -6,6 +6,7 @@ import datetime as dt
 from scrapy.commands import ScrapyCommand
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 
 
 def _when(ts: int) -> str:
@@ -21,6 +22,7 @@ class Command(ScrapyCommand):
     def short_desc(self) -> str:
         return "List the archive's sites"
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         rows = open_archive(self.settings).sites.listing()
         header = f"{'id':>5}  {'type':12} {'category':14} {'active':6} {'articles':>8}  "

@@ -7,6 +7,7 @@ import time
 from scrapy.commands import ScrapyCommand
 
 from zeroarchive.archive import open_archive
+from zeroarchive.services import one_line_errors
 
 #: Exit codes: 1 = some rows were invalid (the rest synced), 2 = nothing was changed.
 EXIT_INVALID_ROWS = 1
@@ -42,6 +43,7 @@ class Command(ScrapyCommand):
         print(f"error: {message}; nothing changed", file=sys.stderr)
         self.exitcode = EXIT_NOTHING_DONE
 
+    @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Scrapy imports every command module for every command; pyairtable (with pydantic)
         # would add most of a second to each of them.

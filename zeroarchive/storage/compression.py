@@ -1,4 +1,9 @@
-"""Compression of raw snapshot bytes; the codec name is stored beside the data."""
+"""Compression of raw snapshot bytes; the codec name is stored beside the data.
+
+Two kinds of zstd frame: ``zstd`` stands alone; ``zstd-ref`` was compressed with the raw
+bytes of another snapshot of the same article as its dictionary (a re-snapshot whose ads
+and timestamps changed repeats most of that page), and needs those bytes to be read.
+"""
 
 from __future__ import annotations
 
@@ -39,11 +44,32 @@ def compress(raw: bytes) -> tuple[bytes, str]:
     return _compressor().compress(raw), "zstd"
 
 
-def decompress(data: bytes, codec: str) -> bytes:
-    """Return the original bytes of ``data`` compressed with ``codec``."""
+def _reference_dict(reference: bytes) -> zstandard.ZstdCompressionDict:
+    return zstandard.ZstdCompressionDict(reference, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+
+
+def compress_against(raw: bytes, reference: bytes) -> tuple[bytes, str]:
+    """Compress ``raw`` with ``reference`` (an earlier page's bytes) as its dictionary.
+
+    >>> page = b"<html><p>" + bytes(range(256)) * 40 + b"</p><time>10:00</time></html>"
+    >>> data, codec = compress_against(page.replace(b"10:00", b"11:00"), page)
+    >>> codec, len(data) < 60, decompress(data, codec, page) == page.replace(b"10:00", b"11:00")
+    ('zstd-ref', True, True)
+    """
+    compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, dict_data=_reference_dict(reference))
+    return compressor.compress(raw), "zstd-ref"
+
+
+def decompress(data: bytes, codec: str, reference: bytes | None = None) -> bytes:
+    """Return the original bytes of ``data`` compressed with ``codec`` (and, for a
+    ``zstd-ref`` frame, the ``reference`` bytes it was compressed against)."""
     if codec == "zstd":
         # Frames written by compress() carry their content size, so no max size is needed.
         return _decompressor().decompress(data)
+    if codec == "zstd-ref":
+        if reference is None:
+            raise ValueError("a zstd-ref frame needs the bytes of its reference snapshot")
+        return zstandard.ZstdDecompressor(dict_data=_reference_dict(reference)).decompress(data)
     if codec == "zlib":
         return zlib.decompress(data)
     if codec == "none":

@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 
 from zeroarchive.environment import from_environment
+from zeroarchive.services import ServiceUnavailable, is_unreachable, reason
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -27,15 +28,6 @@ def db_url_from(settings: BaseSettings | None = None) -> str:
     if url is None:
         raise ValueError("ZEROARCHIVE_DB_URL is not set (environment or setting)")
     return url
-
-
-def safe_url(url: str) -> str:
-    """The URL with its password hidden, for logs.
-
-    >>> safe_url("mysql+pymysql://arch:s3cret@db:3306/archive")
-    'mysql+pymysql://arch:***@db:3306/archive'
-    """
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -85,8 +77,17 @@ def head_revision() -> str:
 
 
 def migrate(engine: Engine) -> tuple[str | None, str]:
-    """Create or upgrade the schema to the newest revisions; return (before, after)."""
-    before = current_revision(engine)
+    """Create or upgrade the schema to the newest revisions; return (before, after).
+
+    This is every process's first statement: a database that does not answer raises
+    ServiceUnavailable (one line, password hidden).
+    """
+    try:
+        before = current_revision(engine)
+    except Exception as exc:
+        if is_unreachable(exc):
+            raise ServiceUnavailable("the database", str(engine.url), reason(exc)) from exc
+        raise
     if not MIGRATIONS_DIR.is_dir():
         # Running from a zipped egg (scrapyd), where Alembic cannot read its scripts: the
         # schema is then managed by `scrapy migrate` on a host with a checkout.

@@ -11,7 +11,9 @@ Order per month (oldest first), so a failure at any step leaves every row in pla
 3. carry bytes forward: an unchanged snapshot stores no bytes, it repeats an earlier
    snapshot of its article. When that earlier one is in the month being dropped, its bytes
    are copied into the oldest kept snapshot with the same hash, so read_snapshot() still
-   works after the drop;
+   works after the drop. They are copied as a stand-alone frame: a zstd-ref frame refers
+   to a snapshot of its own month, which goes with it (kept frames of later months only
+   ever refer within their month, so no other reference crosses the drop);
 4. drop the month: MySQL/MariaDB exchange the month's partition with an empty copy table
    and drop that table (DDL, no row-by-row delete); SQLite deletes the rows, and VACUUM
    returns the space once all months are done.
@@ -36,8 +38,14 @@ from typing import Protocol
 from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.engine import Connection, Engine
 
+from zeroarchive.storage.compression import compress
 from zeroarchive.storage.schema import article_snapshot
-from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots, snapshot_record
+from zeroarchive.storage.snapshots import (
+    ExportedSnapshot,
+    iter_snapshots,
+    snapshot_record,
+    unpack_frame,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -278,7 +286,11 @@ def carry_bytes_forward(engine: Engine, month: Month) -> int:
     with engine.begin() as conn:
         for row in conn.execute(query).all():
             source = conn.execute(
-                select(article_snapshot.c.raw_data, article_snapshot.c.codec)
+                select(
+                    article_snapshot.c.raw_data,
+                    article_snapshot.c.codec,
+                    article_snapshot.c.reference_at,
+                )
                 .where(
                     article_snapshot.c.article_id == row.article_id,
                     article_snapshot.c.content_hash == row.content_hash,
@@ -287,13 +299,17 @@ def carry_bytes_forward(engine: Engine, month: Month) -> int:
                 )
                 .limit(1)
             ).one()
+            raw = unpack_frame(
+                conn, row.article_id, bytes(source.raw_data), source.codec, source.reference_at
+            )
+            data, codec = compress(raw)
             conn.execute(
                 update(article_snapshot)
                 .where(
                     article_snapshot.c.article_id == row.article_id,
                     article_snapshot.c.snapshot_at == row.at,
                 )
-                .values(raw_data=source.raw_data, codec=source.codec)
+                .values(raw_data=data, codec=codec, reference_at=None)
             )
             carried += 1
     return carried

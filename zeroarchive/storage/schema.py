@@ -80,17 +80,40 @@ article = Table(
     # When the source says it was published, as found with its link (migration 0007).
     Column("published_at", BigInteger, nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
-    Index("ix_Article_next", "next_snapshot_at"),
-    # Covers `site_stats`' grouped scan (migration 0005).
+    # Scheduled articles (next_snapshot_at > 0) as one range with all `site_stats` counts
+    # of them; the newest article and part-day counts of a site (migration 0008).
     Index(
-        "ix_Article_site_stats",
-        "site_id",
-        "created_at",
+        "ix_Article_scheduled",
         "next_snapshot_at",
+        "site_id",
         "failure_count",
         "snapshot_count",
         "stop_reason",
     ),
+    Index("ix_Article_site_created", "site_id", "created_at"),
+)
+
+# Kept by triggers on Article (migration 0008), read by `site_stats` instead of Article.
+site_article_days = Table(
+    "SiteArticleDays",
+    metadata,
+    Column("site_id", Id, nullable=False),
+    Column("day", Integer, nullable=False),  # created_at // DAY
+    Column("articles", BigInteger, nullable=False),
+    PrimaryKeyConstraint("site_id", "day"),
+    sqlite_with_rowid=False,
+)
+
+site_article_totals = Table(
+    "SiteArticleTotals",
+    metadata,
+    Column("site_id", Id, primary_key=True, autoincrement=False),
+    Column("articles", BigInteger, nullable=False),
+    # Over finished articles only (next_snapshot_at = 0); scheduled ones are counted live.
+    Column("finished_snapshots", BigInteger, nullable=False),
+    Column("stopped", BigInteger, nullable=False),
+    Column("finished_blocked", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 article_snapshot = Table(
@@ -109,6 +132,10 @@ article_snapshot = Table(
     # NULL when the bytes equal an earlier snapshot of the same article (same content_hash).
     Column("raw_data", Blob, nullable=True),
     Column("codec", String(8), nullable=True),
+    # A zstd-ref frame's reference: the snapshot_at of the article's stand-alone frame it
+    # was compressed against, always in the same UTC month, so rotation (which drops whole
+    # months) keeps or drops the two together (migration 0009).
+    Column("reference_at", BigInteger, nullable=True),
     # The DOM a browser built, not the bytes as served (migration 0006).
     Column("rendered", Boolean, nullable=False, default=False, server_default=false()),
     PrimaryKeyConstraint("article_id", "snapshot_at", "snapshot_at_date"),

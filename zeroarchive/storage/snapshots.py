@@ -21,7 +21,7 @@ from zeroarchive.schedule import (
     next_after_failure,
 )
 from zeroarchive.storage.articles import insert_new
-from zeroarchive.storage.compression import compress, decompress
+from zeroarchive.storage.compression import compress, compress_against, decompress
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.sites import site_from_row
 
@@ -32,6 +32,8 @@ class SaveResult:
     outcome: str  # "saved", "unchanged", "duplicate"
     moved_from: int | None
     stored_bytes: int
+    # Compressed against an earlier snapshot of the article (a zstd-ref frame).
+    referenced: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,29 @@ def _date(ts: int) -> dt.date:
     return dt.datetime.fromtimestamp(ts, dt.UTC).date()
 
 
+def _month(ts: int) -> dt.date:
+    return _date(ts).replace(day=1)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The bytes a snapshot stores, how they are compressed, and what they refer to."""
+
+    data: bytes | None
+    codec: str | None
+    reference_at: int | None = None
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """A stand-alone frame of an article: its time and its raw bytes."""
+
+    at: int
+    raw: bytes
+
+
 def _snapshot_row(
-    article_id: int, page: FetchedPage, digest: bytes, data: bytes | None, codec: str | None
+    article_id: int, page: FetchedPage, digest: bytes, frame: _Frame
 ) -> dict[str, Any]:
     return {
         "article_id": article_id,
@@ -69,8 +92,9 @@ def _snapshot_row(
         "encoding": page.encoding,
         "content_hash": digest,
         "raw_size": len(page.body),
-        "raw_data": data,
-        "codec": codec,
+        "raw_data": frame.data,
+        "codec": frame.codec,
+        "reference_at": frame.reference_at,
         "rendered": page.rendered,
     }
 
@@ -134,6 +158,11 @@ class SnapshotStore:
         multi-row INSERT and one executemany UPDATE (per-page statements cost more than the
         compression on MariaDB). Pages are applied in order, so a second page of the same
         article in one batch sees the first one's hash and times.
+
+        A changed page is compressed against the article's latest stand-alone frame of the
+        same UTC month when there is one (most of a re-snapshot repeats it), else stands
+        alone. Never across months: rotation drops a month at once, and no kept frame may
+        refer to a dropped one.
         """
         if not pages:
             return []
@@ -142,20 +171,30 @@ class SnapshotStore:
             targets = [self._resolve_move(conn, page) for page in pages]
             rows = self._article_rows(conn, {article_id for article_id, _ in targets})
             plans = self._site_plans(conn, {page.site_id for page in pages})
+            digests = [content_hash(page.body) for page in pages]
+            # Only articles with stored bytes whose page changed need their reference read.
+            changed = {
+                article_id
+                for (article_id, _), digest in zip(targets, digests, strict=True)
+                if rows[article_id]["last_content_hash"] is not None
+                and bytes(rows[article_id]["last_content_hash"]) != digest
+            }
+            references = _latest_references(
+                conn, changed, min(_month(page.fetched_at) for page in pages)
+            )
             inserts: list[dict[str, Any]] = []
             updates: dict[int, dict[str, Any]] = {}
-            for page, (article_id, moved_from) in zip(pages, targets, strict=True):
+            for page, (article_id, moved_from), digest in zip(pages, targets, digests, strict=True):
                 row = rows[article_id]
                 if row["last_snapshot_at"] == page.fetched_at:
                     # Two fetches of one article within a second (a redirect target that
                     # was also queued itself): the first one stands.
                     results.append(SaveResult(article_id, "duplicate", moved_from, 0))
                     continue
-                digest = content_hash(page.body)
                 last = row["last_content_hash"]
                 unchanged = last is not None and bytes(last) == digest
-                data, codec = (None, None) if unchanged else compress(page.body)
-                inserts.append(_snapshot_row(article_id, page, digest, data, codec))
+                frame = _Frame(None, None) if unchanged else _frame(page, references, article_id)
+                inserts.append(_snapshot_row(article_id, page, digest, frame))
                 # The first snapshot counts as a change: it starts at the plan step's interval.
                 upcoming = next_adaptive_snapshot(
                     plans[page.site_id],
@@ -179,7 +218,8 @@ class SnapshotStore:
                         article_id,
                         "unchanged" if unchanged else "saved",
                         moved_from,
-                        len(data or b""),
+                        len(frame.data or b""),
+                        frame.reference_at is not None,
                     )
                 )
             if inserts:
@@ -253,9 +293,85 @@ class SnapshotStore:
         return results
 
 
+def _frame(page: FetchedPage, references: dict[int, _Reference], article_id: int) -> _Frame:
+    """Compress a changed page, against its article's reference of the month if any; a
+    stand-alone frame becomes the reference of the article's next pages."""
+    reference = references.get(article_id)
+    if reference is not None and _month(reference.at) == _month(page.fetched_at):
+        data, codec = compress_against(page.body, reference.raw)
+        return _Frame(data, codec, reference.at)
+    data, codec = compress(page.body)
+    references[article_id] = _Reference(page.fetched_at, page.body)
+    return _Frame(data, codec)
+
+
+def _latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[int, _Reference]:
+    """Each article's latest stand-alone frame taken on or after ``since``."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        select(
+            article_snapshot.c.article_id,
+            article_snapshot.c.snapshot_at,
+            article_snapshot.c.raw_data,
+            article_snapshot.c.codec,
+        )
+        .where(
+            article_snapshot.c.article_id.in_(sorted(ids)),
+            article_snapshot.c.snapshot_at_date >= since,
+            article_snapshot.c.raw_data.is_not(None),
+            article_snapshot.c.reference_at.is_(None),
+        )
+        .order_by(article_snapshot.c.article_id, article_snapshot.c.snapshot_at)
+    ).all()
+    latest = {row.article_id: row for row in rows}
+    return {
+        article_id: _Reference(row.snapshot_at, decompress(bytes(row.raw_data), row.codec))
+        for article_id, row in latest.items()
+    }
+
+
+def unpack_frame(
+    conn: Connection,
+    article_id: int,
+    data: bytes,
+    codec: str,
+    reference_at: int | None,
+    known: dict[tuple[int, int], bytes] | None = None,
+) -> bytes:
+    """The raw bytes of one stored frame; a zstd-ref frame's reference is read from
+    ``known`` (article, time -> raw bytes) or the database."""
+    if codec != "zstd-ref":
+        return decompress(data, codec)
+    if reference_at is None:
+        raise LookupError(f"zstd-ref frame of article {article_id} names no reference")
+    reference = (known or {}).get((article_id, reference_at))
+    if reference is None:
+        reference = _reference_bytes(conn, article_id, reference_at)
+    return decompress(data, codec, reference)
+
+
+def _reference_bytes(conn: Connection, article_id: int, at: int) -> bytes:
+    row = conn.execute(
+        select(article_snapshot.c.raw_data, article_snapshot.c.codec).where(
+            article_snapshot.c.article_id == article_id,
+            article_snapshot.c.snapshot_at == at,
+            article_snapshot.c.raw_data.is_not(None),
+        )
+    ).one_or_none()
+    if row is None:
+        raise LookupError(f"reference snapshot of article {article_id} at {at} is missing")
+    # References are stand-alone frames by construction: no chain to follow.
+    return decompress(bytes(row.raw_data), row.codec)
+
+
 def _raw_bytes(conn: Connection, article_id: int, digest: bytes) -> bytes:
     row = conn.execute(
-        select(article_snapshot.c.raw_data, article_snapshot.c.codec)
+        select(
+            article_snapshot.c.raw_data,
+            article_snapshot.c.codec,
+            article_snapshot.c.reference_at,
+        )
         .where(
             article_snapshot.c.article_id == article_id,
             article_snapshot.c.content_hash == digest,
@@ -265,7 +381,7 @@ def _raw_bytes(conn: Connection, article_id: int, digest: bytes) -> bytes:
     ).one_or_none()
     if row is None:
         raise LookupError(f"no stored bytes for article {article_id} hash {digest.hex()}")
-    return decompress(bytes(row.raw_data), row.codec)
+    return unpack_frame(conn, article_id, bytes(row.raw_data), row.codec, row.reference_at)
 
 
 def _stored(row: object, raw: bytes) -> StoredSnapshot:
@@ -286,7 +402,8 @@ def read_snapshot(engine: Engine, article_id: int, snapshot_at: int) -> StoredSn
     """The original bytes of one snapshot and the encoding to decode them with.
 
     This is the one way to read a snapshot back: an unchanged snapshot stores no bytes of
-    its own, and this returns the bytes of the earlier snapshot it repeats.
+    its own, and this returns the bytes of the earlier snapshot it repeats; a zstd-ref
+    frame is decompressed with the bytes of the snapshot it was compressed against.
     """
     with engine.connect() as conn:
         row = conn.execute(
@@ -296,7 +413,7 @@ def read_snapshot(engine: Engine, article_id: int, snapshot_at: int) -> StoredSn
             )
         ).one()
         if row.raw_data is not None:
-            raw = decompress(bytes(row.raw_data), row.codec)
+            raw = unpack_frame(conn, article_id, bytes(row.raw_data), row.codec, row.reference_at)
         else:
             raw = _raw_bytes(conn, article_id, bytes(row.content_hash))
     return _stored(row, raw)
@@ -360,11 +477,21 @@ def iter_snapshots(
             if not rows:
                 return
             cache: dict[tuple[int, bytes], bytes] = {}
+            stand_alone: dict[tuple[int, int], bytes] = {}
             for row in rows:
                 digest = bytes(row.content_hash)
                 if row.raw_data is not None:
-                    raw = decompress(bytes(row.raw_data), row.codec)
+                    raw = unpack_frame(
+                        conn,
+                        row.article_id,
+                        bytes(row.raw_data),
+                        row.codec,
+                        row.reference_at,
+                        stand_alone,
+                    )
                     cache[(row.article_id, digest)] = raw
+                    if row.reference_at is None:
+                        stand_alone[(row.article_id, row.snapshot_at)] = raw
                 else:
                     raw = cache.get((row.article_id, digest)) or _raw_bytes(
                         conn, row.article_id, digest

@@ -1,0 +1,243 @@
+"""Feeds and sitemaps as list pages of a site: the ones its config lists (``feeds``,
+``sitemaps``) and, unless it says ``discover: false``, the feeds its front page links to
+and the sitemaps its robots.txt names.
+
+They are list requests like any other (the site's slot and delay, its proxy, the URL
+guard, block pages, the list round), always fetched without a browser, and read by
+zeroarchive/feeds.py. Entries on the site whose URL matches ``article`` become Articles
+with the publication time the document gives; a sitemap index is followed to its
+``FEEDS_SITEMAPS_PER_INDEX`` newest children, through at most ``INDEX_NESTING`` indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+from urllib.parse import urljoin
+
+from scrapy.crawler import Crawler
+from scrapy.http import Request, Response, TextResponse
+from twisted.python.failure import Failure
+
+from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.errors import error_kind
+from zeroarchive.feeds import (
+    BadListDocument,
+    FeedsConfig,
+    ListedLink,
+    feed_links,
+    gunzipped,
+    newest,
+    parse_feed,
+    parse_sitemap,
+    sitemaps_in_robots,
+)
+from zeroarchive.items import ArticleLinks
+from zeroarchive.request_meta import META_KEY
+from zeroarchive.sites import Site
+from zeroarchive.stats import count
+from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
+
+logger = logging.getLogger(__name__)
+# The protocol has no index inside an index, but large sites nest them (an index of
+# yearly indexes); deeper than this is a loop or a mistake.
+INDEX_NESTING = 2
+
+
+class FeedWalkSpider(ArchiveSpider):
+    """An ArchiveSpider whose sites may also list their articles in feeds and sitemaps."""
+
+    feeds_config: FeedsConfig
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedWalkSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, FeedWalkSpider)
+        spider.feeds_config = FeedsConfig.from_settings(crawler.settings)
+        return spider
+
+    # --- requests -------------------------------------------------------------------------
+
+    def feed_and_sitemap_requests(self, site: Site) -> Iterator[Request]:
+        """The feeds and sitemaps of a walk that are known before any page is read."""
+        for url in site.config.feeds:
+            yield self._document_request(site, url, self.parse_feed, depth=0)
+        for url in site.config.sitemaps:
+            yield self._document_request(site, url, self.parse_sitemap, depth=0)
+        if site.config.discover:
+            yield self._document_request(
+                site,
+                urljoin(site.url, "/robots.txt"),
+                self.parse_robots,
+                depth=0,
+                errback=self.robots_failed,
+            )
+
+    def linked_feed_requests(self, site: Site, page: TextResponse) -> Iterator[Request]:
+        """Requests for the feeds the site's front page links to (on the site only)."""
+        if not site.config.discover or page.meta[META_KEY].get("depth", 0) != 0:
+            return
+        for url in feed_links(page):
+            try:
+                url = canonicalize_url(url, site.config.url_rules)
+            except UrlRejected as exc:
+                count(self.crawler.stats, f"urls_rejected/{exc.reason}", site.site_id)
+                continue
+            if is_on_site(url, site.url) and url not in site.config.feeds:
+                count(self.crawler.stats, "feeds/discovered", site.site_id)
+                yield self._document_request(site, url, self.parse_feed, depth=0)
+
+    def _document_request(
+        self, site: Site, url: str, callback: Any, depth: int, errback: Any = None
+    ) -> Request:
+        return Request(
+            url,
+            callback=callback,
+            errback=errback or self.list_failed,
+            # Feeds and sitemaps never need a browser, whatever the site's `render`.
+            meta={
+                **self.request_meta(site, "list", depth=depth),
+                "download_maxsize": self.feeds_config.max_bytes,
+            },
+            priority=self.source.list_priority,
+        )
+
+    # --- callbacks ------------------------------------------------------------------------
+
+    def parse_feed(self, response: Response) -> Iterator[ArticleLinks]:
+        site = self.response_site(response)
+        content_type = response.headers.get("Content-Type")
+        try:
+            links = parse_feed(
+                gunzipped(response.body, self.feeds_config.max_bytes),
+                response.url,
+                content_type.decode("latin-1") if content_type else None,
+            )
+        except BadListDocument as exc:
+            self._bad_document(site, response, "feed", exc)
+            return
+        self.list_page_answered(site)
+        yield from self._article_links(site, response.url, links, "feeds")
+
+    def parse_sitemap(self, response: Response) -> Iterator[Any]:
+        site = self.response_site(response)
+        try:
+            sitemap = parse_sitemap(gunzipped(response.body, self.feeds_config.max_bytes))
+        except BadListDocument as exc:
+            self._bad_document(site, response, "sitemap", exc)
+            return
+        if sitemap.recovered:
+            count(self.crawler.stats, "errors/sitemap_recovered", site.site_id)
+            logger.warning(
+                "Sitemap %s is not well-formed XML: kept its %d entries before the break",
+                response.url,
+                len(sitemap.links),
+            )
+        self.list_page_answered(site)
+        if not sitemap.is_index:
+            yield from self._article_links(site, response.url, sitemap.links, "sitemaps")
+            return
+        yield from self._children(site, response, sitemap.links)
+
+    def _children(
+        self, site: Site, response: Response, links: tuple[ListedLink, ...]
+    ) -> Iterator[Request]:
+        depth = response.meta[META_KEY].get("depth", 0)
+        if depth >= INDEX_NESTING:
+            count(self.crawler.stats, "sitemaps/too_deep", site.site_id, len(links))
+            logger.warning(
+                "Sitemap index %s is inside %d other indexes: not following its %d sitemaps",
+                response.url,
+                depth,
+                len(links),
+            )
+            return
+        kept, left_out = newest(links, self.feeds_config.sitemaps_per_index)
+        if left_out:
+            count(self.crawler.stats, "sitemaps/children_skipped", site.site_id, left_out)
+            logger.info(
+                "Sitemap index %s lists %d sitemaps: following the newest %d",
+                response.url,
+                len(links),
+                len(kept),
+            )
+        for link in kept:
+            url = self._on_site(site, link.url, "sitemaps")
+            if url is not None:
+                yield self._document_request(site, url, self.parse_sitemap, depth + 1)
+
+    def parse_robots(self, response: Response) -> Iterator[Request]:
+        site = self.response_site(response)
+        for found in sitemaps_in_robots(response.body, response.url):
+            url = self._on_site(site, found, "sitemaps")
+            if url is not None and url not in site.config.sitemaps:
+                count(self.crawler.stats, "sitemaps/discovered", site.site_id)
+                yield self._document_request(site, url, self.parse_sitemap, depth=0)
+
+    def robots_failed(self, failure: Failure) -> None:
+        """Most sites have no robots.txt: not having one is no failure of the site."""
+        request = failure.request  # type: ignore[attr-defined]
+        kind, _ = error_kind(failure)
+        count(self.crawler.stats, f"sitemaps/robots_txt_{kind}", request.meta[META_KEY]["site_id"])
+        logger.debug("No sitemaps from %s: %s", request.url, kind)
+
+    # --- entries --------------------------------------------------------------------------
+
+    def _on_site(self, site: Site, link: str, what: str) -> str | None:
+        """The canonical URL of a link a document lists, None when it is off the site."""
+        try:
+            url = canonicalize_url(link, site.config.url_rules)
+        except UrlRejected as exc:
+            count(self.crawler.stats, f"urls_rejected/{exc.reason}", site.site_id)
+            logger.warning("Ignoring a %s entry: %s", what, exc)
+            return None
+        if not is_on_site(url, site.url):
+            count(self.crawler.stats, f"{what}/off_site", site.site_id)
+            return None
+        return url
+
+    def _article_links(
+        self, site: Site, source_url: str, links: Iterable[ListedLink], what: str
+    ) -> Iterator[ArticleLinks]:
+        """The entries that are articles of the site, with their publication times."""
+        urls: list[str] = []
+        published: dict[str, int] = {}
+        entries = 0
+        for link in links:
+            entries += 1
+            url = self._on_site(site, link.url, what)
+            if url is None:
+                continue
+            if not site.config.is_article(url, as_found=link.url):
+                count(self.crawler.stats, f"{what}/not_article", site.site_id)
+                logger.debug("Not an article by the site's regex: %s (%s)", url, link.title)
+                continue
+            urls.append(url)
+            if link.published is not None:
+                published.setdefault(url, link.published)
+        count(self.crawler.stats, f"{what}/entries", site.site_id, entries)
+        if urls:
+            yield ArticleLinks(
+                site.site_id,
+                self.source.article_type,
+                source_url,
+                tuple(dict.fromkeys(urls)),
+                published,
+            )
+
+    def _bad_document(
+        self, site: Site, response: Response, what: str, exc: BadListDocument
+    ) -> None:
+        kind = "too_large" if exc.kind == "too_large" else f"bad_{what}"
+        count(self.crawler.stats, f"errors/{kind}", site.site_id)
+        count(self.crawler.stats, "list_page_failures", site.site_id)
+        logger.error(
+            "Site %s (#%d): cannot read the %s %s (%d bytes): %s",
+            site.name,
+            site.site_id,
+            what,
+            response.url,
+            len(response.body),
+            exc,
+        )
