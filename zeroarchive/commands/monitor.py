@@ -11,13 +11,8 @@ from scrapy.utils.log import configure_logging
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from zeroarchive.storage.engine import (
-    current_revision,
-    db_url_from,
-    head_revision,
-    make_engine,
-    safe_url,
-)
+from zeroarchive.services import safe_url
+from zeroarchive.storage.engine import current_revision, db_url_from, head_revision, make_engine
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
 logger = logging.getLogger(__name__)
