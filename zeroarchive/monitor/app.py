@@ -26,18 +26,24 @@ from zeroarchive.monitor import pages
 from zeroarchive.monitor.auth import AuthMiddleware
 from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.sites_api import Context, build_schema
-from zeroarchive.monitor.stats_cache import StatsCache
+from zeroarchive.monitor.stats_cache import StatsCache, StatsView
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
 logger = logging.getLogger(__name__)
 HERE = Path(__file__).parent
 
 
-async def _refresh_forever(stats: StatsCache, seconds: int) -> None:
+def _count(stats: StatsCache, charts: pages.Charts) -> StatsView:
+    view = stats.refresh()
+    charts.draw_all(view)
+    return view
+
+
+async def _refresh_forever(stats: StatsCache, charts: pages.Charts, seconds: int) -> None:
     while True:
         await asyncio.sleep(seconds)
         try:
-            await asyncio.to_thread(stats.refresh)
+            await asyncio.to_thread(_count, stats, charts)
         except Exception:
             logger.exception("Monitor: counting site stats failed; the last counts stay")
 
@@ -49,6 +55,7 @@ def create_app(
     clock: Callable[[], float] = time.time,
 ) -> Starlette:
     stats = StatsCache(engine, stats_config, config.chart_days, clock)
+    charts = pages.Charts(config.chart_days)
     schema = build_schema()
 
     async def graphql_endpoint(request: Request) -> Response:
@@ -75,14 +82,14 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         # Counted before the server listens, so no page ever waits for the grouped scans.
-        view = await asyncio.to_thread(stats.refresh)
+        view = await asyncio.to_thread(_count, stats, charts)
         logger.info(
             "Monitor: %d site(s) counted in %.2f s, again every %d s",
             len(view.sites),
             view.seconds,
             config.refresh_seconds,
         )
-        task = asyncio.create_task(_refresh_forever(stats, config.refresh_seconds))
+        task = asyncio.create_task(_refresh_forever(stats, charts, config.refresh_seconds))
         try:
             yield
         finally:
@@ -112,5 +119,5 @@ def create_app(
     app.state.engine = engine
     app.state.stats = stats
     app.state.config = config
-    app.state.charts = pages.Charts(config.chart_days)
+    app.state.charts = charts
     return app

@@ -92,6 +92,10 @@ def flags(row: SiteStats) -> list[str]:
     return found
 
 
+def _dashboard_label(row: SiteStats) -> str:
+    return f"new articles per day of {row.name}"
+
+
 class Charts:
     """Each site's chart, drawn once per count: the dashboard shows hundreds of them, and
     drawing them took more time than the rest of the page."""
@@ -100,6 +104,11 @@ class Charts:
         self.days = days
         self._view: StatsView | None = None
         self._drawn: dict[int, Markup] = {}
+
+    def draw_all(self, view: StatsView) -> None:
+        """Draw every site's chart of a fresh count (in the background, after counting)."""
+        for row in view.sites:
+            self.of(view, row.site_id, _dashboard_label(row))
 
     def of(self, view: StatsView, site_id: int, label: str) -> Markup:
         if view is not self._view:

@@ -45,9 +45,10 @@ class StatsView:
     sites: list[SiteStats]
     per_day: dict[int, list[int]]  # site id -> new articles per day, len(days) of them
     days: list[str]  # the dates those counts are of, today last
+    by_id: dict[int, SiteStats]  # the same stats by site id (GraphQL asks site by site)
 
     def of_site(self, site_id: int) -> SiteStats | None:
-        return next((row for row in self.sites if row.site_id == site_id), None)
+        return self.by_id.get(site_id)
 
     def recent(self, site_id: int, days: int) -> list[int]:
         """New articles of the site on each of the last ``days`` days (at most len(days))."""
@@ -83,6 +84,7 @@ class StatsCache:
             sites=sites,
             per_day=per_day,
             days=day_labels(now, history),
+            by_id={row.site_id: row for row in sites},
         )
         self._view = view
         logger.debug("Monitor: site stats counted in %.2f s", view.seconds)

@@ -218,22 +218,19 @@ def day_start(ts: int) -> int:
 
 def new_per_day(engine: Engine, now: int, days: int) -> dict[int, list[int]]:
     """New articles (first seen) per UTC day over the last ``days`` days, today last:
-    site id -> ``days`` counts (sites without any left out). One grouped query over the
-    same covering index as ``site_stats``."""
+    site id -> ``days`` counts (sites without any left out). Read from the per-site-and-day
+    counts the triggers keep (one row per site and day), never from Article."""
     if days < 1:
         raise ValueError(f"days must be at least 1, got {days}")
-    start = day_start(now) - (days - 1) * DAY
-    # `//` is integer division on both backends (DIV on MySQL); created_at >= start here.
-    day = ((article.c.created_at - start) // DAY).label("day")
-    query = (
-        select(article.c.site_id, day, func.count().label("n"))
-        .where(article.c.created_at >= start, article.c.created_at < start + days * DAY)
-        .group_by(article.c.site_id, day)
-    )
+    first_day = now // DAY - (days - 1)
+    query = select(
+        site_article_days.c.site_id, site_article_days.c.day, site_article_days.c.articles
+    ).where(site_article_days.c.day >= first_day, site_article_days.c.day <= now // DAY)
     counts: dict[int, list[int]] = {}
     with engine.connect() as conn:
         for row in conn.execute(query):
-            counts.setdefault(row.site_id, [0] * days)[int(row.day)] = int(row.n)
+            if row.articles:
+                counts.setdefault(row.site_id, [0] * days)[row.day - first_day] = int(row.articles)
     return counts
 
 
