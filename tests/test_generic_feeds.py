@@ -298,6 +298,11 @@ def test_feeds_and_sitemaps_are_plain_list_requests_of_the_site(tmp_path: Path) 
         spider.parse_sitemap,
         spider.parse_robots,
     )
+    # `scrapy schedule` builds its spiders without a crawler: the size cap then comes with
+    # the worker that reads the answer.
+    plain = Site(3, "example", site.url, "news", parse_config({**config, "render": False}, "x"))
+    _, queued_feed, *_ = GenericSpider().discovery_requests(plain)
+    assert queued_feed.url == feed.url and "download_maxsize" not in queued_feed.meta
 
 
 @pytest.mark.usefixtures("chromium")

@@ -39,7 +39,9 @@ INDEX_NESTING = 2
 class FeedWalkSpider(ArchiveSpider):
     """An ArchiveSpider whose sites may also list their articles in feeds and sitemaps."""
 
-    feeds_config: FeedsConfig
+    #: From the settings; None in a spider built without a crawler (`scrapy schedule`
+    #: only makes its requests, the workers that read the answers have it).
+    feeds_config: FeedsConfig | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedWalkSpider:
@@ -82,17 +84,23 @@ class FeedWalkSpider(ArchiveSpider):
     def _document_request(
         self, site: Site, url: str, callback: Any, depth: int, errback: Any = None
     ) -> Request:
+        # Feeds and sitemaps never need a browser, whatever the site's `render`.
+        meta = self.request_meta(site, "list", depth=depth)
+        if self.feeds_config is not None:
+            # Cut the download early; the callback refuses a bigger body in any case.
+            meta["download_maxsize"] = self._config.max_bytes
         return Request(
             url,
             callback=callback,
             errback=errback or self.list_failed,
-            # Feeds and sitemaps never need a browser, whatever the site's `render`.
-            meta={
-                **self.request_meta(site, "list", depth=depth),
-                "download_maxsize": self.feeds_config.max_bytes,
-            },
+            meta=meta,
             priority=self.source.list_priority,
         )
+
+    @property
+    def _config(self) -> FeedsConfig:
+        assert self.feeds_config is not None, "a spider that reads pages has a crawler"
+        return self.feeds_config
 
     # --- callbacks ------------------------------------------------------------------------
 
@@ -101,7 +109,7 @@ class FeedWalkSpider(ArchiveSpider):
         content_type = response.headers.get("Content-Type")
         try:
             links = feeds.parse_feed(
-                feeds.gunzipped(response.body, self.feeds_config.max_bytes),
+                feeds.gunzipped(response.body, self._config.max_bytes),
                 response.url,
                 content_type.decode("latin-1") if content_type else None,
             )
@@ -114,9 +122,7 @@ class FeedWalkSpider(ArchiveSpider):
     def parse_sitemap(self, response: Response) -> Iterator[Any]:
         site = self.response_site(response)
         try:
-            sitemap = feeds.parse_sitemap(
-                feeds.gunzipped(response.body, self.feeds_config.max_bytes)
-            )
+            sitemap = feeds.parse_sitemap(feeds.gunzipped(response.body, self._config.max_bytes))
         except BadListDocument as exc:
             self._bad_document(site, response, "sitemap", exc)
             return
@@ -146,7 +152,7 @@ class FeedWalkSpider(ArchiveSpider):
                 len(links),
             )
             return
-        kept, left_out = feeds.newest(links, self.feeds_config.sitemaps_per_index)
+        kept, left_out = feeds.newest(links, self._config.sitemaps_per_index)
         if left_out:
             count(self.crawler.stats, "sitemaps/children_skipped", site.site_id, left_out)
             logger.info(
