@@ -88,7 +88,7 @@ class FeedWalkSpider(ArchiveSpider):
         meta = self.request_meta(site, "list", depth=depth)
         if self.feeds_config is not None:
             # Cut the download early; the callback refuses a bigger body in any case.
-            meta["download_maxsize"] = self._config.max_bytes
+            meta["download_maxsize"] = self.feeds_config.max_bytes
         return Request(
             url,
             callback=callback,
@@ -97,8 +97,8 @@ class FeedWalkSpider(ArchiveSpider):
             priority=self.source.list_priority,
         )
 
-    @property
     def _config(self) -> FeedsConfig:
+        # Not a property: scrapy-redis looks at every attribute of a bare spider.
         assert self.feeds_config is not None, "a spider that reads pages has a crawler"
         return self.feeds_config
 
@@ -109,7 +109,7 @@ class FeedWalkSpider(ArchiveSpider):
         content_type = response.headers.get("Content-Type")
         try:
             links = feeds.parse_feed(
-                feeds.gunzipped(response.body, self._config.max_bytes),
+                feeds.gunzipped(response.body, self._config().max_bytes),
                 response.url,
                 content_type.decode("latin-1") if content_type else None,
             )
@@ -122,7 +122,7 @@ class FeedWalkSpider(ArchiveSpider):
     def parse_sitemap(self, response: Response) -> Iterator[Any]:
         site = self.response_site(response)
         try:
-            sitemap = feeds.parse_sitemap(feeds.gunzipped(response.body, self._config.max_bytes))
+            sitemap = feeds.parse_sitemap(feeds.gunzipped(response.body, self._config().max_bytes))
         except BadListDocument as exc:
             self._bad_document(site, response, "sitemap", exc)
             return
@@ -152,7 +152,7 @@ class FeedWalkSpider(ArchiveSpider):
                 len(links),
             )
             return
-        kept, left_out = feeds.newest(links, self._config.sitemaps_per_index)
+        kept, left_out = feeds.newest(links, self._config().sitemaps_per_index)
         if left_out:
             count(self.crawler.stats, "sitemaps/children_skipped", site.site_id, left_out)
             logger.info(
