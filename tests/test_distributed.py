@@ -146,7 +146,8 @@ def test_two_workers_share_one_queue_and_fetch_each_article_once(
     with ReplayServer(tw_news_routes()) as server:
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.2)])
         first = schedule_once(mariadb_url, redis_url, tmp_path)
-        assert "generic: 1 list request(s) for 1 site(s), 0 snapshot(s) queued" in first
+        # The front page, and robots.txt for the sitemaps it may name.
+        assert "generic: 2 list request(s) for 1 site(s), 0 snapshot(s) queued" in first
         logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
         # Eight requests in flight each at most, so one worker cannot take the whole queue.
         workers = [

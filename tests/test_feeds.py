@@ -239,6 +239,9 @@ def test_gzip_bombs_and_broken_gzip_are_refused() -> None:
     with pytest.raises(BadListDocument, match="more than 1048576 bytes") as raised:
         gunzipped(bomb, MB)
     assert raised.value.kind == "too_large"
+    with pytest.raises(BadListDocument, match="more than 1048576 bytes") as raised:
+        gunzipped(b"<urlset>" + b" " * MB + b"</urlset>", MB)
+    assert raised.value.kind == "too_large"
     with pytest.raises(BadListDocument, match="broken gzip") as raised:
         gunzipped(b"\x1f\x8b\x08\x00garbage", MB)
     assert raised.value.kind == "bad_gzip"

@@ -19,13 +19,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from scrapy.utils.test import get_crawler
 from sqlalchemy import create_engine, select
 
+from spiders.generic import GenericSpider
+from tests.conftest import project_settings
 from tests.replay import ReplayServer, Route
 from tests.test_facebook import chromium  # noqa: F401 (fixture)
 from tests.test_generic import articles_by_url, crawl, list_ok_at, load_and_crawl, stat
 from tests.test_generic_bad_input import RecordingServer
 from zeroarchive.feeds import parse_feed, parse_sitemap
+from zeroarchive.request_meta import META_KEY
+from zeroarchive.sites import Site, parse_config
 from zeroarchive.storage.schema import article_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -262,6 +267,42 @@ def test_discover_false_reads_only_the_listed_feeds(tmp_path: Path) -> None:
         # Only Scrapy's robots.txt middleware read it, not the spider for sitemaps.
         assert blog.hits["/robots.txt"] == 1
         assert set(articles_by_url(db_url)) == set(atom_urls)
+
+
+def test_feeds_and_sitemaps_are_plain_list_requests_of_the_site(tmp_path: Path) -> None:
+    crawler = get_crawler(
+        GenericSpider, project_settings(ZEROARCHIVE_DB_URL=f"sqlite:///{tmp_path / 'a.db'}")
+    )
+    spider = GenericSpider.from_crawler(crawler)
+    config = {
+        "article": r"/a/\d+",
+        "render": True,
+        "feeds": "https://news.example.com/rss.xml",
+        "sitemaps": ["https://news.example.com/sitemap.xml.gz"],
+    }
+    site = Site(3, "example", "https://news.example.com/news/", "news", parse_config(config, "x"))
+    front, feed, sitemap, robots = spider.discovery_requests(site)
+    assert front.meta["playwright"] is True
+    assert [feed.url, sitemap.url, robots.url] == [
+        "https://news.example.com/rss.xml",
+        "https://news.example.com/sitemap.xml.gz",
+        "https://news.example.com/robots.txt",
+    ]
+    for request in (feed, sitemap, robots):
+        assert "playwright" not in request.meta
+        assert request.meta[META_KEY] == {"site_id": 3, "kind": "list", "depth": 0}
+        assert request.meta["download_maxsize"] == 16 * 1024 * 1024
+        assert request.priority == front.priority
+    assert (feed.callback, sitemap.callback, robots.callback) == (
+        spider.parse_feed,
+        spider.parse_sitemap,
+        spider.parse_robots,
+    )
+    # `scrapy schedule` builds its spiders without a crawler: the size cap then comes with
+    # the worker that reads the answer.
+    plain = Site(3, "example", site.url, "news", parse_config({**config, "render": False}, "x"))
+    _, queued_feed, *_ = GenericSpider().discovery_requests(plain)
+    assert queued_feed.url == feed.url and "download_maxsize" not in queued_feed.meta
 
 
 @pytest.mark.usefixtures("chromium")

@@ -20,10 +20,12 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Request, Response
+from sqlalchemy.exc import DBAPIError
 from twisted.python.failure import Failure
 
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.clock import now
+from zeroarchive.db_retry import is_transient, write_with_retry
 from zeroarchive.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.errors import error_kind
 from zeroarchive.items import ArticleLinks, FailedFetch
@@ -223,8 +225,13 @@ class ArchiveSpider(scrapy.Spider):
         requests go through the scheduler, i.e. into the shared queue, for any worker."""
         if self.mode != "all" or not isinstance(item, ArticleLinks):
             return
-        due = await asyncio.to_thread(
-            claim_due, self.archive, [item.site_id], now(), self.due_batch, self.lease
+        # On MariaDB a claim can deadlock with a batch of snapshot writes; retried like any
+        # transient write.
+        due = await write_with_retry(
+            lambda: claim_due(self.archive, [item.site_id], now(), self.due_batch, self.lease),
+            "article leases",
+            self.crawler.settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
+            self.crawler.stats,
         )
         self._crawl_due(due)
 
@@ -249,7 +256,15 @@ class ArchiveSpider(scrapy.Spider):
             raise DontCloseSpider
         if self.mode == "discover" or self._snapshots_exhausted or not self.sites:
             return
-        due = claim_due(self.archive, list(self.sites), now(), self.due_batch, self.lease)
+        try:
+            due = claim_due(self.archive, list(self.sites), now(), self.due_batch, self.lease)
+        except DBAPIError as exc:
+            if not is_transient(exc):
+                raise
+            # A deadlock with a batch of snapshot writes (MariaDB): claim at the next check.
+            count(self.crawler.stats, "db_retries")
+            logger.warning("Claiming due articles failed (%s); trying again", exc.orig)
+            raise DontCloseSpider from None
         if not due:
             self._snapshots_exhausted = True
             return

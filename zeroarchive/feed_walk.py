@@ -20,19 +20,10 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 from twisted.python.failure import Failure
 
+from zeroarchive import feeds
 from zeroarchive.archive_spider import ArchiveSpider
 from zeroarchive.errors import error_kind
-from zeroarchive.feeds import (
-    BadListDocument,
-    FeedsConfig,
-    ListedLink,
-    feed_links,
-    gunzipped,
-    newest,
-    parse_feed,
-    parse_sitemap,
-    sitemaps_in_robots,
-)
+from zeroarchive.feeds import BadListDocument, FeedsConfig, ListedLink
 from zeroarchive.items import ArticleLinks
 from zeroarchive.request_meta import META_KEY
 from zeroarchive.sites import Site
@@ -48,7 +39,9 @@ INDEX_NESTING = 2
 class FeedWalkSpider(ArchiveSpider):
     """An ArchiveSpider whose sites may also list their articles in feeds and sitemaps."""
 
-    feeds_config: FeedsConfig
+    #: From the settings; None in a spider built without a crawler (`scrapy schedule`
+    #: only makes its requests, the workers that read the answers have it).
+    feeds_config: FeedsConfig | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedWalkSpider:
@@ -78,7 +71,7 @@ class FeedWalkSpider(ArchiveSpider):
         """Requests for the feeds the site's front page links to (on the site only)."""
         if not site.config.discover or page.meta[META_KEY].get("depth", 0) != 0:
             return
-        for url in feed_links(page):
+        for url in feeds.feed_links(page):
             try:
                 url = canonicalize_url(url, site.config.url_rules)
             except UrlRejected as exc:
@@ -91,17 +84,23 @@ class FeedWalkSpider(ArchiveSpider):
     def _document_request(
         self, site: Site, url: str, callback: Any, depth: int, errback: Any = None
     ) -> Request:
+        # Feeds and sitemaps never need a browser, whatever the site's `render`.
+        meta = self.request_meta(site, "list", depth=depth)
+        if self.feeds_config is not None:
+            # Cut the download early; the callback refuses a bigger body in any case.
+            meta["download_maxsize"] = self.feeds_config.max_bytes
         return Request(
             url,
             callback=callback,
             errback=errback or self.list_failed,
-            # Feeds and sitemaps never need a browser, whatever the site's `render`.
-            meta={
-                **self.request_meta(site, "list", depth=depth),
-                "download_maxsize": self.feeds_config.max_bytes,
-            },
+            meta=meta,
             priority=self.source.list_priority,
         )
+
+    def _config(self) -> FeedsConfig:
+        # Not a property: scrapy-redis looks at every attribute of a bare spider.
+        assert self.feeds_config is not None, "a spider that reads pages has a crawler"
+        return self.feeds_config
 
     # --- callbacks ------------------------------------------------------------------------
 
@@ -109,8 +108,8 @@ class FeedWalkSpider(ArchiveSpider):
         site = self.response_site(response)
         content_type = response.headers.get("Content-Type")
         try:
-            links = parse_feed(
-                gunzipped(response.body, self.feeds_config.max_bytes),
+            links = feeds.parse_feed(
+                feeds.gunzipped(response.body, self._config().max_bytes),
                 response.url,
                 content_type.decode("latin-1") if content_type else None,
             )
@@ -123,7 +122,7 @@ class FeedWalkSpider(ArchiveSpider):
     def parse_sitemap(self, response: Response) -> Iterator[Any]:
         site = self.response_site(response)
         try:
-            sitemap = parse_sitemap(gunzipped(response.body, self.feeds_config.max_bytes))
+            sitemap = feeds.parse_sitemap(feeds.gunzipped(response.body, self._config().max_bytes))
         except BadListDocument as exc:
             self._bad_document(site, response, "sitemap", exc)
             return
@@ -153,7 +152,7 @@ class FeedWalkSpider(ArchiveSpider):
                 len(links),
             )
             return
-        kept, left_out = newest(links, self.feeds_config.sitemaps_per_index)
+        kept, left_out = feeds.newest(links, self._config().sitemaps_per_index)
         if left_out:
             count(self.crawler.stats, "sitemaps/children_skipped", site.site_id, left_out)
             logger.info(
@@ -169,7 +168,7 @@ class FeedWalkSpider(ArchiveSpider):
 
     def parse_robots(self, response: Response) -> Iterator[Request]:
         site = self.response_site(response)
-        for found in sitemaps_in_robots(response.body, response.url):
+        for found in feeds.sitemaps_in_robots(response.body, response.url):
             url = self._on_site(site, found, "sitemaps")
             if url is not None and url not in site.config.sitemaps:
                 count(self.crawler.stats, "sitemaps/discovered", site.site_id)

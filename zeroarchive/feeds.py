@@ -110,7 +110,7 @@ def sitemaps_in_robots(body: bytes, robots_url: str) -> list[str]:
 
 def gunzipped(body: bytes, max_bytes: int) -> bytes:
     """``body`` decompressed when it is gzip data (a ``.xml.gz`` sitemap served as it is),
-    refusing more than ``max_bytes`` of output (a small file can inflate a thousandfold).
+    refusing more than ``max_bytes`` in or out (a small file can inflate a thousandfold).
 
     >>> import gzip
     >>> gunzipped(gzip.compress(b"<urlset/>"), 100), gunzipped(b"<urlset/>", 100)
@@ -120,6 +120,8 @@ def gunzipped(body: bytes, max_bytes: int) -> bytes:
     ...
     zeroarchive.feeds.BadListDocument: more than 100 bytes once decompressed
     """
+    if len(body) > max_bytes:
+        raise BadListDocument("too_large", f"more than {max_bytes} bytes")
     if not body.startswith(_GZIP_MAGIC):
         return body
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
