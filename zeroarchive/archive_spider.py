@@ -25,13 +25,14 @@ from twisted.python.failure import Failure
 
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.clock import now
-from zeroarchive.db_retry import is_transient, write_with_retry
+from zeroarchive.db_retry import write_with_retry
 from zeroarchive.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.errors import error_kind
 from zeroarchive.items import ArticleLinks, FailedFetch
 from zeroarchive.redis_client import redis_url_from
 from zeroarchive.request_meta import META_KEY
 from zeroarchive.runlock import SiteRunLocks, default_lock_dir
+from zeroarchive.services import is_unreachable
 from zeroarchive.sites import Site
 from zeroarchive.sources import Source
 from zeroarchive.stats import count, site_metrics
@@ -259,7 +260,7 @@ class ArchiveSpider(scrapy.Spider):
         try:
             due = claim_due(self.archive, list(self.sites), now(), self.due_batch, self.lease)
         except DBAPIError as exc:
-            if not is_transient(exc):
+            if not is_unreachable(exc):
                 raise
             # A deadlock with a batch of snapshot writes (MariaDB): claim at the next check.
             count(self.crawler.stats, "db_retries")

@@ -52,8 +52,8 @@ def safe_url(url: str) -> str:
 
 
 def is_unreachable(exc: BaseException) -> bool:
-    """Errors that say a server is away (refused, lost, timed out), not that a query or
-    command was wrong: waiting may cure them."""
+    """Errors a later try may not see: a server away (refused, lost, timed out) or, from a
+    database, a lock it gave up on (deadlock, lock wait timeout); not a wrong query."""
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError | OperationalError):
         return True
     return isinstance(exc, DBAPIError) and exc.connection_invalidated

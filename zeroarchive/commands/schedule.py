@@ -61,6 +61,9 @@ class Command(ScrapyCommand):
             spider = loader.load(source.name)()
             if not isinstance(spider, ArchiveSpider):
                 raise UsageError(f"spider {source.name!r} of the registry is no ArchiveSpider")
+            # Only its request builders run here, with no crawler; they read settings (the
+            # browser's user agent of a rendered site, say) as in a crawl.
+            spider.settings = self.settings
             spiders.append(spider)
         stop = threading.Event()
 
