@@ -606,3 +606,24 @@ def test_an_idle_worker_looks_at_the_queue_every_poll_interval(redis_url: str, p
     assert ExecutionEngine._SLOT_HEARTBEAT_INTERVAL == 5.0, "only this engine changes"
     assert scheduler.next_request() is None
     scheduler.close("finished")
+
+
+def test_schedule_queues_rendered_and_facebook_sites(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Their request builders read settings (the browser's user agent): the scheduler's
+    spiders have no crawler, and must still have them."""
+    sites = [
+        {
+            "name": "scripted",
+            "url": "https://news.example/",
+            "type": "news",
+            "config": {"article": r"/a/\d+$", "render": True, "discover": False},
+        },
+        {"name": "mohw", "url": "https://www.facebook.com/MOHW.Taiwan/", "type": "facebook"},
+    ]
+    load_sites(mariadb_url, tmp_path, sites)
+    output = schedule_once(mariadb_url, redis_url, tmp_path)
+    assert "generic: 1 list request(s) for 1 site(s)" in output, output
+    assert "facebook: 1 list request(s) for 1 site(s)" in output, output
+    assert "Traceback" not in output
