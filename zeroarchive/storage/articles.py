@@ -141,17 +141,22 @@ class ArticleStore:
             # claim that read the same rows finds its token absent from them.
             token = secrets.token_hex(8)
             ids = [row.article_id for row in rows]
-            conn.execute(
+            leased = conn.execute(
                 update(article)
                 .where(article.c.article_id.in_(ids), article.c.lease_until <= now)
                 .values(lease_until=now + lease, lease_owner=token)
-            )
-            mine = set(
-                conn.execute(
-                    select(article.c.article_id).where(
-                        article.c.article_id.in_(ids), article.c.lease_owner == token
-                    )
-                ).scalars()
+            ).rowcount
+            # Every row matched was leased by this UPDATE (the usual case): no need to look.
+            mine = (
+                set(ids)
+                if leased == len(ids)
+                else set(
+                    conn.execute(
+                        select(article.c.article_id).where(
+                            article.c.article_id.in_(ids), article.c.lease_owner == token
+                        )
+                    ).scalars()
+                )
             )
         return [
             DueArticle(row.article_id, row.site_id, row.url, row.article_type)
