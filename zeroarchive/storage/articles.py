@@ -30,7 +30,9 @@ class DueArticle:
 def due_for_snapshot(now: int) -> ColumnElement[bool]:
     """The condition on Article rows whose snapshot is due at ``now`` and not leased out."""
     return and_(
-        article.c.next_snapshot_at != STOP,
+        # "> STOP", not "!=": times are never negative, and SQLite reads "!=" as a range
+        # from the start of the index, through every finished article.
+        article.c.next_snapshot_at > STOP,
         article.c.next_snapshot_at <= now,
         article.c.redirect_to.is_(None),
         article.c.lease_until <= now,

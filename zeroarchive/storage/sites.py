@@ -206,8 +206,10 @@ class SiteStore:
             if snapshots:
                 # Its own statement over the range of due articles in ix_Article_scheduled:
                 # as a subquery of Site, MariaDB ran it per site over all of the site's
-                # articles (10M articles: 9 s).
-                due_articles = select(article.c.site_id).where(due_for_snapshot(now)).distinct()
+                # articles (10M articles: 9 s). DISTINCT of an expression, or SQLite reads
+                # all of ix_Article_site_next for its site order (1M articles: 3.5 s).
+                site_id = (article.c.site_id + 0).label("site_id")
+                due_articles = select(site_id).where(due_for_snapshot(now)).distinct()
                 due.append(site.c.site_id.in_(list(conn.execute(due_articles).scalars())))
             query = (
                 select(site)
