@@ -81,7 +81,7 @@ article = Table(
     Column("published_at", BigInteger, nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
     # Scheduled articles in due order, covering the due-work selection's filters and
-    # `site_stats`' counts of them; the newest article of a site (migration 0008).
+    # `site_stats`' counts of them (migration 0009); the newest article of a site (0008).
     Index(
         "ix_Article_scheduled",
         "next_snapshot_at",
