@@ -30,7 +30,9 @@ class DueArticle:
 def due_for_snapshot(now: int) -> ColumnElement[bool]:
     """The condition on Article rows whose snapshot is due at ``now`` and not leased out."""
     return and_(
-        article.c.next_snapshot_at != STOP,
+        # "> STOP", not "!=": times are never negative, and SQLite reads "!=" as a range
+        # from the start of the index, through every finished article.
+        article.c.next_snapshot_at > STOP,
         article.c.next_snapshot_at <= now,
         article.c.redirect_to.is_(None),
         article.c.lease_until <= now,
@@ -141,17 +143,22 @@ class ArticleStore:
             # claim that read the same rows finds its token absent from them.
             token = secrets.token_hex(8)
             ids = [row.article_id for row in rows]
-            conn.execute(
+            leased = conn.execute(
                 update(article)
                 .where(article.c.article_id.in_(ids), article.c.lease_until <= now)
                 .values(lease_until=now + lease, lease_owner=token)
-            )
-            mine = set(
-                conn.execute(
-                    select(article.c.article_id).where(
-                        article.c.article_id.in_(ids), article.c.lease_owner == token
-                    )
-                ).scalars()
+            ).rowcount
+            # Every row matched was leased by this UPDATE (the usual case): no need to look.
+            mine = (
+                set(ids)
+                if leased == len(ids)
+                else set(
+                    conn.execute(
+                        select(article.c.article_id).where(
+                            article.c.article_id.in_(ids), article.c.lease_owner == token
+                        )
+                    ).scalars()
+                )
             )
         return [
             DueArticle(row.article_id, row.site_id, row.url, row.article_type)

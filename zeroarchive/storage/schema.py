@@ -80,12 +80,15 @@ article = Table(
     # When the source says it was published, as found with its link (migration 0007).
     Column("published_at", BigInteger, nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
-    # Scheduled articles (next_snapshot_at > 0) as one range with all `site_stats` counts
-    # of them; the newest article and part-day counts of a site (migration 0008).
+    # Scheduled articles in due order, covering the due-work selection's filters and
+    # `site_stats`' counts of them (migration 0010); the newest article of a site (0008).
     Index(
         "ix_Article_scheduled",
         "next_snapshot_at",
+        "article_id",
         "site_id",
+        "lease_until",
+        "redirect_to",
         "failure_count",
         "snapshot_count",
         "stop_reason",

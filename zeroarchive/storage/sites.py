@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import exists, func, or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.engine import Engine, RowMapping
 
 from zeroarchive.sites import Site, SiteConfigError, SiteSpec, parse_config
@@ -197,19 +197,25 @@ class SiteStore:
         A site is due when its list pages are (``lists``) or, with ``snapshots``, when one
         of its articles is: article schedules do not follow the list page schedule.
         """
-        due = []
-        if lists:
-            due.append(site.c.next_crawl_at <= now)
-        if snapshots:
-            due.append(exists().where(article.c.site_id == site.c.site_id, due_for_snapshot(now)))
-        if not due:
+        if not (lists or snapshots):
             return []
-        query = (
-            select(site)
-            .where(site.c.is_active.is_(True), site.c.type.in_(types), or_(*due))
-            .order_by(site.c.site_id)
-        )
         with self.engine.connect() as conn:
+            due = []
+            if lists:
+                due.append(site.c.next_crawl_at <= now)
+            if snapshots:
+                # Its own statement over the range of due articles in ix_Article_scheduled:
+                # as a subquery of Site, MariaDB ran it per site over all of the site's
+                # articles (10M articles: 9 s). DISTINCT of an expression, or SQLite reads
+                # all of ix_Article_site_next for its site order (1M articles: 3.5 s).
+                site_id = (article.c.site_id + 0).label("site_id")
+                due_articles = select(site_id).where(due_for_snapshot(now)).distinct()
+                due.append(site.c.site_id.in_(list(conn.execute(due_articles).scalars())))
+            query = (
+                select(site)
+                .where(site.c.is_active.is_(True), site.c.type.in_(types), or_(*due))
+                .order_by(site.c.site_id)
+            )
             return list(conn.execute(query).mappings())
 
     def mark_list_crawl(self, site_id: int, now: int, next_at: int) -> None:
