@@ -17,7 +17,8 @@ from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
 from tests.conftest import REPO, project_settings
-from zeroarchive.redis_queue import MAX_PENDING, RedisScheduler
+from zeroarchive.redis_queue import MAX_PENDING, RedisScheduler, push_requests
+from zeroarchive.request_meta import META_KEY
 
 
 class _Spider(Spider):
@@ -217,3 +218,23 @@ def test_the_pending_batch_is_pushed_at_the_end_of_the_reactor_turn(redis_url: s
         check=False,
     )
     assert "queued [0, 3]" in done.stdout, done.stdout + done.stderr
+
+
+def test_one_push_interleaves_the_sites_so_a_pop_takes_several_sites_work(
+    crawler: Crawler, scheduler: RedisScheduler
+) -> None:
+    """Three sites' backlogs pushed one after another leave the queue round-robin (within
+    a priority; a list page still goes first), not one site's backlog at a time."""
+    requests = [
+        Request(f"https://s{site}.example/{n}", meta={META_KEY: {"site_id": site}})
+        for site in (1, 2, 3)
+        for n in range(3)
+    ]
+    list_page = Request("https://s3.example/list", priority=10, meta={META_KEY: {"site_id": 3}})
+    requests.append(list_page)
+    assert push_requests(scheduler.server, crawler.spider, requests) == 10
+    order = [request.url for request in iter(scheduler.next_request, None)]
+    assert order == [
+        "https://s3.example/list",
+        *(f"https://s{site}.example/{n}" for n in range(3) for site in (1, 2, 3)),
+    ]

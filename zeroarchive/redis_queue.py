@@ -6,6 +6,10 @@ Differences from stock scrapy-redis, each for a reason:
   fingerprinter (scrapy-redis builds it from settings alone);
 - the queue is never flushed when a worker closes (stock scrapy-redis wipes the shared
   queue unless SCHEDULER_PERSIST is set);
+- within one priority, the requests of many sites are interleaved (each site's n-th request
+  a little behind every site's first): a worker's ZPOPMIN then takes several sites' work
+  at once, not the head of one site's backlog, which its delay would serve one by one
+  while the worker's other slots stay empty;
 - requests are stored as JSON, not pickles: an entry someone else pushed cannot execute
   code, and a malformed one is logged, counted and skipped instead of killing the worker;
 - an idle worker looks at the queue every ``ZEROARCHIVE_QUEUE_POLL_SECONDS``: Scrapy's
@@ -31,7 +35,7 @@ import base64
 import json
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -45,6 +49,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
 from zeroarchive.redis_client import connect
+from zeroarchive.request_meta import META_KEY
 from zeroarchive.services import FIRST_PAUSE, next_pause, reason, safe_url
 
 logger = logging.getLogger(__name__)
@@ -53,6 +58,9 @@ QUEUE_KEY = "zeroarchive:%(spider)s:requests"
 MAX_MALFORMED_PER_POP = 100
 # A batch this large is flushed at once rather than at the end of the reactor turn.
 MAX_PENDING = 500
+# A site's n-th request of a push waits behind the others' first by n / SITE_SPREAD of a
+# priority step (never a whole step: priorities still come first).
+SITE_SPREAD = 1000
 
 
 def _tag_bytes(value: Any) -> Any:
@@ -113,6 +121,12 @@ class SharedQueue(PriorityQueue):
         taken: list[tuple[bytes, float]] = self.server.zpopmin(self.key, count)
         return taken
 
+    def push_nth_of_site(self, request: Request, nth: int) -> None:
+        """Push ``request``, the ``nth`` (from 0) of its site in this push, behind the
+        other sites' requests of the same priority that come before it in theirs."""
+        score = -request.priority + min(nth, SITE_SPREAD - 1) / SITE_SPREAD
+        self.server.zadd(self.key, {self._encode_request(request): score})
+
     def put_back(self, entries: Iterable[tuple[bytes, float]]) -> None:
         """Return taken entries under their own scores."""
         mapping = dict(entries)
@@ -130,12 +144,17 @@ def request_queue(server: redis.Redis, spider: Spider) -> SharedQueue:
 
 
 def push_requests(server: redis.Redis, spider: Spider, requests: Iterable[Request]) -> int:
-    """Queue requests for ``spider``'s workers in one round trip; return how many."""
+    """Queue requests for ``spider``'s workers in one round trip, each site's interleaved
+    with the others'; return how many."""
     pipe = server.pipeline(transaction=False)
     queue = request_queue(pipe, spider)
+    of_site: Counter[object] = Counter()
     pushed = 0
     for request in requests:
-        queue.push(request)
+        meta = request.meta.get(META_KEY)
+        site = meta.get("site_id") if isinstance(meta, dict) else None
+        queue.push_nth_of_site(request, of_site[site])
+        of_site[site] += 1
         pushed += 1
     if pushed:
         pipe.execute()
