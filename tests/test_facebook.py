@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, func, select
 
 from spiders.facebook import FacebookSpider
 from spiders.generic import GenericSpider
@@ -24,6 +24,7 @@ from tests.conftest import REPO, Run, require_service, scrapy
 from tests.facebook_server import FacebookServer
 from tests.test_generic import articles_by_url, list_ok_at, stat, write_sites
 from zeroarchive.browser import HANDLER
+from zeroarchive.storage.schema import article_snapshot
 from zeroarchive.storage.snapshots import iter_snapshots
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -182,6 +183,17 @@ def test_login_wall_stops_the_site(tmp_path: Path, gate: str, after: int) -> Non
     assert chromium_pids(tag) == []
 
 
+def snapshots_stored(db_url: str) -> int:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(select(func.count()).select_from(article_snapshot)).scalar_one()
+            )
+    finally:
+        engine.dispose()
+
+
 def test_page_crash_leaves_no_chromium(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'archive.db'}"
     tag = secrets.token_hex(6)
@@ -199,6 +211,12 @@ def test_page_crash_leaves_no_chromium(tmp_path: Path) -> None:
         worker.start()
         try:
             assert fb.held.wait(120), "the crawl never asked for the held comments"
+            # Another post stored first: a loaded machine may otherwise still be rendering
+            # every post when the renderers die, and nothing would show the crawl went on.
+            deadline = time.monotonic() + 120
+            while snapshots_stored(db_url) < 1:
+                assert time.monotonic() < deadline, "no other post was stored"
+                time.sleep(0.3)
             seen = set(chromium_pids(tag))
             renderers = [pid for pid in seen if b"--type=renderer" in _cmdline(pid)]
             assert renderers
