@@ -18,9 +18,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.settings import BaseSettings
 
-from zeroarchive.proxies import CookiesFileError, cookies_for, session_cookies
+from zeroarchive.proxies import SessionCookies, cookies_for
 from zeroarchive.sites import Site
-from zeroarchive.stats import count
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ class SitePolicyDownloaderMiddleware:
     def __init__(self, crawler: Crawler, config: SitePolicyConfig) -> None:
         self.crawler = crawler
         self.config = config
-        self._bad_cookie_files: set[int] = set()
+        self.cookie_files = SessionCookies()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitePolicyDownloaderMiddleware:
@@ -81,16 +80,10 @@ class SitePolicyDownloaderMiddleware:
             request.meta["dont_obey_robotstxt"] = True
 
     def _session(self, request: Request, site: Site) -> None:
-        """The session cookies of the site's ``cookies_file`` that go to the request's host;
-        a file that cannot be read is logged once and the site crawled without it."""
+        """The session cookies of the site's ``cookies_file`` that go to the request's host."""
         assert site.config.cookies_file is not None
-        try:
-            cookies = session_cookies(site.config.cookies_file)
-        except CookiesFileError as exc:
-            count(self.crawler.stats, "errors/cookies_file", site.site_id)
-            if site.site_id not in self._bad_cookie_files:
-                self._bad_cookie_files.add(site.site_id)
-                logger.error("Site %s (#%d): %s", site.name, site.site_id, exc)
-            return
-        for name, value in cookies_for(cookies, urlsplit(request.url).hostname or "").items():
+        cookies = self.cookie_files.read(
+            self.crawler.stats, site.site_id, site.name, site.config.cookies_file
+        )
+        for name, value in cookies_for(cookies or (), urlsplit(request.url).hostname or "").items():
             request.cookies.setdefault(name, value)  # type: ignore[union-attr]

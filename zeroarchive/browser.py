@@ -17,13 +17,7 @@ from scrapy.http import Request
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from zeroarchive.proxies import (
-    CookiesFileError,
-    browser_proxy,
-    proxies_for,
-    proxy_pool,
-    session_cookies,
-)
+from zeroarchive.proxies import SessionCookies, browser_proxy, proxies_for, proxy_pool
 from zeroarchive.request_meta import META_KEY
 from zeroarchive.sites import Site
 from zeroarchive.stats import count
@@ -126,7 +120,7 @@ class BrowserPages:
         self._retired: set[str] = set()
         self._contexts: dict[str, Any] = {}
         self._slots: dict[int, asyncio.Semaphore] = {}
-        self._bad_cookie_files: set[int] = set()
+        self.cookie_files = SessionCookies()
 
     @staticmethod
     def meta(user_agent: str) -> dict[str, Any]:
@@ -174,15 +168,11 @@ class BrowserPages:
         if proxies:
             kwargs["proxy"] = browser_proxy(proxies[generation % len(proxies)])
         if site.config.cookies_file:
-            try:
-                cookies = session_cookies(site.config.cookies_file)
-            except CookiesFileError as exc:
-                count(self.crawler.stats, "errors/cookies_file", site.site_id)
-                if site.site_id not in self._bad_cookie_files:
-                    self._bad_cookie_files.add(site.site_id)
-                    logger.error("Site %s (#%d): %s", site.name, site.site_id, exc)
-                return
-            kwargs["storage_state"] = {"cookies": [c.playwright() for c in cookies]}
+            cookies = self.cookie_files.read(
+                self.crawler.stats, site.site_id, site.name, site.config.cookies_file
+            )
+            if cookies is not None:
+                kwargs["storage_state"] = {"cookies": [c.playwright() for c in cookies]}
 
     async def release(self, request: Request, page: Any | None) -> None:
         """Close the request's page, and its context once retired and without pages."""

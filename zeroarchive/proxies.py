@@ -7,6 +7,7 @@ are secrets: only ``safe_proxy`` forms of them are ever logged."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,11 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from scrapy.settings import BaseSettings
+from scrapy.statscollectors import StatsCollector
+
+from zeroarchive.stats import count
+
+logger = logging.getLogger(__name__)
 
 PROXY_SCHEMES = ("http", "https")
 
@@ -218,6 +224,27 @@ def session_cookies(path: str) -> tuple[Cookie, ...]:
     if key not in _cookie_cache:
         _cookie_cache[key] = read_cookies_file(Path(path))
     return _cookie_cache[key]
+
+
+class SessionCookies:
+    """The sites' cookies files for one crawl (plain requests and the browser alike): a
+    file that cannot be read is counted each time, logged once per site, and the site is
+    crawled without it."""
+
+    def __init__(self) -> None:
+        self._bad: set[int] = set()
+
+    def read(
+        self, stats: StatsCollector | None, site_id: int, site_name: str, path: str
+    ) -> tuple[Cookie, ...] | None:
+        try:
+            return session_cookies(path)
+        except CookiesFileError as exc:
+            count(stats, "errors/cookies_file", site_id)
+            if site_id not in self._bad:
+                self._bad.add(site_id)
+                logger.error("Site %s (#%d): %s", site_name, site_id, exc)
+            return None
 
 
 def cookies_for(cookies: Sequence[Cookie], host: str) -> dict[str, str]:
