@@ -7,10 +7,14 @@ made of (Cloudflare's, the common captcha services', other bot managers'), and a
 own ``blocked`` regex for what only it shows. Ordinary pages carry some of the same
 scripts (Cloudflare's bot-management script, a comment form's reCAPTCHA), so a marker
 that ordinary pages share counts only on a page with almost no text of its own.
+
+Every fetched page passes through here, so the common case stays cheap: the title is read
+with a pattern, and the page is parsed for its text only when a shared marker is there.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 
@@ -48,6 +52,7 @@ _TITLES = re.compile(
     r"are you a robot\??|請稍候…?|security check)\s*$",
     re.IGNORECASE,
 )
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 
 
 def block_reason(
@@ -77,13 +82,12 @@ def block_reason(
     for marker, reason in _CHALLENGE_MARKERS:
         if marker in lowered:
             return reason
-    text, title = _text_and_title(head, encoding)
+    title = _title(head, encoding)
     if title and _TITLES.match(title):
         return "challenge_title"
-    if len(text) < TINY_TEXT:
-        for marker, reason in _SHARED_MARKERS:
-            if marker in lowered:
-                return reason
+    shared = [reason for marker, reason in _SHARED_MARKERS if marker in lowered]
+    if shared and len(_text(head, encoding)) < TINY_TEXT:
+        return shared[0]
     if site_patterns:
         decoded = head.decode(encoding, errors="replace")
         if any(pattern.search(decoded) for pattern in site_patterns):
@@ -91,13 +95,24 @@ def block_reason(
     return None
 
 
-def _text_and_title(head: bytes, encoding: str) -> tuple[str, str]:
-    """The visible text and the title of (the start of) a page; empty for no HTML."""
+def _title(head: bytes, encoding: str) -> str:
+    """The page's first ``<title>``, entities resolved and spaces collapsed; "" if none.
+
+    >>> _title(b"<head><TITLE lang=en>\\n Just a&nbsp;moment...</TITLE>", "utf-8")
+    'Just a moment...'
+    """
+    found = _TITLE.search(head)
+    if found is None:
+        return ""
+    return " ".join(html.unescape(found.group(1).decode(encoding, errors="replace")).split())
+
+
+def _text(head: bytes, encoding: str) -> str:
+    """The visible text of (the start of) a page; empty for no HTML."""
     try:
         tree = lxml.html.document_fromstring(head.decode(encoding, errors="replace"))
     except (ValueError, lxml.etree.ParserError):
-        return "", ""
+        return ""
     for junk in tree.xpath("//script | //style | //noscript"):
         junk.drop_tree()
-    title = " ".join((tree.findtext(".//title") or "").split())
-    return " ".join(tree.text_content().split()), title
+    return " ".join(tree.text_content().split())
