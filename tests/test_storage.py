@@ -30,7 +30,13 @@ from zeroarchive.schedule import (
 )
 from zeroarchive.sites import SiteSpec, parse_spec
 from zeroarchive.sources import plan_for_type
-from zeroarchive.storage.engine import current_revision, head_revision, make_engine, migrate
+from zeroarchive.storage.engine import (
+    MIGRATIONS_DIR,
+    current_revision,
+    head_revision,
+    make_engine,
+    migrate,
+)
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.snapshots import iter_snapshots, read_snapshot
 from zeroarchive.urls import url_hash
@@ -182,6 +188,21 @@ def test_migrate_creates_the_schema_and_is_idempotent(db_url: str) -> None:
             versions = conn.execute(text("SELECT version_num FROM alembic_version")).all()
         # One row per head: features branch their revisions from 0001.
         assert sorted(row[0] for row in versions) == head_revision().split("+")
+    finally:
+        engine.dispose()
+
+
+def test_revisions_read_without_alembic_agree_with_alembic(db_url: str) -> None:
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    assert head_revision() == "+".join(sorted(ScriptDirectory(str(MIGRATIONS_DIR)).get_heads()))
+    engine = make_engine(db_url)
+    try:
+        migrate(engine)
+        with engine.connect() as conn:
+            by_alembic = MigrationContext.configure(conn).get_current_heads()
+        assert current_revision(engine) == "+".join(sorted(by_alembic))
     finally:
         engine.dispose()
 

@@ -3,11 +3,15 @@ connect, always with timeouts (a redis that stops answering must not hang a work
 
 from __future__ import annotations
 
-import redis
+from typing import TYPE_CHECKING
+
 from scrapy.settings import BaseSettings
 
 from zeroarchive.environment import from_environment
 from zeroarchive.services import ServiceUnavailable, reason
+
+if TYPE_CHECKING:
+    import redis
 
 
 def redis_url_from(settings: BaseSettings | None) -> str | None:
@@ -21,6 +25,8 @@ def connect(settings: BaseSettings, url: str | None = None) -> redis.Redis:
     Each call makes a client with its own connections (the Bloom filter keeps its own, so
     a queue pop never waits behind a filter check).
     """
+    import redis  # here, not at the top: an embedded crawl never loads the client
+
     url = url or redis_url_from(settings)
     if url is None:
         raise ValueError("REDIS_URL is not set (environment or setting)")
@@ -35,6 +41,8 @@ def connect(settings: BaseSettings, url: str | None = None) -> redis.Redis:
 def reachable(settings: BaseSettings, url: str | None = None) -> redis.Redis:
     """A client of ``url`` (default: REDIS_URL) that has just answered a PING; a Redis
     that does not answer raises ServiceUnavailable (one line, password hidden)."""
+    import redis
+
     url = url or redis_url_from(settings)
     server = connect(settings, url)
     try:

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import redis
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 logger = logging.getLogger(__name__)
@@ -54,6 +53,8 @@ def safe_url(url: str) -> str:
 def is_unreachable(exc: BaseException) -> bool:
     """Errors a later try may not see: a server away (refused, lost, timed out) or, from a
     database, a lock it gave up on (deadlock, lock wait timeout); not a wrong query."""
+    import redis  # here, not at the top: an embedded crawl never loads the client
+
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError | OperationalError):
         return True
     return isinstance(exc, DBAPIError) and exc.connection_invalidated
@@ -112,6 +113,8 @@ def one_line_errors(run: Callable[..., None]) -> Callable[..., None]:
         except Exception as exc:
             if not is_unreachable(exc):
                 raise
+            import redis
+
             service = "redis" if isinstance(exc, redis.RedisError) else "the database"
             print(f"error: {service} stopped answering: {reason(exc)}", file=sys.stderr)
             command.exitcode = EXIT_UNREACHABLE
