@@ -6,6 +6,7 @@ import signal
 import threading
 import time
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -14,7 +15,6 @@ from scrapy.utils.log import configure_logging
 
 from zeroarchive.archive import open_archive
 from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.dispatch import DispatchConfig, Dispatcher
 from zeroarchive.redis_client import reachable, redis_url_from
 from zeroarchive.services import (
     FIRST_PAUSE,
@@ -25,6 +25,9 @@ from zeroarchive.services import (
     wait_for,
 )
 from zeroarchive.sources import SOURCES
+
+if TYPE_CHECKING:
+    from zeroarchive.dispatch import Dispatcher
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +79,10 @@ class Command(ScrapyCommand):
         settings = self.settings
 
         def open_dispatcher() -> Dispatcher:
+            # Imported here: scrapy imports every command module when any command starts,
+            # and the dispatcher brings the redis client with it.
+            from zeroarchive.dispatch import DispatchConfig, Dispatcher
+
             return Dispatcher(
                 open_archive(settings),
                 reachable(settings, url),
