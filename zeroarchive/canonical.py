@@ -7,14 +7,15 @@ import functools
 import re
 from urllib.parse import urljoin, urlsplit
 
-from parsel import Selector
+import lxml.etree
 
 from zeroarchive.encoding import decode_body
 from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url, is_on_site
 
 HEAD_END = re.compile(rb"</head\s*>", re.IGNORECASE)
 HEAD_LIMIT = 256 * 1024
-XPATH = (
+_LINK_AND_META_TAGS = re.compile(rb"<(?:link|meta)\b[^>]*>", re.IGNORECASE)
+_DECLARED = (
     "//link[contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')]/@href"
     " | //meta[@property='og:url']/@content"
 )
@@ -34,13 +35,15 @@ def declared_urls(body: bytes, encoding: str) -> list[str]:
     """
     if encoding.startswith(("utf-16", "utf-32")):
         body, encoding = decode_body(body, encoding).encode("utf-8"), "utf-8"
-    # Cut before decoding: in the ASCII-compatible codecs "<" and "/" are never part of a
-    # multibyte character, so "</head>" in the bytes is the end of the head in the text.
+    # Work on bytes before decoding: in the ASCII-compatible codecs "<" and ">" are never
+    # part of a multibyte character. Only the head's <link> and <meta> tags are parsed:
+    # heads carry tens of KB of scripts, and every fetched page comes through here.
     end = HEAD_END.search(body, 0, HEAD_LIMIT)
-    head = decode_body(body[: end.start() if end else HEAD_LIMIT], encoding)
-    if not head.strip():
+    tags = b"".join(_LINK_AND_META_TAGS.findall(body, 0, end.start() if end else HEAD_LIMIT))
+    if not tags:
         return []
-    found = Selector(text=head).xpath(XPATH).getall()
+    head = lxml.etree.HTML(f"<head>{decode_body(tags, encoding)}</head>")
+    found = head.xpath(_DECLARED)
     return [value.strip() for value in found if value.strip()]
 
 
