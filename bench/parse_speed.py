@@ -1,0 +1,230 @@
+"""Parsing throughput: pages/s of the generic parser of a git revision (``--old``) and of
+this tree, side by side in one run, and of `scrapy parse_snapshots`' run with
+``--workers``.
+
+1. Each round parses the 60 pages of ../shared/corpora/extraction-benchmark-dev
+   ``--passes`` times in a fresh process of the old revision, then of this tree (one
+   process each, one page parsed first so imports are not timed); the best round counts.
+2. The same processes parse every page of the extraction benchmark, the Taiwanese news
+   corpora and bench/data/cjk-news once, and the run reports on how many pages the two
+   make the same publication (and which fields differ where not).
+3. ``parse_pending()`` (the command's whole work: reads, writes, the parser processes'
+   start) on a fresh SQLite archive holding the 60 benchmark pages ``--passes`` times (as
+   so many articles), with ``--workers 1`` and with each ``--workers`` value given.
+
+    python bench/parse_speed.py [--old main] [--rounds 3] [--passes 2] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import lzma
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sqlalchemy import select  # noqa: E402
+
+from bench.corpora import CORPORA  # noqa: E402
+from zeroarchive.archive import open_archive  # noqa: E402
+from zeroarchive.encoding import detect_encoding  # noqa: E402
+from zeroarchive.items import FetchedPage  # noqa: E402
+from zeroarchive.parse_run import ParseRunConfig, parse_pending  # noqa: E402
+from zeroarchive.sites import parse_spec  # noqa: E402
+from zeroarchive.storage.schema import article  # noqa: E402
+
+BENCHMARK = CORPORA / "extraction-benchmark-dev" / "html"
+CJK = REPO / "bench" / "data" / "cjk-news" / "html"
+URL = "https://news.example/a"
+START = 1_735_689_600  # 2025-01-01
+# Run in a fresh process from a tree (argv[1]): time the parse of the pages listed in
+# argv[2], argv[3] times over (URL argv[4]), then print the seconds and, with argv[5] "check",
+# each page's publication fields.
+RUNNER = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from zeroarchive.encoding import detect_encoding
+from zeroarchive.parser import parse_snapshot
+listing = json.loads(open(sys.argv[2]).read())
+timed = [open(p, "rb").read() for p in listing["timed"]]
+def parse(raw):
+    return parse_snapshot("Article", raw, detect_encoding(raw), sys.argv[4])
+parse(timed[0])
+started = time.perf_counter()
+for _ in range(int(sys.argv[3])):
+    for raw in timed:
+        parse(raw)
+seconds = time.perf_counter() - started
+fields = {}
+for path in listing["checked"] if sys.argv[5] == "check" else []:
+    try:
+        fields[path] = json.loads(json.dumps(parse(open(path, "rb").read()).as_dict(), default=str))
+    except ValueError as exc:
+        fields[path] = {"error": str(exc)}
+print(json.dumps({"seconds": seconds, "fields": fields}))
+"""
+
+
+def benchmark_pages() -> list[bytes]:
+    return [gzip.decompress(p.read_bytes()) for p in sorted(BENCHMARK.glob("*.html.gz"))]
+
+
+def other_pages() -> list[bytes]:
+    """The Taiwanese news pages and the CJK pages (checked for equal output, not timed)."""
+    found = [gzip.decompress(p.read_bytes()) for p in sorted(CJK.glob("*.html.gz"))]
+    for path in sorted((CORPORA / "tw-news-2014").rglob("*.html.gz")):
+        found.append(gzip.decompress(path.read_bytes()))
+    for path in sorted((CORPORA / "tw-news-twnews").glob("*.html.xz")):
+        found.append(lzma.decompress(path.read_bytes()))
+    return found
+
+
+def write_pages(folder: Path, timed: list[bytes], checked: list[bytes]) -> Path:
+    paths = []
+    for number, raw in enumerate(timed + checked):
+        path = folder / f"{number:04d}.html"
+        path.write_bytes(raw)
+        paths.append(str(path))
+    listing = folder / "listing.json"
+    listing.write_text(json.dumps({"timed": paths[: len(timed)], "checked": paths}))
+    return listing
+
+
+def old_tree(folder: Path, revision: str) -> Path:
+    tree = folder / "old"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", revision, "zeroarchive"], cwd=REPO, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
+Fields = dict[str, dict[str, object]]
+
+
+def run_tree(tree: Path, listing: Path, passes: int, check: bool) -> tuple[float, Fields]:
+    """(seconds of the timed parses, each checked page's publication fields)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUNNER,
+            str(tree),
+            str(listing),
+            str(passes),
+            URL,
+            str(check and "check"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(result["seconds"]), result["fields"]
+
+
+def differences(old: Fields, new: Fields) -> str:
+    changed = {}
+    for path, fields in old.items():
+        keys = sorted(
+            k for k in fields.keys() | new[path].keys() if fields.get(k) != new[path].get(k)
+        )
+        if keys:
+            changed[Path(path).name] = keys
+    lines = [f"same publication on {len(old) - len(changed)} of {len(old)} pages"]
+    lines += [f"  {name}: {', '.join(keys)}" for name, keys in sorted(changed.items())]
+    return "\n".join(lines)
+
+
+def archive_rate(pages: list[bytes], workers: int) -> tuple[float, Counter[str]]:
+    """pages/s of ``parse_pending()`` on a fresh SQLite archive holding ``pages``."""
+    with tempfile.TemporaryDirectory() as scratch:
+        archive = open_archive(url=f"sqlite:///{Path(scratch) / 'bench.db'}")
+        spec = parse_spec(
+            {
+                "name": "bench",
+                "url": "https://news.example/",
+                "type": "news",
+                "config": {"article": "/a/"},
+            }
+        )
+        site_id = archive.sites.upsert(spec, START)[0]
+        urls = [f"{URL}/{number}" for number in range(len(pages))]
+        archive.articles.add(site_id, "Article", urls, START)
+        with archive.engine.connect() as conn:
+            ids = {
+                url: id_ for url, id_ in conn.execute(select(article.c.url, article.c.article_id))
+            }
+        archive.snapshots.save(
+            [
+                FetchedPage(
+                    article_id=ids[url],
+                    site_id=site_id,
+                    article_type="news",
+                    fetched_at=START,
+                    status=200,
+                    final_url=url,
+                    headers={"Content-Type": ["text/html"]},
+                    encoding=detect_encoding(raw),
+                    body=raw,
+                )
+                for url, raw in zip(urls, pages, strict=True)
+            ]
+        )
+        started = time.perf_counter()
+        stats = parse_pending(archive.engine, ParseRunConfig(workers=workers), now=START)
+        seconds = time.perf_counter() - started
+        archive.engine.dispose()
+    return stats["parser/parsed"] / seconds, stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", default="main", help="the git revision to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=2, help="parses of each page a round")
+    parser.add_argument("--workers", type=int, nargs="*", default=[2])
+    args = parser.parse_args()
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}", flush=True)
+    timed = benchmark_pages()
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        listing = write_pages(folder, timed, timed + other_pages())
+        trees = {args.old: old_tree(folder, args.old), "this tree": REPO}
+        best = dict.fromkeys(trees, 0.0)
+        fields: dict[str, Fields] = {}
+        for round_ in range(args.rounds):
+            for name, tree in trees.items():
+                seconds, found = run_tree(tree, listing, args.passes, check=round_ == 0)
+                rate = len(timed) * args.passes / seconds
+                best[name] = max(best[name], rate)
+                fields.setdefault(name, found)
+                print(f"round {round_ + 1}, {name}: {rate:.1f} pages/s", flush=True)
+    old_rate, new_rate = best[args.old], best["this tree"]
+    print(f"generic parse, one process, {len(timed)} pages x {args.passes}, best of {args.rounds}:")
+    print(f"  {args.old}: {old_rate:.1f} pages/s, this tree: {new_rate:.1f} pages/s")
+    print(f"  ratio this tree / {args.old}: {new_rate / old_rate:.2f}")
+    print(differences(fields[args.old], fields["this tree"]))
+    stored = timed * args.passes
+    for workers in [1, *args.workers]:
+        rate, stats = archive_rate(stored, workers)
+        print(
+            f"parse_pending --workers {workers}, {len(stored)} pages: {rate:.1f} pages/s"
+            f" ({stats['parser/parsed']} parsed, {stats['parser/errors']} errors)",
+            flush=True,
+        )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
