@@ -5,12 +5,15 @@ this tree, side by side in one run, and of `scrapy parse_snapshots`' run with
 1. Each round parses the 60 pages of ../shared/corpora/extraction-benchmark-dev
    ``--passes`` times in a fresh process of the old revision, then of this tree (one
    process each, one page parsed first so imports are not timed); the best round counts.
+   Pages per CPU second of that process are printed beside pages/s: on a machine shared
+   with other work they are what one core does when it is not taken away.
 2. The same processes parse every page of the extraction benchmark, the Taiwanese news
    corpora and bench/data/cjk-news once, and the run reports on how many pages the two
    make the same publication (and which fields differ where not).
 3. ``parse_pending()`` (the command's whole work: reads, writes, the parser processes'
    start) on a fresh SQLite archive holding the 60 benchmark pages ``--passes`` times (as
-   so many articles), with ``--workers 1`` and with each ``--workers`` value given.
+   so many articles), with ``--workers 1`` and with each ``--workers`` value given; pages
+   per CPU second there count the CPU time of every process, the parser processes' too.
 
     python bench/parse_speed.py [--old main] [--rounds 3] [--passes 2] [--workers 2]
 """
@@ -22,6 +25,7 @@ import gzip
 import json
 import lzma
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -47,7 +51,8 @@ CJK = REPO / "bench" / "data" / "cjk-news" / "html"
 URL = "https://news.example/a"
 START = 1_735_689_600  # 2025-01-01
 # Run in a fresh process from a tree (argv[1]): time the parse of the pages listed in
-# argv[2], argv[3] times over (URL argv[4]), then print the seconds and, with argv[5] "check",
+# argv[2], argv[3] times over (URL argv[4]), then print the seconds (wall and CPU) and, with
+# argv[5] "check",
 # each page's publication fields.
 RUNNER = """
 import json, sys, time
@@ -59,18 +64,18 @@ timed = [open(p, "rb").read() for p in listing["timed"]]
 def parse(raw):
     return parse_snapshot("Article", raw, detect_encoding(raw), sys.argv[4])
 parse(timed[0])
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 for _ in range(int(sys.argv[3])):
     for raw in timed:
         parse(raw)
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 fields = {}
 for path in listing["checked"] if sys.argv[5] == "check" else []:
     try:
         fields[path] = json.loads(json.dumps(parse(open(path, "rb").read()).as_dict(), default=str))
     except ValueError as exc:
         fields[path] = {"error": str(exc)}
-print(json.dumps({"seconds": seconds, "fields": fields}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "fields": fields}))
 """
 
 
@@ -112,8 +117,8 @@ def old_tree(folder: Path, revision: str) -> Path:
 Fields = dict[str, dict[str, object]]
 
 
-def run_tree(tree: Path, listing: Path, passes: int, check: bool) -> tuple[float, Fields]:
-    """(seconds of the timed parses, each checked page's publication fields)."""
+def run_tree(tree: Path, listing: Path, passes: int, check: bool) -> tuple[float, float, Fields]:
+    """(wall and CPU seconds of the timed parses, each checked page's publication fields)."""
     done = subprocess.run(
         [
             sys.executable,
@@ -130,7 +135,7 @@ def run_tree(tree: Path, listing: Path, passes: int, check: bool) -> tuple[float
         check=True,
     )
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(result["seconds"]), result["fields"]
+    return float(result["seconds"]), float(result["cpu"]), result["fields"]
 
 
 def differences(old: Fields, new: Fields) -> str:
@@ -146,8 +151,15 @@ def differences(old: Fields, new: Fields) -> str:
     return "\n".join(lines)
 
 
-def archive_rate(pages: list[bytes], workers: int) -> tuple[float, Counter[str]]:
-    """pages/s of ``parse_pending()`` on a fresh SQLite archive holding ``pages``."""
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended child processes (the parser processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def archive_rate(pages: list[bytes], workers: int) -> tuple[float, float, Counter[str]]:
+    """(pages per second, pages per CPU second of every process) of ``parse_pending()`` on
+    a fresh SQLite archive holding ``pages``."""
     with tempfile.TemporaryDirectory() as scratch:
         archive = open_archive(url=f"sqlite:///{Path(scratch) / 'bench.db'}")
         spec = parse_spec(
@@ -181,11 +193,12 @@ def archive_rate(pages: list[bytes], workers: int) -> tuple[float, Counter[str]]
                 for url, raw in zip(urls, pages, strict=True)
             ]
         )
-        started = time.perf_counter()
+        started, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
         stats = parse_pending(archive.engine, ParseRunConfig(workers=workers), now=START)
         seconds = time.perf_counter() - started
+        cpu = time.process_time() - cpu + _children_cpu() - children
         archive.engine.dispose()
-    return stats["parser/parsed"] / seconds, stats
+    return stats["parser/parsed"] / seconds, stats["parser/parsed"] / cpu, stats
 
 
 def main() -> None:
@@ -201,25 +214,31 @@ def main() -> None:
         folder = Path(scratch)
         listing = write_pages(folder, timed, timed + other_pages())
         trees = {args.old: old_tree(folder, args.old), "this tree": REPO}
-        best = dict.fromkeys(trees, 0.0)
+        best = dict.fromkeys(trees, (0.0, 0.0))
         fields: dict[str, Fields] = {}
         for round_ in range(args.rounds):
             for name, tree in trees.items():
-                seconds, found = run_tree(tree, listing, args.passes, check=round_ == 0)
-                rate = len(timed) * args.passes / seconds
-                best[name] = max(best[name], rate)
+                seconds, cpu, found = run_tree(tree, listing, args.passes, check=round_ == 0)
+                rates = (len(timed) * args.passes / seconds, len(timed) * args.passes / cpu)
+                best[name] = (max(best[name][0], rates[0]), max(best[name][1], rates[1]))
                 fields.setdefault(name, found)
-                print(f"round {round_ + 1}, {name}: {rate:.1f} pages/s", flush=True)
-    old_rate, new_rate = best[args.old], best["this tree"]
+                print(
+                    f"round {round_ + 1}, {name}: {rates[0]:.1f} pages/s,"
+                    f" {rates[1]:.1f} pages per CPU second",
+                    flush=True,
+                )
+    (old_rate, old_cpu), (new_rate, new_cpu) = best[args.old], best["this tree"]
     print(f"generic parse, one process, {len(timed)} pages x {args.passes}, best of {args.rounds}:")
-    print(f"  {args.old}: {old_rate:.1f} pages/s, this tree: {new_rate:.1f} pages/s")
-    print(f"  ratio this tree / {args.old}: {new_rate / old_rate:.2f}")
+    print(f"  {args.old}: {old_rate:.1f} pages/s ({old_cpu:.1f} per CPU second)")
+    print(f"  this tree: {new_rate:.1f} pages/s ({new_cpu:.1f} per CPU second)")
+    print(f"  ratio this tree / {args.old}: {new_rate / old_rate:.2f} ({new_cpu / old_cpu:.2f})")
     print(differences(fields[args.old], fields["this tree"]))
     stored = timed * args.passes
     for workers in [1, *args.workers]:
-        rate, stats = archive_rate(stored, workers)
+        rate, per_cpu, stats = archive_rate(stored, workers)
         print(
-            f"parse_pending --workers {workers}, {len(stored)} pages: {rate:.1f} pages/s"
+            f"parse_pending --workers {workers}, {len(stored)} pages: {rate:.1f} pages/s,"
+            f" {per_cpu:.1f} per CPU second of all its processes"
             f" ({stats['parser/parsed']} parsed, {stats['parser/errors']} errors)",
             flush=True,
         )
