@@ -11,11 +11,12 @@ this tree, side by side in one run, and of `scrapy parse_snapshots`' run with
    corpora and bench/data/cjk-news once, and the run reports on how many pages the two
    make the same publication (and which fields differ where not).
 3. ``parse_pending()`` (the command's whole work: reads, writes, the parser processes'
-   start) on a fresh SQLite archive holding the 60 benchmark pages ``--passes`` times (as
+   start) on a fresh SQLite archive holding the 60 benchmark pages ``--copies`` times (as
    so many articles), with ``--workers 1`` and with each ``--workers`` value given; pages
    per CPU second there count the CPU time of every process, the parser processes' too.
 
     python bench/parse_speed.py [--old main] [--rounds 3] [--passes 2] [--workers 2]
+        [--copies 5]
 """
 
 from __future__ import annotations
@@ -207,6 +208,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--passes", type=int, default=2, help="parses of each page a round")
     parser.add_argument("--workers", type=int, nargs="*", default=[2])
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=5,
+        help="copies of the pages in the archive parse_pending parses (a parser process's"
+        " start, a second or two of imports, is spread over them)",
+    )
     args = parser.parse_args()
     print(f"load average at the start: {os.getloadavg()[0]:.1f}", flush=True)
     timed = benchmark_pages()
@@ -233,7 +241,7 @@ def main() -> None:
     print(f"  this tree: {new_rate:.1f} pages/s ({new_cpu:.1f} per CPU second)")
     print(f"  ratio this tree / {args.old}: {new_rate / old_rate:.2f} ({new_cpu / old_cpu:.2f})")
     print(differences(fields[args.old], fields["this tree"]))
-    stored = timed * args.passes
+    stored = timed * args.copies
     for workers in [1, *args.workers]:
         rate, per_cpu, stats = archive_rate(stored, workers)
         print(
