@@ -41,6 +41,7 @@ from zeroarchive.encoding import decode_body, detect_encoding  # noqa: E402
 from zeroarchive.parser import PARSER_VERSION, parse_snapshot  # noqa: E402
 from zeroarchive.parser.generic import (  # noqa: E402
     main_text,
+    page_tree,
     readability_text,
     trafilatura_text,
 )
@@ -115,8 +116,9 @@ def bigram_metrics(pages: list[Scores]) -> dict[str, float]:
 
 
 EXTRACTORS: dict[str, Callable[[str], str]] = {
-    "zeroarchive": lambda html: main_text(html)[1],
-    "readability-lxml": lambda html: readability_text(html)[1],
+    # The tree, as the parser hands it to both extractors.
+    "zeroarchive": lambda html: main_text(page_tree(html))[0],
+    "readability-lxml": lambda html: readability_text(html)[0],
     "trafilatura": lambda html: trafilatura.extract(html) or "",
     "trafilatura precision": trafilatura_text,
 }

@@ -314,3 +314,66 @@ def test_unparsed_snapshots_by_site_and_since_in_batches(
     assert [u.article_id for b in store.iter_unparsed(site_id=ptt_site) for u in b] == [ptt[0]]
     since = [u.snapshot_at for b in store.iter_unparsed(news[1], NOW + 7200) for u in b]
     assert since == [NOW + 7200, NOW + 10800, NOW + 14400]
+
+
+def stored_results(archive: Archive) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Every publication and every snapshot's mapping, without ids and parse times."""
+    versions = {r.publication_id: r.version for r in rows(archive, publication)}
+    published = sorted(
+        tuple(
+            value for key, value in r._mapping.items() if key not in ("publication_id", "parsed_at")
+        )
+        for r in rows(archive, publication)
+    )
+    mapped = sorted(
+        (m.article_id, m.snapshot_at, m.status, m.error, versions.get(m.publication_id))
+        for m in rows(archive, publication_mapping)
+    )
+    return published, mapped
+
+
+def test_parser_processes_store_what_one_process_stores(db_url: str, tmp_path: Path) -> None:
+    archive = open_archive(url=db_url)
+    site_id = add_site(archive, "ltn", "news", "https://news.ltn.com.tw/")
+    news = (add_article(archive, site_id, "Article", URL), site_id)
+    # Unchanged, same text, an edit, an unparsable page between two equal ones (the second
+    # is parsed ahead, then found unchanged), the first text again.
+    for hour, body in enumerate((PAGE, PAGE, SAME_TEXT, EDITED, b"  ", EDITED, PAGE)):
+        snapshot(archive, news, NOW + hour * 3600, body, URL)
+    for name in ("china_times_s1", "cna_s1", "ettoday_s1", "liberty_times_news_s2"):
+        page = gzip.decompress(
+            (FIXTURES / "tw-news-2014" / "html" / f"{name}.html.gz").read_bytes()
+        )
+        url = f"https://news.ltn.com.tw/news/{name}"
+        snapshot(archive, (add_article(archive, site_id, "Article", url), site_id), NOW, page, url)
+    ptt_site = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
+    ptt = (add_article(archive, ptt_site, "PTT", PTT_URL), ptt_site)
+    snapshot(archive, ptt, NOW, b"<html><body>not a post</body></html>", PTT_URL)
+
+    in_processes = scrapy("parse_snapshots", "--workers", "2", db_url=db_url, cwd=tmp_path)
+    assert "10 snapshot(s) parsed" in in_processes.output, in_processes.output
+    assert "2 error(s)" in in_processes.output
+    by_processes = stored_results(archive)
+    assert len(by_processes[0]) == 7  # three versions of the first article, four others
+    in_one = scrapy("parse_snapshots", "--reparse", db_url=db_url, cwd=tmp_path)
+    assert "10 snapshot(s) parsed" in in_one.output, in_one.output
+    assert stored_results(archive) == by_processes
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_parser_crash_is_logged_counted_and_the_others_go_on(
+    archive: Archive, news: tuple[int, int], workers: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    dcard_site = add_site(archive, "dcard", "dcard", "https://www.dcard.tw/f/trending")
+    dcard_url = "https://www.dcard.tw/f/talk/p/1"
+    dcard = (add_article(archive, dcard_site, "Dcard", dcard_url), dcard_site)
+    # A post whose content is a number: the Dcard parser's text helpers raise TypeError.
+    snapshot(archive, dcard, NOW, b'{"post": {"id": 1, "content": 5}}', dcard_url)
+    snapshot(archive, news, NOW, PAGE, URL)
+    stats = parse_pending(archive.engine, ParseRunConfig(workers=workers), now=NOW)
+    assert (stats["parser/crashes"], stats["parser/errors"]) == (1, 1)
+    assert stats["parser/new_publication"] == 1
+    [failed] = [m for m in rows(archive, publication_mapping) if m.status == "error"]
+    assert failed.article_id == dcard[0]
+    assert failed.error.startswith("crash TypeError")
+    assert f"Parser crashed on snapshot {dcard[0]}@{NOW}" in caplog.text

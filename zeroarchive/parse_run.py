@@ -7,21 +7,36 @@ snapshot's maps to the same publication version, a changed one makes a new versi
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
+import multiprocessing
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION, ParseError, parse_snapshot
+from zeroarchive.parser import (
+    DEFAULT_TIMEZONE,
+    PARSER_VERSION,
+    Parsed,
+    ParseError,
+    parse_snapshot,
+)
 from zeroarchive.storage.publications import ArticleInfo, Previous, PublicationStore, Unparsed
 from zeroarchive.storage.snapshots import StoredSnapshot, read_snapshot
 
 logger = logging.getLogger(__name__)
 _LIBRARIES = ("readability-lxml", "trafilatura", "htmldate", "lxml")
+# Snapshots read and handed to the parser processes ahead of the one being stored, per
+# process: enough to keep them busy while this process writes, few enough to hold in memory.
+_AHEAD_PER_WORKER = 4
 
 
 @dataclass(frozen=True)
@@ -32,6 +47,8 @@ class ParseRunConfig:
     timezone: str = DEFAULT_TIMEZONE
     parser_version: str = PARSER_VERSION
     batch: int = 1000
+    # Processes that parse (1: this process parses); this one reads and writes either way.
+    workers: int = 1
 
 
 def parser_components() -> dict[str, str]:
@@ -54,33 +71,111 @@ def parse_pending(engine: Engine, config: ParseRunConfig, now: int | None = None
     if config.reparse:
         stats["parser/discarded"] = store.discard(config.site_id)
     started = time.perf_counter()
-    current: int | None = None
-    info: ArticleInfo | None = None
-    previous: Previous | None = None
-    for batch in store.iter_unparsed(config.site_id, config.since, config.batch):
-        for snapshot in batch:
-            if snapshot.article_id != current:
-                current = snapshot.article_id
-                info = store.article_info(current)
-                previous = store.previous(current, snapshot.snapshot_at)
-            assert info is not None
-            previous = _handle(store, engine, info, snapshot, config, stamp, previous, stats)
+    with _parser_processes(config.workers) as pool:
+        previous: Previous | None = None
+        for step in _steps(store, engine, config, pool):
+            if step.first_of_article:
+                previous = step.previous
+            previous = _handle(store, engine, step, config, stamp, previous, stats)
     elapsed = time.perf_counter() - started
     stats["parser/seconds_x1000"] = round(elapsed * 1000)
     return stats
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One unparsed snapshot, with its article, and its parse when one was started ahead."""
+
+    snapshot: Unparsed
+    info: ArticleInfo
+    first_of_article: bool
+    # The article's latest parsed snapshot before this run (on its first snapshot only).
+    previous: Previous | None
+    stored: StoredSnapshot | None = None
+    parse: Future[Parsed] | None = None
+
+
+@contextlib.contextmanager
+def _parser_processes(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """``workers`` parser processes, or None to parse in this process."""
+    if workers <= 1:
+        yield None
+        return
+    # Spawned, not forked: a fork would copy this process's open database connections.
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _steps(
+    store: PublicationStore,
+    engine: Engine,
+    config: ParseRunConfig,
+    pool: ProcessPoolExecutor | None,
+) -> Iterator[_Step]:
+    """The unparsed snapshots in order; with a pool, a few are read ahead and handed to it.
+
+    The snapshots that look changed (other bytes than the article's snapshot before them)
+    are parsed ahead; the run still decides in order, as without a pool, which it needs.
+    """
+    ahead: deque[_Step] = deque()
+    limit = _AHEAD_PER_WORKER * config.workers if pool is not None else 0
+    current: int | None = None
+    info: ArticleInfo | None = None
+    last_hash: bytes | None = None
+    for batch in store.iter_unparsed(config.site_id, config.since, config.batch):
+        for snapshot in batch:
+            first = snapshot.article_id != current
+            previous = None
+            if first:
+                current = snapshot.article_id
+                info = store.article_info(current)
+                previous = store.previous(current, snapshot.snapshot_at)
+                last_hash = previous.raw_hash if previous is not None else None
+            assert info is not None
+            step = _Step(snapshot, info, first, previous)
+            if snapshot.status < 400:
+                if pool is not None and snapshot.content_hash != last_hash:
+                    step = _parse_ahead(step, engine, config, pool)
+                last_hash = snapshot.content_hash
+            ahead.append(step)
+            if len(ahead) > limit:
+                yield ahead.popleft()
+    yield from ahead
+
+
+def _parse_ahead(
+    step: _Step, engine: Engine, config: ParseRunConfig, pool: ProcessPoolExecutor
+) -> _Step:
+    snapshot, info = step.snapshot, step.info
+    try:
+        stored = read_snapshot(engine, snapshot.article_id, snapshot.snapshot_at)
+    except LookupError:
+        return step  # read again, and reported, in its turn
+    parse = pool.submit(
+        parse_snapshot,
+        info.article_type,
+        stored.raw,
+        stored.encoding,
+        stored.final_url or info.url,
+        config.timezone,
+    )
+    return dataclasses.replace(step, stored=stored, parse=parse)
+
+
 def _handle(
     store: PublicationStore,
     engine: Engine,
-    info: ArticleInfo,
-    snapshot: Unparsed,
+    step: _Step,
     config: ParseRunConfig,
     stamp: int,
     previous: Previous | None,
     stats: Counter[str],
 ) -> Previous | None:
     """Map one unparsed snapshot; return what the article's next snapshot compares with."""
+    snapshot, info = step.snapshot, step.info
     article_id, snapshot_at = snapshot.article_id, snapshot.snapshot_at
     if snapshot.status >= 400:
         store.record_error(article_id, snapshot_at, f"http_{snapshot.status}", stamp, "skipped")
@@ -91,14 +186,16 @@ def _handle(
             store.map_to(article_id, snapshot_at, previous.publication_id, stamp)
             stats["parser/unchanged_snapshot"] += 1
             return previous
-        try:
-            stored = read_snapshot(engine, article_id, snapshot_at)
-        except LookupError as exc:
-            logger.error("Cannot read snapshot %s@%s: %s", article_id, snapshot_at, exc)
-            store.record_error(article_id, snapshot_at, f"unreadable: {exc}", stamp)
-            stats["parser/errors"] += 1
-            return previous
-        return _parse_one(store, info, stored, config, stamp, previous, stats)
+        stored = step.stored
+        if stored is None:
+            try:
+                stored = read_snapshot(engine, article_id, snapshot_at)
+            except LookupError as exc:
+                logger.error("Cannot read snapshot %s@%s: %s", article_id, snapshot_at, exc)
+                store.record_error(article_id, snapshot_at, f"unreadable: {exc}", stamp)
+                stats["parser/errors"] += 1
+                return previous
+        return _parse_one(store, info, stored, step.parse, config, stamp, previous, stats)
     except IntegrityError:
         # Another parse run of the same version mapped this snapshot meanwhile.
         logger.warning("Snapshot %s@%s was parsed by another run", article_id, snapshot_at)
@@ -110,6 +207,7 @@ def _parse_one(
     store: PublicationStore,
     info: ArticleInfo,
     snapshot: StoredSnapshot,
+    parse: Future[Parsed] | None,
     config: ParseRunConfig,
     stamp: int,
     previous: Previous | None,
@@ -118,13 +216,21 @@ def _parse_one(
     raw_hash = snapshot.content_hash
     snapshot_at = snapshot.snapshot_at
     try:
-        parsed = parse_snapshot(
-            info.article_type,
-            snapshot.raw,
-            snapshot.encoding,
-            snapshot.final_url or info.url,
-            config.timezone,
-        )
+        if parse is not None:
+            parsed = parse.result()
+        else:
+            parsed = parse_snapshot(
+                info.article_type,
+                snapshot.raw,
+                snapshot.encoding,
+                snapshot.final_url or info.url,
+                config.timezone,
+            )
+    except BrokenProcessPool:
+        # A parser process died (killed, or a crash in a C library): which page did it
+        # is not known, so no snapshot is marked failed; the run stops as it would in one
+        # process.
+        raise
     except (ParseError, ValueError, LookupError) as exc:
         logger.error(
             "Cannot parse snapshot %s@%s (%s, %s): %s",

@@ -17,7 +17,7 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "[--site S] [--since UNIX] [--reparse]"
+        return "[--site S] [--since UNIX] [--reparse] [--workers N]"
 
     def short_desc(self) -> str:
         return "Parse stored snapshots into publications (incremental, per parser version)"
@@ -31,11 +31,21 @@ class Command(ScrapyCommand):
             action="store_true",
             help=f"discard this parser version's ({PARSER_VERSION}) results and parse again",
         )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=1,
+            metavar="N",
+            help="parse in N processes while this one reads snapshots and stores the "
+            "publications (default 1: parse in this process)",
+        )
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if opts.reparse and opts.since is not None:
             raise UsageError("--reparse redoes a site's whole history; it takes no --since")
+        if opts.workers < 1:
+            raise UsageError(f"--workers takes 1 or more processes, not {opts.workers}")
         archive = open_archive(self.settings)
         site_id = None
         if opts.site is not None:
@@ -47,6 +57,7 @@ class Command(ScrapyCommand):
             site_id=site_id,
             since=opts.since,
             reparse=opts.reparse,
+            workers=opts.workers,
             timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
         )
         stats = parse_pending(archive.engine, config)

@@ -15,7 +15,7 @@ from scrapy.utils.misc import load_object
 from zeroarchive.parser.result import Parsed, ParseError
 from zeroarchive.sources import source_for_article_type
 
-PARSER_VERSION = "2026.2"
+PARSER_VERSION = "2026.3"
 DEFAULT_TIMEZONE = "Asia/Taipei"
 
 __all__ = ["DEFAULT_TIMEZONE", "PARSER_VERSION", "ParseError", "Parsed", "parse_snapshot"]
