@@ -270,7 +270,7 @@ class PublicationStore:
         invalidates this version's progress), so a snapshot stored meanwhile in the range
         stays; another version may not have mapped them: its progress is invalidated."""
         inbox, mapped = parse_inbox.c, publication_mapping.c
-        upto = ~_after(parse_inbox, through)
+        upto = _through(parse_inbox, through)
         is_mapped = exists().where(
             mapped.article_id == inbox.article_id,
             mapped.snapshot_at == inbox.snapshot_at,
@@ -491,9 +491,18 @@ class PublicationStore:
 
 def _after(table: Any, key: tuple[int, int]) -> Any:
     """Rows of ``table`` after ``key`` in (article_id, snapshot_at) order."""
-    return or_(
-        table.c.article_id > key[0],
-        and_(table.c.article_id == key[0], table.c.snapshot_at > key[1]),
+    # The plain bound first: with the OR alone SQLite scans the key from its start.
+    return and_(
+        table.c.article_id >= key[0],
+        or_(table.c.article_id > key[0], table.c.snapshot_at > key[1]),
+    )
+
+
+def _through(table: Any, key: tuple[int, int]) -> Any:
+    """Rows of ``table`` up to ``key`` (inclusive) in (article_id, snapshot_at) order."""
+    return and_(
+        table.c.article_id <= key[0],
+        or_(table.c.article_id < key[0], table.c.snapshot_at <= key[1]),
     )
 
 
