@@ -18,7 +18,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION, ParseError, parse_snapshot
-from zeroarchive.storage.publications import ArticleInfo, Previous, PublicationStore, Unparsed
+from zeroarchive.storage.publications import (
+    ArticleInfo,
+    Previous,
+    Progress,
+    PublicationStore,
+    Unparsed,
+)
 from zeroarchive.storage.snapshots import StoredSnapshot, read_snapshot
 
 logger = logging.getLogger(__name__)
@@ -56,14 +62,16 @@ def parse_pending(engine: Engine, config: ParseRunConfig, now: int | None = None
     store = PublicationStore(engine, config.parser_version)
     stamp = now if now is not None else int(time.time())
     store.register_parser({"components": parser_components()}, stamp)
-    started = time.perf_counter()
-    progress = store.progress()
-    # A reparse of one site's whole history re-maps all it discarded: if the rest was
-    # complete before, it is again after.
-    restorable = progress.complete and config.since is None
+    restorable = False
     if config.reparse:
-        stats["parser/discarded"] = store.discard(config.site_id)
+        stats["parser/discarded"], discarded = store.discard(config.site_id)
+        # A reparse of one site's whole history re-maps all it discarded: if the rest was
+        # complete before, it is again after (unless something spoils it meanwhile).
+        restorable = discarded.complete and config.since is None
+        progress = Progress(False, discarded.generation)
+    else:
         progress = store.progress()
+    started = time.perf_counter()
     if not progress.complete:
         stats["parser/full_pass"] = 1
         batches = store.iter_unparsed(config.site_id, config.since, config.batch)

@@ -135,10 +135,21 @@ class PublicationStore:
             .values(complete=False, generation=parse_progress.c.generation + 1)
         )
 
-    def discard(self, site_id: int | None) -> int:
-        """Forget this parser version's results (of one site): they are parsed again."""
+    def discard(self, site_id: int | None) -> tuple[int, Progress]:
+        """Forget this parser version's results (of one site): they are parsed again.
+
+        Return how many publications went, and the progress: whether it was complete just
+        before, with the generation the discard made (read and changed in one transaction,
+        so nothing else invalidates it unseen in between)."""
+        self.progress()
         with self.engine.begin() as conn:
+            before = conn.execute(
+                select(parse_progress.c.complete, parse_progress.c.generation)
+                .where(parse_progress.c.parser_version == self.parser_version)
+                .with_for_update()
+            ).one()
             self._invalidate(conn, others=False)
+            was = Progress(bool(before.complete), int(before.generation) + 1)
             ids = select(article.c.article_id)
             if site_id is not None:
                 ids = ids.where(article.c.site_id == site_id)
@@ -152,7 +163,7 @@ class PublicationStore:
                 mappings = mappings.where(publication_mapping.c.article_id.in_(ids))
                 publications = publications.where(publication.c.site_id == site_id)
             conn.execute(mappings)
-            return conn.execute(publications).rowcount
+            return conn.execute(publications).rowcount, was
 
     def iter_unparsed(
         self, site_id: int | None = None, since: int | None = None, batch: int = 1000
