@@ -83,3 +83,23 @@ def test_reference_frames_migration_goes_down_and_up_again(db_url: str) -> None:
     columns = {c["name"] for c in inspect(engine).get_columns("ArticleSnapshot")}
     assert "reference_at" in columns
     engine.dispose()
+
+
+def test_parse_inbox_migration_goes_down_and_up_again(db_url: str) -> None:
+    engine = make_engine(db_url)
+    migrate(engine)
+    config = _alembic_config(engine)
+    command.downgrade(config, "0010")
+    assert not {"parse_inbox", "parse_progress"} & set(inspect(engine).get_table_names())
+    command.upgrade(config, "0011")
+    snapshot = (
+        "INSERT INTO ArticleSnapshot (article_id, snapshot_at, snapshot_at_date, status,"
+        " final_url, headers, encoding, content_hash, raw_size, rendered)"
+        " VALUES (5, 1700000000, '2023-11-14', 200, 'https://a.example/1', '{}', 'utf-8',"
+        " :h, 0, 0)"
+    )
+    with engine.begin() as conn:
+        conn.execute(text(snapshot), {"h": b"\x02" * 32})
+        inbox = conn.execute(text("SELECT article_id, snapshot_at FROM parse_inbox")).all()
+    assert [tuple(row) for row in inbox] == [(5, 1_700_000_000)]
+    engine.dispose()

@@ -9,16 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from tests.conftest import FIXTURES, REPO, scrapy
 from zeroarchive.archive import Archive, open_archive
 from zeroarchive.items import FetchedPage
 from zeroarchive.parse_run import ParseRunConfig, parse_pending
+from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.sites import parse_spec
 from zeroarchive.storage.publications import PublicationStore
 from zeroarchive.storage.schema import (
     article,
+    article_snapshot,
+    parse_inbox,
+    parse_progress,
     parser_info,
     producer,
     producer_mapping,
@@ -377,3 +381,195 @@ def test_a_parser_crash_is_logged_counted_and_the_others_go_on(
     assert failed.article_id == dcard[0]
     assert failed.error.startswith("crash TypeError")
     assert f"Parser crashed on snapshot {dcard[0]}@{NOW}" in caplog.text
+
+
+# --- The inbox and the progress: a run reads only what was stored since (migration 0011).
+
+
+def inbox(archive: Archive) -> list[tuple[int, int]]:
+    with archive.engine.connect() as conn:
+        query = select(parse_inbox.c.article_id, parse_inbox.c.snapshot_at)
+        return sorted((int(a), int(at)) for a, at in conn.execute(query))
+
+
+def no_full_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unexpected(*args: object) -> None:
+        raise AssertionError("a run whose progress is complete went over every snapshot")
+
+    monkeypatch.setattr(PublicationStore, "iter_unparsed", unexpected)
+
+
+def run(archive: Archive, stamp: int, **config: Any) -> Any:
+    return parse_pending(archive.engine, ParseRunConfig(**config), now=stamp)
+
+
+def test_the_first_run_goes_over_everything_later_ones_over_the_inbox(
+    archive: Archive, news: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    assert inbox(archive) == [(news[0], NOW)]  # the trigger, in the snapshot's transaction
+    first = run(archive, NOW)
+    assert (first["parser/full_pass"], first["parser/new_publication"]) == (1, 1)
+    assert inbox(archive) == []
+    no_full_pass(monkeypatch)
+    assert run(archive, NOW + 1)["parser/parsed"] == 0
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    later = run(archive, NOW + 2)
+    assert (later["parser/full_pass"], later["parser/new_version"]) == (0, 1)
+    assert mapped_at(archive, NOW + 2) == {(news[0], NOW + 3600, PARSER_VERSION)}
+    assert inbox(archive) == []
+
+
+def test_snapshots_stored_below_parsed_ones_are_parsed(
+    archive: Archive, news: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New snapshots of an older article, and an imported one older than a parsed one,
+    sort before what was parsed last: the inbox still holds them."""
+    newer = (add_article(archive, news[1], "Article", URL + "?p=2"), news[1])
+    snapshot(archive, news, NOW + 7200, PAGE, URL)
+    snapshot(archive, newer, NOW + 7200, PAGE, URL)
+    run(archive, NOW)
+    no_full_pass(monkeypatch)
+    snapshot(archive, news, NOW + 10800, EDITED, URL)
+    snapshot(archive, newer, NOW, EDITED, URL)  # as import_warc stores an old capture
+    run(archive, NOW + 1)
+    assert mapped_at(archive, NOW + 1) == {
+        (news[0], NOW + 10800, PARSER_VERSION),
+        (newer[0], NOW, PARSER_VERSION),
+    }
+    assert inbox(archive) == []
+
+
+def test_a_failed_parse_is_mapped_and_leaves_the_inbox_a_failed_run_does_not(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ptt_site = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
+    ptt = (add_article(archive, ptt_site, "PTT", PTT_URL), ptt_site)
+    news_site = add_site(archive, "ltn", "news", "https://news.ltn.com.tw/")
+    news = (add_article(archive, news_site, "Article", URL), news_site)
+    run(archive, NOW)
+    snapshot(archive, ptt, NOW, b"<html><body>not a post</body></html>", PTT_URL)
+    snapshot(archive, news, NOW, PAGE, URL)
+
+    def database_gone(*args: object) -> None:
+        raise ConnectionError("the database went away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(PublicationStore, "add_version", database_gone)
+        with pytest.raises(ConnectionError):
+            run(archive, NOW + 1)
+    # The bad post was mapped (an error) before the run died on the news page; the batch
+    # stays in the inbox, and the next run parses the news page only.
+    assert [m.status for m in rows(archive, publication_mapping)] == ["error"]
+    assert inbox(archive) == [(ptt[0], NOW), (news[0], NOW)]
+    no_full_pass(monkeypatch)
+    stats = run(archive, NOW + 2)
+    assert (stats["parser/new_publication"], stats["parser/errors"]) == (1, 0)
+    assert inbox(archive) == []
+    assert sorted(m.status for m in rows(archive, publication_mapping)) == ["error", "ok"]
+
+
+def test_a_reparse_of_a_site_keeps_the_progress_of_the_rest(
+    archive: Archive, news: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ptt_site = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
+    ptt = (add_article(archive, ptt_site, "PTT", PTT_URL), ptt_site)
+    post = REPO / "tests" / "fixtures" / "ptt" / "tommady-pttifierLib__TestContentHTML.html"
+    snapshot(archive, ptt, NOW, post.read_bytes(), PTT_URL)
+    snapshot(archive, news, NOW, PAGE, URL)
+    run(archive, NOW)
+    again = run(archive, NOW + 1, site_id=news[1], reparse=True)
+    assert (again["parser/discarded"], again["parser/new_publication"]) == (1, 1)
+    assert mapped_at(archive, NOW + 1) == {(news[0], NOW, PARSER_VERSION)}
+    no_full_pass(monkeypatch)
+    assert run(archive, NOW + 2)["parser/parsed"] == 0
+    assert len(rows(archive, publication_mapping)) == 2
+
+
+def test_a_reparse_that_fails_leaves_a_full_pass_to_the_next_run(
+    archive: Archive, news: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    run(archive, NOW)
+
+    def database_gone(*args: object) -> None:
+        raise ConnectionError("the database went away")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(PublicationStore, "add_version", database_gone)
+        with pytest.raises(ConnectionError):
+            run(archive, NOW + 1, site_id=news[1], reparse=True)
+    assert rows(archive, publication_mapping) == [] and inbox(archive) == []
+    stats = run(archive, NOW + 2)
+    assert (stats["parser/full_pass"], stats["parser/new_publication"]) == (1, 1)
+
+
+def test_a_site_or_since_run_leaves_the_rest_of_the_inbox(
+    archive: Archive, news: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ptt_site = add_site(archive, "gossiping", "ptt", "https://www.ptt.cc/bbs/Gossiping/index.html")
+    ptt = (add_article(archive, ptt_site, "PTT", PTT_URL), ptt_site)
+    snapshot(archive, ptt, NOW, b"<html></html>", PTT_URL)
+    # Incomplete progress: a run over one site is a full pass of that site only.
+    assert run(archive, NOW, site_id=news[1])["parser/full_pass"] == 1
+    assert inbox(archive) == [(ptt[0], NOW)]
+    run(archive, NOW + 1)
+    no_full_pass(monkeypatch)
+    snapshot(archive, news, NOW, PAGE, URL)
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    run(archive, NOW + 2, since=NOW + 3600)
+    assert mapped_at(archive, NOW + 2) == {(news[0], NOW + 3600, PARSER_VERSION)}
+    assert inbox(archive) == [(news[0], NOW)]
+    run(archive, NOW + 3)
+    assert mapped_at(archive, NOW + 3) == {(news[0], NOW, PARSER_VERSION)}
+    assert inbox(archive) == []
+
+
+def test_a_version_that_drains_the_inbox_sends_the_others_back_to_a_full_pass(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    run(archive, NOW, parser_version="v1")
+    assert run(archive, NOW, parser_version="v2")["parser/full_pass"] == 1
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    assert run(archive, NOW + 1, parser_version="v1")["parser/full_pass"] == 0
+    assert inbox(archive) == []
+    stats = run(archive, NOW + 2, parser_version="v2")
+    assert (stats["parser/full_pass"], stats["parser/new_version"]) == (1, 1)
+    assert mapped_at(archive, NOW + 2) == {(news[0], NOW + 3600, "v2")}
+
+
+def test_a_full_pass_overtaken_by_another_version_does_not_complete(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    v1, v2 = PublicationStore(archive.engine, "v1"), PublicationStore(archive.engine, "v2")
+    run(archive, NOW, parser_version="v1")
+    started = v2.progress()
+    snapshot(archive, news, NOW, PAGE, URL)
+    # v2's pass went by before the snapshot came; v1 drains it from the inbox meanwhile.
+    run(archive, NOW + 1, parser_version="v1")
+    assert not v2.mark_complete(started.generation)
+    assert not v2.progress().complete
+    assert v1.progress().complete
+
+
+def test_an_inbox_row_whose_snapshot_was_rotated_away_leaves(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    run(archive, NOW)
+    snapshot(archive, news, NOW, PAGE, URL)
+    with archive.engine.begin() as conn:
+        conn.execute(delete(article_snapshot))
+    stats = run(archive, NOW + 1)
+    assert (stats["parser/parsed"], stats["parser/errors"]) == (0, 0)
+    assert inbox(archive) == []
+
+
+def test_progress_rows(archive: Archive, news: tuple[int, int]) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+    run(archive, NOW, parser_version="v1")
+    run(archive, NOW, parser_version="v2", site_id=news[1])
+    assert sorted((r.parser_version, bool(r.complete)) for r in rows(archive, parse_progress)) == [
+        ("v1", True),
+        ("v2", False),
+    ]

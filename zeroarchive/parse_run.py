@@ -29,7 +29,13 @@ from zeroarchive.parser import (
     ParseError,
     parse_snapshot,
 )
-from zeroarchive.storage.publications import ArticleInfo, Previous, PublicationStore, Unparsed
+from zeroarchive.storage.publications import (
+    ArticleInfo,
+    Previous,
+    Progress,
+    PublicationStore,
+    Unparsed,
+)
 from zeroarchive.storage.snapshots import StoredSnapshot, read_snapshot
 
 logger = logging.getLogger(__name__)
@@ -63,23 +69,55 @@ def parser_components() -> dict[str, str]:
 
 
 def parse_pending(engine: Engine, config: ParseRunConfig, now: int | None = None) -> Counter[str]:
-    """Parse the snapshots that need it; return counts (``parser/...`` stats keys)."""
+    """Parse the snapshots that need it; return counts (``parser/...`` stats keys).
+
+    Once a run of this version has gone over every snapshot, later runs read only the
+    inbox of snapshots stored since (see migration 0011): nothing new costs two small reads.
+    """
     stats: Counter[str] = Counter()
     store = PublicationStore(engine, config.parser_version)
     stamp = now if now is not None else int(time.time())
     store.register_parser({"components": parser_components()}, stamp)
+    restorable = False
     if config.reparse:
-        stats["parser/discarded"] = store.discard(config.site_id)
+        stats["parser/discarded"], discarded = store.discard(config.site_id)
+        # A reparse of one site's whole history re-maps all it discarded: if the rest was
+        # complete before, it is again after (unless something spoils it meanwhile).
+        restorable = discarded.complete and config.since is None
+        progress = Progress(False, discarded.generation)
+    else:
+        progress = store.progress()
     started = time.perf_counter()
     with _parser_processes(config.workers) as pool:
-        previous: Previous | None = None
-        for step in _steps(store, engine, config, pool):
-            if step.first_of_article:
-                previous = step.previous
-            previous = _handle(store, engine, step, config, stamp, previous, stats)
+        if not progress.complete:
+            stats["parser/full_pass"] = 1
+            batches = store.iter_unparsed(config.site_id, config.since, config.batch)
+            _parse_all(store, engine, batches, config, stamp, stats, pool)
+        # After a full pass too: what was stored while it ran, and emptying the inbox.
+        inbox = store.iter_inbox(config.site_id, config.since, config.batch)
+        _parse_all(store, engine, inbox, config, stamp, stats, pool)
+    whole = config.site_id is None and config.since is None
+    if not progress.complete and (whole or (config.reparse and restorable)):
+        store.mark_complete(progress.generation)
     elapsed = time.perf_counter() - started
     stats["parser/seconds_x1000"] = round(elapsed * 1000)
     return stats
+
+
+def _parse_all(
+    store: PublicationStore,
+    engine: Engine,
+    batches: Iterator[list[Unparsed]],
+    config: ParseRunConfig,
+    stamp: int,
+    stats: Counter[str],
+    pool: ProcessPoolExecutor | None,
+) -> None:
+    previous: Previous | None = None
+    for step in _steps(store, engine, batches, config, pool):
+        if step.first_of_article:
+            previous = step.previous
+        previous = _handle(store, engine, step, config, stamp, previous, stats)
 
 
 @dataclass(frozen=True)
@@ -112,6 +150,7 @@ def _parser_processes(workers: int) -> Iterator[ProcessPoolExecutor | None]:
 def _steps(
     store: PublicationStore,
     engine: Engine,
+    batches: Iterator[list[Unparsed]],
     config: ParseRunConfig,
     pool: ProcessPoolExecutor | None,
 ) -> Iterator[_Step]:
@@ -125,7 +164,7 @@ def _steps(
     current: int | None = None
     info: ArticleInfo | None = None
     last_hash: bytes | None = None
-    for batch in store.iter_unparsed(config.site_id, config.since, config.batch):
+    for batch in batches:
         for snapshot in batch:
             first = snapshot.article_id != current
             previous = None

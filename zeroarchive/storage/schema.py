@@ -221,3 +221,25 @@ publication_mapping = Table(
     PrimaryKeyConstraint("article_id", "snapshot_at", "parser_version"),
     Index("ix_publication_mapping_publication", "publication_id"),
 )
+
+# What a parse run with nothing new reads instead of every snapshot (migration 0011): the
+# keys of snapshots stored since, filled by a trigger on ArticleSnapshot and drained by the
+# parser, and per parser version whether all snapshots outside the inbox are mapped.
+parse_inbox = Table(
+    "parse_inbox",
+    metadata,
+    Column("article_id", Id, nullable=False),
+    Column("snapshot_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("article_id", "snapshot_at"),
+    sqlite_with_rowid=False,
+)
+
+parse_progress = Table(
+    "parse_progress",
+    metadata,
+    Column("parser_version", String(32), primary_key=True),
+    Column("complete", Boolean, nullable=False),
+    # Grows whenever `complete` may have become untrue, so a full pass begun before cannot
+    # set it again.
+    Column("generation", BigInteger, nullable=False),
+)
