@@ -197,6 +197,9 @@ def snapshots_stored(db_url: str) -> int:
 def test_page_crash_leaves_no_chromium(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'archive.db'}"
     tag = secrets.token_hex(6)
+    # The held post's page waits for its comments until the renderers are killed: with the
+    # usual 5 s it would give up, be stored and close while the test waits for another post.
+    patient = (*FAST, "-s", "FACEBOOK_EXPAND_WAIT=90")
     with FacebookServer(posts=3) as fb:
         fb.hold_comments_of = fb.posts[1].post_id
         load(db_url, tmp_path, fb)
@@ -204,7 +207,7 @@ def test_page_crash_leaves_no_chromium(tmp_path: Path) -> None:
         worker = threading.Thread(
             target=lambda: result.append(
                 scrapy(
-                    "crawl", "facebook", *FAST, db_url=db_url, cwd=tmp_path, extra_env={TAG: tag}
+                    "crawl", "facebook", *patient, db_url=db_url, cwd=tmp_path, extra_env={TAG: tag}
                 )
             )
         )
