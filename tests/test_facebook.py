@@ -199,7 +199,7 @@ def test_page_crash_leaves_no_chromium(tmp_path: Path) -> None:
     tag = secrets.token_hex(6)
     # The held post's page waits for its comments until the renderers are killed: with the
     # usual 5 s it would give up, be stored and close while the test waits for another post.
-    patient = (*FAST, "-s", "FACEBOOK_EXPAND_WAIT=90")
+    patient = (*FAST, "-s", "FACEBOOK_EXPAND_WAIT=30")
     with FacebookServer(posts=3) as fb:
         fb.hold_comments_of = fb.posts[1].post_id
         load(db_url, tmp_path, fb)
