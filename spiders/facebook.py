@@ -322,8 +322,27 @@ class FacebookSpider(ArchiveSpider):
         count(self.crawler.stats, "facebook/comment_pages", site.site_id, clicks)
 
     async def _detached(self, page: Page, handle: Any, wait_ms: float) -> bool:
+        """Whether ``handle`` left the page within ``wait_ms``. A page whose renderer crashes
+        meanwhile raises at once: Playwright's wait would notice only at its timeout."""
+        crashed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def on_crash(_page: Page) -> None:
+            if not crashed.done():
+                crashed.set_result(None)
+
+        page.on("crash", on_crash)
+        waiting = asyncio.ensure_future(
+            page.wait_for_function(DETACHED_JS, arg=handle, timeout=wait_ms, polling=50)
+        )
         try:
-            await page.wait_for_function(DETACHED_JS, arg=handle, timeout=wait_ms, polling=50)
+            await asyncio.wait({waiting, crashed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            page.remove_listener("crash", on_crash)
+        if not waiting.done():
+            waiting.cancel()
+            raise PlaywrightError("Target crashed while expanding comments")
+        try:
+            waiting.result()
         except PlaywrightTimeoutError:
             return False
         return True
