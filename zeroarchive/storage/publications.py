@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, or_, select, true, update
+from sqlalchemy import and_, delete, exists, func, or_, select, true, tuple_, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -293,11 +293,9 @@ class PublicationStore:
                     upto, true() if after is None else _after(parse_inbox, after), is_mapped
                 )
             ).rowcount
-            for article_id, snapshot_at in gone:
+            if gone:
                 removed += conn.execute(
-                    delete(parse_inbox).where(
-                        inbox.article_id == article_id, inbox.snapshot_at == snapshot_at
-                    )
+                    delete(parse_inbox).where(tuple_(inbox.article_id, inbox.snapshot_at).in_(gone))
                 ).rowcount
             if removed:
                 self._invalidate(conn, others=True)
