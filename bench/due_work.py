@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import create_engine, text, update  # noqa: E402
 
-from zeroarchive.archive import open_archive  # noqa: E402
+from zeroarchive.archive import Archive, open_archive  # noqa: E402
 from zeroarchive.due_work import claim_due, due_sites  # noqa: E402
 from zeroarchive.schedule import DAY  # noqa: E402
 from zeroarchive.storage.engine import make_engine, migrate  # noqa: E402
@@ -104,6 +104,19 @@ def timed(function, *args):  # type: ignore[no-untyped-def]
     return result, (time.perf_counter() - started) * 1000
 
 
+def claim_batches(
+    archive: Archive, site_ids: list[int], now: int, batches: int, leased: list[int]
+) -> list[float]:
+    """Milliseconds of each of ``batches`` claims over ``site_ids``; what they lease is
+    added to ``leased``."""
+    times = []
+    for _ in range(batches):
+        claimed, ms = timed(claim_due, archive, site_ids, now, BATCH, 3600)
+        times.append(ms)
+        leased.extend(article.article_id for article in claimed)
+    return times
+
+
 def measure(url: str, now: int, batches: int) -> None:
     archive = open_archive(url=url)
     leased: list[int] = []
@@ -111,22 +124,14 @@ def measure(url: str, now: int, batches: int) -> None:
         due, ms = timed(due_sites, archive, ("news",), now)
         print(f"due_sites: {len(due.sites)} sites with due work in {ms:.0f} ms")
         site_ids = list(due.sites)
-        times = []
-        for _ in range(batches):
-            claimed, ms = timed(claim_due, archive, site_ids, now, BATCH, 3600)
-            times.append(ms)
-            leased.extend(article.article_id for article in claimed)
+        times = claim_batches(archive, site_ids, now, batches, leased)
         print(
             f"claim_due over all {len(site_ids)} sites, {batches} batches of {BATCH}:"
             f" {len(leased)} handed out; per batch median {statistics.median(times):.0f} ms,"
             f" max {max(times):.0f} ms (first {times[0]:.0f} ms, last {times[-1]:.0f} ms)"
         )
         part = site_ids[: len(site_ids) * 2 // 5]
-        subset = []
-        for _ in range(batches):
-            claimed, ms = timed(claim_due, archive, part, now, BATCH, 3600)
-            subset.append(ms)
-            leased.extend(article.article_id for article in claimed)
+        subset = claim_batches(archive, part, now, batches, leased)
         print(
             f"claim_due over {len(part)} of the sites (one type of several), {batches} batches:"
             f" median {statistics.median(subset):.0f} ms, max {max(subset):.0f} ms"
