@@ -23,18 +23,15 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.browser import BrowserConfig, BrowserPages, use_browser
+from zeroarchive.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
 from zeroarchive.clock import now
 from zeroarchive.errors import BLOCKED, BlockedPage
 from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
@@ -53,6 +50,9 @@ from zeroarchive.sources.facebook import (
 from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
 from zeroarchive.urls import UrlRejected, is_on_site
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 logger = logging.getLogger(__name__)
 
@@ -193,6 +193,7 @@ class FacebookSpider(ArchiveSpider):
     async def parse_posts(self, response: Response) -> AsyncIterator[Any]:
         site = self.response_site(response)
         page: Page = response.meta["playwright_page"]
+        playwright_error, _ = playwright_errors()
         urls: list[str] = []
         try:
             if self._gated(site, response, response.text):
@@ -201,7 +202,7 @@ class FacebookSpider(ArchiveSpider):
                 return
             self.list_page_answered(site)
             urls = await self._scroll(page, site)
-        except PlaywrightError as exc:
+        except playwright_error as exc:
             count(self.crawler.stats, "errors/browser", site.site_id)
             count(self.crawler.stats, "list_page_failures", site.site_id)
             logger.warning("Discovery on %s failed in the browser: %s", response.url, exc)
@@ -211,6 +212,7 @@ class FacebookSpider(ArchiveSpider):
             yield ArticleLinks(site.site_id, self.source.article_type, response.url, tuple(urls))
 
     async def _scroll(self, page: Page, site: Site) -> list[str]:
+        _, playwright_timeout = playwright_errors()
         found = self._post_urls(await page.evaluate(LINKS_JS), site)
         deadline = time.monotonic() + self.config.scroll_seconds
         idle = scrolls = 0
@@ -223,7 +225,7 @@ class FacebookSpider(ArchiveSpider):
             links = await page.evaluate("() => document.querySelectorAll('a[href]').length")
             await page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
             scrolls += 1
-            with contextlib.suppress(PlaywrightTimeoutError):
+            with contextlib.suppress(playwright_timeout):
                 await page.wait_for_function(
                     MORE_LINKS_JS, arg=links, timeout=self.config.scroll_wait * 1000, polling=100
                 )
@@ -255,6 +257,7 @@ class FacebookSpider(ArchiveSpider):
         site = self.response_site(response)
         meta = response.meta[META_KEY]
         page: Page = response.meta["playwright_page"]
+        playwright_error, _ = playwright_errors()
         item: FetchedPage | FailedFetch | None = None
         try:
             if self._gated(site, response, response.text):
@@ -277,7 +280,7 @@ class FacebookSpider(ArchiveSpider):
                     body=html.encode("utf-8"),
                     rendered=True,
                 )
-        except PlaywrightError as exc:
+        except playwright_error as exc:
             kind = "page_crashed" if "crash" in str(exc).lower() else "browser"
             count(self.crawler.stats, f"errors/{kind}", site.site_id)
             count(self.crawler.stats, "snapshot_failures", site.site_id)
@@ -324,6 +327,7 @@ class FacebookSpider(ArchiveSpider):
     async def _detached(self, page: Page, handle: Any, wait_ms: float) -> bool:
         """Whether ``handle`` left the page within ``wait_ms``. A page whose renderer crashes
         meanwhile raises at once: Playwright's wait would notice only at its timeout."""
+        playwright_error, playwright_timeout = playwright_errors()
         crashed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def on_crash(_page: Page) -> None:
@@ -340,10 +344,10 @@ class FacebookSpider(ArchiveSpider):
             page.remove_listener("crash", on_crash)
         if not waiting.done():
             waiting.cancel()
-            raise PlaywrightError("Target crashed while expanding comments")
+            raise playwright_error("Target crashed while expanding comments")
         try:
             waiting.result()
-        except PlaywrightTimeoutError:
+        except playwright_timeout:
             return False
         return True
 

@@ -15,15 +15,13 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from twisted.python.failure import Failure
 
-from zeroarchive.browser import BrowserConfig, BrowserPages, use_browser
+from zeroarchive.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
 from zeroarchive.canonical import declared_urls, moved_to
 from zeroarchive.clock import now
 from zeroarchive.encoding import detect_encoding
@@ -290,14 +288,15 @@ class GenericSpider(FeedWalkSpider):
         half a second, or BROWSER_RENDER_WAIT seconds at most), as a UTF-8 response."""
         assert self.pages is not None
         page = response.meta["playwright_page"]
+        playwright_error, playwright_timeout = playwright_errors()
         try:
             try:
                 await page.wait_for_load_state("networkidle", timeout=self.render_wait * 1000)
-            except PlaywrightTimeoutError:
+            except playwright_timeout:
                 count(self.crawler.stats, "browser/render_wait_timeouts")
             html = await page.content()
             url = page.url
-        except PlaywrightError as exc:
+        except playwright_error as exc:
             site_id = response.meta[META_KEY]["site_id"]
             count(self.crawler.stats, "errors/browser", site_id)
             logger.warning("Rendering %s failed in the browser: %s", response.url, exc)

@@ -20,7 +20,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import feedparser
 from scrapy.http import Request, Response
 
 from zeroarchive.archive_spider import ArchiveSpider
@@ -57,6 +56,8 @@ def feed_videos(body: bytes) -> list[tuple[str, int | None]]:
     before its XML declaration, say); entries without a valid video id are left out.
     """
     videos = []
+    import feedparser  # here: every crawl imports every spider at start
+
     for entry in feedparser.parse(body).entries:
         video_id = entry.get("yt_videoid", "")
         if not VIDEO_ID.fullmatch(video_id):

@@ -11,7 +11,6 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
 from zeroarchive.services import one_line_errors
-from zeroarchive.warc.export import INDEX_NAME, WarcExportConfig, export_warc, write_wacz
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +42,9 @@ class Command(ScrapyCommand):
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.warc.export import INDEX_NAME, WarcExportConfig, export_warc, write_wacz
+
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
         if opts.since is not None and opts.until is not None and opts.since >= opts.until:

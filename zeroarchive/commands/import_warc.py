@@ -9,7 +9,6 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.archive import open_archive
 from zeroarchive.services import one_line_errors
-from zeroarchive.warc.importer import PREFIX, WarcImportConfig, WarcImporter
 
 
 class Command(ScrapyCommand):
@@ -35,6 +34,9 @@ class Command(ScrapyCommand):
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.warc.importer import PREFIX, WarcImportConfig, WarcImporter
+
         if not args:
             raise UsageError("give one or more WARC files")
         paths = [Path(arg) for arg in args]

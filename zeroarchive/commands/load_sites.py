@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
@@ -19,8 +18,13 @@ from zeroarchive.storage.sites import AmbiguousSite
 
 def read_site_file(path: Path) -> list[Any]:
     """The entries of a YAML or JSON sites file (a list, or {"sites": [...]})."""
+    import yaml  # here: scrapy imports every command module when any command starts
+
     text = path.read_text(encoding="utf-8")
-    data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
     if isinstance(data, dict) and "sites" in data:
         data = data["sites"]
     if not isinstance(data, list):
@@ -45,7 +49,7 @@ class Command(ScrapyCommand):
         path = Path(args[0])
         try:
             entries = read_site_file(path)
-        except (OSError, ValueError, yaml.YAMLError) as exc:
+        except (OSError, ValueError) as exc:
             raise UsageError(f"cannot read {path}: {exc}") from exc
         archive = open_archive(self.settings)
         now = int(time.time())

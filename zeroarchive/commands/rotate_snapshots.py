@@ -19,8 +19,6 @@ from zeroarchive.storage.rotation import (
     months_before,
     rotate,
 )
-from zeroarchive.warc.export import WarcExportConfig
-from zeroarchive.warc.rotation import WarcMonthExport
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +55,10 @@ class Command(ScrapyCommand):
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.warc.export import WarcExportConfig
+        from zeroarchive.warc.rotation import WarcMonthExport
+
         try:
             cutoff = Month.parse(opts.before)
         except ValueError as exc:
