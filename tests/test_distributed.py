@@ -200,6 +200,8 @@ def test_a_worker_killed_mid_crawl_loses_no_article(
         time.sleep(5)
         again = schedule_once(mariadb_url, redis_url, tmp_path, lease)
         assert "snapshot(s) queued" in again
+        # The survivor need not be slow: a site's delay is read when a worker starts.
+        load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.1)])
         log2 = tmp_path / "survivor.log"
         survivor = start_worker(mariadb_url, redis_url, tmp_path, log2, lease)
         finish(survivor, log2)
