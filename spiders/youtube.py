@@ -55,9 +55,9 @@ def feed_videos(body: bytes) -> list[tuple[str, int | None]]:
     feedparser reads what a strict XML parser refuses (a feed saved with a blank line
     before its XML declaration, say); entries without a valid video id are left out.
     """
-    videos = []
     import feedparser  # here: every crawl imports every spider at start
 
+    videos = []
     for entry in feedparser.parse(body).entries:
         video_id = entry.get("yt_videoid", "")
         if not VIDEO_ID.fullmatch(video_id):
