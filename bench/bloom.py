@@ -27,9 +27,10 @@ from scrapy_redis.scheduler import Scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from zeroarchive.bloom import shape
-from zeroarchive.bloom_dupefilter import BloomConfig, BloomDupeFilter, RedisBloom
-from zeroarchive.redis_queue import RedisScheduler
+from zeroarchive.distributed.bloom import shape
+from zeroarchive.distributed.dupefilter import BloomConfig, BloomDupeFilter
+from zeroarchive.distributed.redis_bloom import RedisBloom
+from zeroarchive.distributed.scheduler import RedisScheduler
 
 
 def batches(tag: str, start: int, stop: int, size: int) -> Iterator[list[bytes]]:
@@ -240,7 +241,7 @@ def _scheduler(
             "REDIS_URL": url,
             "BLOOMFILTER_KEY": f"{prefix}:{name}:%(spider)s:bloom",
             "BLOOMFILTER_CAPACITY": 1_000_000,
-            "DUPEFILTER_CLASS": "zeroarchive.bloom_dupefilter.BloomDupeFilter"
+            "DUPEFILTER_CLASS": "zeroarchive.distributed.dupefilter.BloomDupeFilter"
             if ours
             else "scrapy_redis.dupefilter.RFPDupeFilter",
             "ZEROARCHIVE_QUEUE_POLL_SECONDS": 0.25,

@@ -1,4 +1,4 @@
-"""The selection of due work (zeroarchive/due_work.py) on a large MariaDB archive.
+"""The selection of due work (zeroarchive/crawl/due_work.py) on a large MariaDB archive.
 
 Fills a MariaDB database with ``--sites`` news sites and ``--articles`` articles (article
 ids follow their creation over the last two years, sites interleaved), most of them
@@ -29,9 +29,9 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import create_engine, text, update  # noqa: E402
 
-from zeroarchive.archive import Archive, open_archive  # noqa: E402
-from zeroarchive.due_work import claim_due, due_sites  # noqa: E402
-from zeroarchive.schedule import DAY  # noqa: E402
+from zeroarchive.core.schedule import DAY  # noqa: E402
+from zeroarchive.crawl.due_work import claim_due, due_sites  # noqa: E402
+from zeroarchive.storage.archive import Archive, open_archive  # noqa: E402
 from zeroarchive.storage.engine import make_engine, migrate  # noqa: E402
 from zeroarchive.storage.schema import article  # noqa: E402
 

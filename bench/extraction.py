@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.corpora import CORPORA  # noqa: E402
-from zeroarchive.encoding import decode_body, detect_encoding  # noqa: E402
+from zeroarchive.core.encoding import decode_body, detect_encoding  # noqa: E402
 from zeroarchive.parser import PARSER_VERSION, parse_snapshot  # noqa: E402
 from zeroarchive.parser.generic import (  # noqa: E402
     main_text,

@@ -33,11 +33,11 @@ import uvicorn  # noqa: E402
 from site_stats import MARIADB, fill  # noqa: E402
 from sqlalchemy import create_engine, select, text  # noqa: E402
 
-from zeroarchive.items import FetchedPage  # noqa: E402
+from zeroarchive.core.items import FetchedPage  # noqa: E402
+from zeroarchive.core.schedule import HOUR  # noqa: E402
 from zeroarchive.monitor.app import create_app  # noqa: E402
 from zeroarchive.monitor.config import MonitorConfig  # noqa: E402
-from zeroarchive.parse_run import ParseRunConfig, parse_pending  # noqa: E402
-from zeroarchive.schedule import HOUR  # noqa: E402
+from zeroarchive.parser.run import ParseRunConfig, parse_pending  # noqa: E402
 from zeroarchive.storage.engine import make_engine  # noqa: E402
 from zeroarchive.storage.schema import article  # noqa: E402
 from zeroarchive.storage.site_stats import SiteStatsConfig  # noqa: E402

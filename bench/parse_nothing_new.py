@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO))
 
 from tests.conftest import fresh_mariadb  # noqa: E402
 from tests.replay import LIST_PATH, tw_news_routes  # noqa: E402
-from zeroarchive.parse_run import ParseRunConfig, parse_pending  # noqa: E402
 from zeroarchive.parser import PARSER_VERSION  # noqa: E402
+from zeroarchive.parser.run import ParseRunConfig, parse_pending  # noqa: E402
 from zeroarchive.storage.compression import compress  # noqa: E402
 from zeroarchive.storage.engine import make_engine, migrate  # noqa: E402
 from zeroarchive.storage.schema import (  # noqa: E402
@@ -58,7 +58,7 @@ HEADERS = json.dumps({"Content-Type": ["text/html; charset=utf-8"], "Server": ["
 OLD_RUN = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from zeroarchive.parse_run import ParseRunConfig, parse_pending
+from zeroarchive.parser.run import ParseRunConfig, parse_pending
 from zeroarchive.storage.engine import make_engine
 engine = make_engine(sys.argv[2])
 started = time.perf_counter()

@@ -40,11 +40,11 @@ sys.path.insert(0, str(REPO))
 from sqlalchemy import select  # noqa: E402
 
 from bench.corpora import CORPORA  # noqa: E402
-from zeroarchive.archive import open_archive  # noqa: E402
-from zeroarchive.encoding import detect_encoding  # noqa: E402
-from zeroarchive.items import FetchedPage  # noqa: E402
-from zeroarchive.parse_run import ParseRunConfig, parse_pending  # noqa: E402
-from zeroarchive.sites import parse_spec  # noqa: E402
+from zeroarchive.core.encoding import detect_encoding  # noqa: E402
+from zeroarchive.core.items import FetchedPage  # noqa: E402
+from zeroarchive.parser.run import ParseRunConfig, parse_pending  # noqa: E402
+from zeroarchive.sites.record import parse_spec  # noqa: E402
+from zeroarchive.storage.archive import open_archive  # noqa: E402
 from zeroarchive.storage.schema import article  # noqa: E402
 
 BENCHMARK = CORPORA / "extraction-benchmark-dev" / "html"
@@ -58,7 +58,7 @@ START = 1_735_689_600  # 2025-01-01
 RUNNER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from zeroarchive.encoding import detect_encoding
+from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.parser import parse_snapshot
 listing = json.loads(open(sys.argv[2]).read())
 timed = [open(p, "rb").read() for p in listing["timed"]]

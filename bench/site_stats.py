@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import create_engine, text  # noqa: E402
 
-from zeroarchive.schedule import DAY, STOP  # noqa: E402
+from zeroarchive.core.schedule import DAY, STOP  # noqa: E402
 from zeroarchive.storage.engine import make_engine, migrate  # noqa: E402
 from zeroarchive.storage.schema import article, site  # noqa: E402
 from zeroarchive.storage.site_stats import SiteStatsConfig, site_stats  # noqa: E402

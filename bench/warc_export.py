@@ -32,12 +32,12 @@ from sqlalchemy import func, select, text  # noqa: E402
 
 from tests.conftest import fresh_mariadb  # noqa: E402
 from tests.replay import LIST_PATH, tw_news_routes  # noqa: E402
-from zeroarchive.archive import close_archives, open_archive  # noqa: E402
-from zeroarchive.items import FetchedPage  # noqa: E402
-from zeroarchive.sites import parse_spec  # noqa: E402
+from zeroarchive.core.items import FetchedPage  # noqa: E402
+from zeroarchive.publish.warc.export import write_index, write_warcs  # noqa: E402
+from zeroarchive.sites.record import parse_spec  # noqa: E402
+from zeroarchive.storage.archive import close_archives, open_archive  # noqa: E402
 from zeroarchive.storage.schema import article_snapshot  # noqa: E402
 from zeroarchive.storage.snapshots import iter_snapshots  # noqa: E402
-from zeroarchive.warc.export import write_index, write_warcs  # noqa: E402
 
 START = 1_735_689_600  # 2025-01-01
 HEADERS = {"Content-Type": ["text/html; charset=utf-8"], "Server": ["nginx"]}

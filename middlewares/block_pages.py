@@ -15,10 +15,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 
-from zeroarchive.blocks import block_reason
-from zeroarchive.errors import BlockedPage
-from zeroarchive.request_meta import site_id_of
-from zeroarchive.stats import count
+from zeroarchive.core.errors import BlockedPage
+from zeroarchive.core.request_meta import site_id_of
+from zeroarchive.core.stats import count
+from zeroarchive.crawl.blocks import block_reason
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Sends a site's plain requests through its proxies (config ``proxy``: one URL or a list,
 used in turn), else through the shared pool (``ZEROARCHIVE_PROXIES``, in turn). Browser
-requests get their proxy per browser context (zeroarchive/browser.py).
+requests get their proxy per browser context (zeroarchive/crawl/browser.py).
 
 Runs before Scrapy's HttpProxyMiddleware (750), which moves the proxy's credentials into
 a Proxy-Authorization header: they never reach a log.
@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 from scrapy.crawler import Crawler
 from scrapy.http import Request
 
-from zeroarchive.proxies import proxies_for, proxy_pool
-from zeroarchive.stats import count
+from zeroarchive.core.stats import count
+from zeroarchive.sites.proxies import proxies_for, proxy_pool
 
 
 class ProxyDownloaderMiddleware:

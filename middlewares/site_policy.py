@@ -18,8 +18,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.settings import BaseSettings
 
-from zeroarchive.proxies import SessionCookies, cookies_for
-from zeroarchive.sites import Site
+from zeroarchive.sites.proxies import SessionCookies, cookies_for
+from zeroarchive.sites.record import Site
 
 logger = logging.getLogger(__name__)
 

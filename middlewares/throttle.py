@@ -22,8 +22,8 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
 from middlewares.retry_backoff import NOT_BEFORE
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.stats import count
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request
 
-from zeroarchive.urls import MAX_URL_LENGTH
+from zeroarchive.core.urls import MAX_URL_LENGTH
 
 logger = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from zeroarchive.archive import Archive, open_archive
-from zeroarchive.clock import now
-from zeroarchive.db_retry import write_with_retry
-from zeroarchive.items import ArticleLinks
-from zeroarchive.signals import articles_stored
-from zeroarchive.stats import count
+from zeroarchive.core.clock import now
+from zeroarchive.core.db_retry import write_with_retry
+from zeroarchive.core.items import ArticleLinks
+from zeroarchive.core.signals import articles_stored
+from zeroarchive.core.stats import count
+from zeroarchive.storage.archive import Archive, open_archive
 
 
 class ArticlesPipeline:

@@ -20,10 +20,10 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
-from zeroarchive.archive import Archive, open_archive
-from zeroarchive.db_retry import write_with_retry
-from zeroarchive.items import FailedFetch, FetchedPage
-from zeroarchive.stats import count
+from zeroarchive.core.db_retry import write_with_retry
+from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.stats import count
+from zeroarchive.storage.archive import Archive, open_archive
 
 logger = logging.getLogger(__name__)
 

@@ -109,7 +109,7 @@ THROTTLE_TIMES = 5
 USER_AGENT = "zeroarchive/0.1 (web archive for disinformation research)"
 
 # --- Components ------------------------------------------------------------------------
-ADDONS = {"zeroarchive.distributed.DistributedAddon": 0}
+ADDONS = {"zeroarchive.distributed.addon.DistributedAddon": 0}
 DOWNLOADER_MIDDLEWARES = {
     "middlewares.url_guard.UrlGuardDownloaderMiddleware": 40,
     "middlewares.site_policy.SitePolicyDownloaderMiddleware": 50,
@@ -127,7 +127,7 @@ ITEM_PIPELINES = {
 }
 
 # --- Distributed mode (on when REDIS_URL is set) ----------------------------------------
-# REDIS_URL (environment or -s) turns it on; zeroarchive.distributed then sets SCHEDULER
+# REDIS_URL (environment or -s) turns it on; zeroarchive.distributed.addon then sets SCHEDULER
 # and DUPEFILTER_CLASS, so neither is set here.
 REDIS_URL = None
 BLOOMFILTER_CAPACITY = 100_000_000
@@ -142,7 +142,7 @@ BLOOMFILTER_KEY = "%(spider)s:bloom"
 BLOOMFILTER_KEY_BITS = 2**32
 BLOOMFILTER_LIST_CAPACITY = 100_000
 BLOOMFILTER_LIST_TTL = 7200
-ZEROARCHIVE_DISTRIBUTED_DUPEFILTER = "zeroarchive.bloom_dupefilter.BloomDupeFilter"
+ZEROARCHIVE_DISTRIBUTED_DUPEFILTER = "zeroarchive.distributed.dupefilter.BloomDupeFilter"
 # A worker waits for work for ever (scrapyd), unless this many idle seconds pass (0 = never).
 ZEROARCHIVE_IDLE_LIMIT = 0
 ZEROARCHIVE_QUEUE_HIGH_WATER = 20000

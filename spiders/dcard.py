@@ -37,15 +37,15 @@ from urllib.parse import urlencode, urlsplit
 from scrapy.http import Request, Response
 
 from middlewares.throttle import CODES_META
-from zeroarchive.clock import now
-from zeroarchive.items import FailedFetch, FetchedPage
-from zeroarchive.list_walk import ListWalkSpider
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site
+from zeroarchive.core.clock import now
+from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
+from zeroarchive.core.urls import UrlRejected, canonicalize_url
+from zeroarchive.crawl.list_walk import ListWalkSpider
+from zeroarchive.sites.record import Site
 from zeroarchive.sources.dcard import SOURCE, forum_of
-from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
-from zeroarchive.urls import UrlRejected, canonicalize_url
 
 logger = logging.getLogger(__name__)
 

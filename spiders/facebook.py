@@ -30,13 +30,15 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
-from zeroarchive.clock import now
-from zeroarchive.errors import BLOCKED, BlockedPage
-from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site
+from zeroarchive.core.clock import now
+from zeroarchive.core.errors import BLOCKED, BlockedPage
+from zeroarchive.core.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
+from zeroarchive.core.urls import UrlRejected, is_on_site
+from zeroarchive.crawl.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.sites.record import Site
 from zeroarchive.sources.facebook import (
     EXPAND_SELECTOR,
     FILTER_ALL_SELECTOR,
@@ -47,9 +49,7 @@ from zeroarchive.sources.facebook import (
     is_group_post,
     post_url,
 )
-from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
-from zeroarchive.urls import UrlRejected, is_on_site
 
 if TYPE_CHECKING:
     from playwright.async_api import Page

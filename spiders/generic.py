@@ -1,7 +1,7 @@
 """News sites, content farms, government and organisation pages: any site described by
 an ``article`` regex (what to archive) and a ``following`` regex (which list pages to walk),
-its feeds and sitemaps read as list pages too (zeroarchive/feed_walk.py), logged in first
-when it has a ``login_url`` (zeroarchive/login.py).
+its feeds and sitemaps read as list pages too (zeroarchive/crawl/feed_walk.py), logged in first
+when it has a ``login_url`` (zeroarchive/crawl/login.py).
 
     scrapy crawl generic                          every due generic site
     scrapy crawl generic -a site=3                one site, due or not
@@ -21,19 +21,19 @@ from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from twisted.python.failure import Failure
 
-from zeroarchive.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
-from zeroarchive.canonical import declared_urls, moved_to
-from zeroarchive.clock import now
-from zeroarchive.encoding import detect_encoding
-from zeroarchive.feed_walk import FeedWalkSpider
-from zeroarchive.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
-from zeroarchive.login import LoginError, asks_for_password, credentials, login_request
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site, SiteConfigError, parse_spec
+from zeroarchive.core.clock import now
+from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.core.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
+from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
+from zeroarchive.crawl.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
+from zeroarchive.crawl.canonical import declared_urls, moved_to
+from zeroarchive.crawl.feed_walk import FeedWalkSpider
+from zeroarchive.crawl.login import LoginError, asks_for_password, credentials, login_request
+from zeroarchive.sites.record import Site, SiteConfigError, parse_spec
 from zeroarchive.sources.generic import SOURCE
-from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
-from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
 
 logger = logging.getLogger(__name__)
 

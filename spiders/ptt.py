@@ -23,16 +23,16 @@ from urllib.parse import urlsplit
 
 from scrapy.http import FormRequest, Request, Response, TextResponse
 
-from zeroarchive.clock import now
-from zeroarchive.encoding import detect_encoding
-from zeroarchive.items import FailedFetch, FetchedPage, header_lists
-from zeroarchive.list_walk import ListWalkSpider
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site
+from zeroarchive.core.clock import now
+from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.core.items import FailedFetch, FetchedPage, header_lists
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
+from zeroarchive.core.urls import UrlRejected, canonicalize_url
+from zeroarchive.crawl.list_walk import ListWalkSpider
+from zeroarchive.sites.record import Site
 from zeroarchive.sources.ptt import SOURCE, board_of, is_post_of
-from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
-from zeroarchive.urls import UrlRejected, canonicalize_url
 
 logger = logging.getLogger(__name__)
 

@@ -22,12 +22,14 @@ from typing import Any
 
 from scrapy.http import Request, Response
 
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.clock import now
-from zeroarchive.encoding import decode_body, detect_encoding
-from zeroarchive.items import ArticleLinks, FetchedPage, header_lists
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site
+from zeroarchive.core.clock import now
+from zeroarchive.core.encoding import decode_body, detect_encoding
+from zeroarchive.core.items import ArticleLinks, FetchedPage, header_lists
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
+from zeroarchive.core.urls import UrlRejected, canonicalize_url
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.sites.record import Site
 from zeroarchive.sources.youtube import (
     SOURCE,
     VIDEO_ID,
@@ -36,9 +38,7 @@ from zeroarchive.sources.youtube import (
     feed_url,
     watch_url,
 )
-from zeroarchive.stats import count
 from zeroarchive.storage.articles import DueArticle
-from zeroarchive.urls import UrlRejected, canonicalize_url
 
 logger = logging.getLogger(__name__)
 

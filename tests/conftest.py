@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from zeroarchive.archive import close_archives
+from zeroarchive.storage.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
 # The saved real pages the tests use travel with them (each folder's SOURCE.txt says whence).

@@ -13,11 +13,11 @@ from typing import Any
 from sqlalchemy import select, update
 
 from tests.conftest import FIXTURES
-from zeroarchive.archive import Archive, open_archive
-from zeroarchive.items import FetchedPage
-from zeroarchive.parse_run import ParseRunConfig, parse_pending
-from zeroarchive.schedule import DAY, HOUR
-from zeroarchive.sites import parse_spec
+from zeroarchive.core.items import FetchedPage
+from zeroarchive.core.schedule import DAY, HOUR
+from zeroarchive.parser.run import ParseRunConfig, parse_pending
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.schema import article
 
 NOW = 1_750_003_600  # 2025-06-15 16:06 UTC

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import scrapy
 from tests.emulator import NOT_FOUND, EmulatorServer, Incoming, Reply, html
 from tests.test_generic import articles_by_url, stat, write_sites
-from zeroarchive.blocks import block_reason
+from zeroarchive.crawl.blocks import block_reason
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHALLENGES = {

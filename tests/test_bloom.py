@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zeroarchive.bloom import (
+from zeroarchive.distributed.bloom import (
     MAX_KEY_BITS,
     current_false_positive_rate,
     estimated_items,

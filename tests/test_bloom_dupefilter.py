@@ -20,8 +20,9 @@ from scrapy.utils.test import get_crawler
 from scrapy_redis.scheduler import Scheduler
 
 from tests.conftest import project_settings, require_service, scrapy
-from zeroarchive.bloom import positions, shape
-from zeroarchive.bloom_dupefilter import BloomDupeFilter, RedisBloom
+from zeroarchive.distributed.bloom import positions, shape
+from zeroarchive.distributed.dupefilter import BloomDupeFilter
+from zeroarchive.distributed.redis_bloom import RedisBloom
 
 REDIS_URL = os.environ.get("ZEROARCHIVE_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
@@ -62,7 +63,7 @@ def make_crawler(prefix: str, **settings: Any) -> Crawler:
         project_settings(
             REDIS_URL=REDIS_URL,
             BLOOMFILTER_KEY=f"{prefix}:%(spider)s:bloom",
-            DUPEFILTER_CLASS="zeroarchive.bloom_dupefilter.BloomDupeFilter",
+            DUPEFILTER_CLASS="zeroarchive.distributed.dupefilter.BloomDupeFilter",
             **settings,
         ),
     )
@@ -141,7 +142,7 @@ def test_redis_sets_exactly_the_bits_python_computes(
     server: redis.Redis, prefix: str, key_bits: int, batch: int
 ) -> None:
     """Both ways of adding (one by one, numpy for batches) must set exactly the bits of
-    ``zeroarchive.bloom.positions``, or ``contains``, ``bloom_stats`` and workers adding
+    ``zeroarchive.distributed.bloom.positions``, or ``contains``, ``bloom_stats`` and workers adding
     in other batch sizes would see different filters."""
     s = shape(300, 0.01, key_bits=key_bits)
     bloom = RedisBloom(server, f"{prefix}:bloom", s)

@@ -32,7 +32,7 @@ from sqlalchemy import create_engine, func, select
 from tests.conftest import REPO, project_settings, scrapy
 from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
 from tests.tcp_forwarder import TcpForwarder, free_port
-from zeroarchive.redis_queue import RedisScheduler
+from zeroarchive.distributed.scheduler import RedisScheduler
 from zeroarchive.storage.schema import article, article_snapshot
 
 NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"

@@ -1,4 +1,4 @@
-"""The one selection of due work (zeroarchive/due_work.py), and both modes using it: the
+"""The one selection of due work (zeroarchive/crawl/due_work.py), and both modes using it: the
 embedded crawl (the base spider's start and idle batches) and `scrapy schedule`'s rounds
 (the Dispatcher) hand out exactly the same work from the same archive."""
 
@@ -14,15 +14,15 @@ from sqlalchemy import select, update
 from spiders.generic import GenericSpider
 from spiders.ptt import PttSpider
 from tests.conftest import project_settings
-from zeroarchive.archive import Archive, open_archive
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.clock import FAKE_NOW_ENV
-from zeroarchive.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
-from zeroarchive.due_work import begin_walk, claim_due, due_sites
-from zeroarchive.redis_client import connect
-from zeroarchive.sites import parse_spec
+from zeroarchive.core.clock import FAKE_NOW_ENV
+from zeroarchive.core.urls import url_hash
+from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
+from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.distributed.redis_client import connect
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.schema import article, site
-from zeroarchive.urls import url_hash
 
 NOW = 1_800_000_000
 

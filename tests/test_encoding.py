@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES
-from zeroarchive import encoding
-from zeroarchive.encoding import decode_body, detect_encoding
+from zeroarchive.core import encoding
+from zeroarchive.core.encoding import decode_body, detect_encoding
 
 NEWS_2014 = FIXTURES / "tw-news-2014"
 TWNEWS = FIXTURES / "tw-news-twnews"

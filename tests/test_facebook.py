@@ -23,7 +23,7 @@ from spiders.generic import GenericSpider
 from tests.conftest import REPO, Run, require_service, scrapy
 from tests.facebook_server import FacebookServer
 from tests.test_generic import articles_by_url, list_ok_at, stat, write_sites
-from zeroarchive.browser import HANDLER
+from zeroarchive.crawl.browser import HANDLER
 from zeroarchive.storage.schema import article_snapshot
 from zeroarchive.storage.snapshots import iter_snapshots
 

@@ -1,4 +1,4 @@
-"""Reading feeds and sitemaps (zeroarchive/feeds.py) on real ones: tests/fixtures/feeds
+"""Reading feeds and sitemaps (zeroarchive/crawl/feeds.py) on real ones: tests/fixtures/feeds
 and the Big5 and GB2312 feeds of tests/fixtures/big5-feeds (see their SOURCE.txt)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 
 from tests.conftest import project_settings
-from zeroarchive.feeds import (
+from zeroarchive.crawl.feeds import (
     BadListDocument,
     FeedsConfig,
     ListedLink,

@@ -14,10 +14,10 @@ from sqlalchemy import create_engine, func, select
 
 from tests.conftest import Run, scrapy
 from tests.replay import ReplayServer, Route, site_routes, tw_news_pages, tw_news_routes
-from zeroarchive.runlock import SiteRunLocks, default_lock_dir
+from zeroarchive.core.urls import canonicalize_url
+from zeroarchive.crawl.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.snapshots import read_snapshot
-from zeroarchive.urls import canonicalize_url
 
 HREF = re.compile(rb'href="([^"]+)"')
 # news.example (tests/replay.py): list pages "/" and "/news", articles under "/news/".

@@ -28,9 +28,9 @@ from tests.replay import ReplayServer, Route
 from tests.test_facebook import chromium  # noqa: F401 (fixture)
 from tests.test_generic import articles_by_url, crawl, list_ok_at, load_and_crawl, stat
 from tests.test_generic_bad_input import RecordingServer
-from zeroarchive.feeds import parse_feed, parse_sitemap
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site, parse_config
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.crawl.feeds import parse_feed, parse_sitemap
+from zeroarchive.sites.record import Site, parse_config
 from zeroarchive.storage.schema import article_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"

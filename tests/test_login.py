@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import Run, scrapy
 from tests.emulator import NOT_FOUND, EmulatorServer, Incoming, Reply, html
 from tests.test_generic import stat, write_sites
-from zeroarchive.archive import open_archive
-from zeroarchive.login import credential_names
+from zeroarchive.crawl.login import credential_names
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.snapshots import iter_snapshots
 
 PAGES = Path(__file__).parent / "fixtures" / "tw-news-2014" / "html"

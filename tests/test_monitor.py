@@ -29,10 +29,10 @@ from tests.monitor_archive import (
     Built,
     build,
 )
-from zeroarchive.archive import open_archive
 from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.sites_api import build_schema
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
 # 0archive's technical spec, "GraphQL schema", as published.

@@ -21,10 +21,10 @@ from scrapy.settings import Settings
 
 from tests.conftest import REPO, require_service
 from tests.monitor_archive import NOW, PROXY_PASSWORD, Built, build
-from zeroarchive.archive import close_archives, open_archive
-from zeroarchive.browser import BrowserConfig
+from zeroarchive.crawl.browser import BrowserConfig
 from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import MonitorConfig
+from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
 ARTIFACTS = REPO / "test-artifacts" / "monitor"

@@ -13,7 +13,7 @@ from functools import cache
 import pytest
 
 from tests.conftest import FIXTURES
-from zeroarchive.encoding import detect_encoding
+from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.parser import Parsed, ParseError, parse_snapshot
 
 TW_NEWS = {"tw-news-2014": gzip.decompress, "tw-news-twnews": lzma.decompress}

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import delete, func, select
 
 from tests.conftest import FIXTURES, REPO, scrapy
-from zeroarchive.archive import Archive, open_archive
-from zeroarchive.items import FetchedPage
-from zeroarchive.parse_run import ParseRunConfig, parse_pending
+from zeroarchive.storage.archive import Archive, open_archive
+from zeroarchive.core.items import FetchedPage
+from zeroarchive.parser.run import ParseRunConfig, parse_pending
 from zeroarchive.parser import PARSER_VERSION
-from zeroarchive.sites import parse_spec
+from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.publications import PublicationStore
 from zeroarchive.storage.schema import (
     article,
@@ -284,7 +284,7 @@ def test_a_run_with_nothing_new_reads_no_snapshot(
     def unexpected(*args: object) -> None:
         raise AssertionError(f"read a snapshot that was already parsed: {args[1:]}")
 
-    monkeypatch.setattr("zeroarchive.parse_run.read_snapshot", unexpected)
+    monkeypatch.setattr("zeroarchive.parser.run.read_snapshot", unexpected)
     assert parse_pending(archive.engine, ParseRunConfig(), now=NOW)["parser/parsed"] == 0
 
 

@@ -17,8 +17,9 @@ from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
 
 from tests.conftest import REPO, project_settings
-from zeroarchive.redis_queue import MAX_PENDING, RedisScheduler, push_requests
-from zeroarchive.request_meta import META_KEY
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.distributed.queue import push_requests
+from zeroarchive.distributed.scheduler import MAX_PENDING, RedisScheduler
 
 
 class _Spider(Spider):
@@ -28,7 +29,7 @@ class _Spider(Spider):
 def settings_for(redis_url: str) -> dict[str, object]:
     return project_settings(
         REDIS_URL=redis_url,
-        DUPEFILTER_CLASS="zeroarchive.bloom_dupefilter.BloomDupeFilter",
+        DUPEFILTER_CLASS="zeroarchive.distributed.dupefilter.BloomDupeFilter",
         BLOOMFILTER_CAPACITY=10_000,
         ZEROARCHIVE_QUEUE_POLL_SECONDS=0.25,
         ZEROARCHIVE_QUEUE_PREFETCH=8,
@@ -141,7 +142,7 @@ def test_a_worker_takes_several_requests_per_round_trip_and_puts_back_the_rest(
 def test_requests_held_while_redis_is_away_are_pushed_when_it_answers_again(
     crawler: Crawler, scheduler: RedisScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="zeroarchive.redis_queue")
+    caplog.set_level(logging.INFO, logger="zeroarchive.distributed.scheduler")
     server = scheduler.server
     scheduler.server = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1)
     for i in range(3):
@@ -189,7 +190,7 @@ def test_the_pending_batch_is_pushed_at_the_end_of_the_reactor_turn(redis_url: s
         install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
         from twisted.internet import reactor
         from twisted.internet.task import deferLater
-        from zeroarchive.redis_queue import RedisScheduler
+        from zeroarchive.distributed.scheduler import RedisScheduler
 
         class S(Spider):
             name = "generic"

@@ -20,8 +20,8 @@ from tests.conftest import Run, scrapy
 from tests.emulator import NOT_FOUND, EmulatorServer, Incoming, Reply, html
 from tests.test_facebook import TAG, chromium, chromium_pids  # noqa: F401 (fixture)
 from tests.test_generic import articles_by_url, stat, write_sites
-from zeroarchive.archive import open_archive
-from zeroarchive.encoding import decode_body, detect_encoding
+from zeroarchive.core.encoding import decode_body, detect_encoding
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.schema import article_snapshot
 from zeroarchive.storage.snapshots import iter_snapshots
 

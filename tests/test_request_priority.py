@@ -12,8 +12,8 @@ from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.test import get_crawler
 
 from tests.conftest import project_settings
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.sites import Site, parse_config, parse_spec
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.sites.record import Site, parse_config, parse_spec
 from zeroarchive.sources import SOURCES, Source
 from zeroarchive.storage.articles import DueArticle
 

@@ -12,9 +12,9 @@ from sqlalchemy import create_engine, func, select, text
 
 from tests.conftest import scrapy
 from tests.replay import tw_news_pages, tw_news_routes
-from zeroarchive.archive import close_archives, open_archive
-from zeroarchive.items import FetchedPage
-from zeroarchive.sites import parse_spec
+from zeroarchive.core.items import FetchedPage
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.rotation import Month, record_bytes, rotate
 from zeroarchive.storage.schema import article, article_snapshot
 from zeroarchive.storage.snapshots import (

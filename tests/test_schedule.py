@@ -1,6 +1,6 @@
 """The snapshot and list-page schedule of every site type, and failure back-off.
 
-The doctests in zeroarchive/schedule.py show a few points at time 0; these walk every plan
+The doctests in zeroarchive/core/schedule.py show a few points at time 0; these walk every plan
 from a realistic first-seen time to its end.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from zeroarchive import schedule
-from zeroarchive.schedule import (
+from zeroarchive.core import schedule
+from zeroarchive.core.schedule import (
     DAY,
     FAILURE_BACKOFF_BASE,
     FAILURE_BACKOFF_MAX,

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, select
 
 from tests.conftest import scrapy
 from tests.replay import ReplayServer, Route, tw_news_pages, tw_news_routes
-from zeroarchive.schedule import (
+from zeroarchive.core.schedule import (
     DAY,
     HOUR,
     MINUTE,
@@ -26,7 +26,7 @@ from zeroarchive.schedule import (
     next_adaptive_snapshot,
     plan_with_overrides,
 )
-from zeroarchive.sites import SiteConfigError, parse_spec
+from zeroarchive.sites.record import SiteConfigError, parse_spec
 from zeroarchive.sources import plan_for_type
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.snapshots import content_hash
@@ -116,7 +116,7 @@ def test_site_schedule_overrides(
             "config": {"article": "/a/", "schedule": overrides},
         }
     )
-    from zeroarchive.sites import Site, parse_config
+    from zeroarchive.sites.record import Site, parse_config
 
     site = Site(1, spec.name, spec.url, "news", parse_config(spec.config, "s"))
     plan = site.plan

@@ -10,9 +10,9 @@ from pathlib import Path
 from sqlalchemy import delete, select, update
 
 from tests.conftest import scrapy
-from zeroarchive.archive import close_archives, open_archive
-from zeroarchive.schedule import DAY, HOUR, STOP
-from zeroarchive.sites import parse_spec
+from zeroarchive.core.schedule import DAY, HOUR, STOP
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.schema import article, site
 from zeroarchive.storage.site_stats import (
     SiteStatsConfig,

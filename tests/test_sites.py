@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from zeroarchive.sites import (
+from zeroarchive.core.urls import UrlRules
+from zeroarchive.sites.record import (
     DEFAULT_DELAY,
     DEFAULT_DEPTH,
     SiteConfig,
@@ -16,7 +17,6 @@ from zeroarchive.sites import (
     parse_config,
     parse_spec,
 )
-from zeroarchive.urls import UrlRules
 
 CNA = "https://www.cna.com.tw/"
 CNA_ARTICLE = "https://www.cna.com.tw/news/aipl/201401010001.aspx"

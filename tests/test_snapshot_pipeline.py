@@ -18,7 +18,7 @@ from scrapy.utils.test import get_crawler
 from sqlalchemy.exc import IntegrityError
 
 from pipelines.snapshots import MAX_WAITING_BATCHES, BatchConfig, SnapshotsPipeline
-from zeroarchive.items import FailedFetch, FetchedPage
+from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.storage.snapshots import SaveResult
 
 CONFIG = BatchConfig(max_items=2, max_bytes=10**9, flush_seconds=3600, db_retry_seconds=0)

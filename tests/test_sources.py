@@ -10,7 +10,7 @@ from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.misc import load_object
 
 from zeroarchive import sources
-from zeroarchive.archive_spider import ArchiveSpider
+from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.sources import (
     SOURCES,
     SiteUrlError,

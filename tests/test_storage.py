@@ -20,16 +20,17 @@ from sqlalchemy import func, inspect, select, text, update
 from sqlalchemy.engine import Engine
 
 from tests.conftest import FIXTURES
-from zeroarchive.archive import Archive, open_archive
-from zeroarchive.items import FailedFetch, FetchedPage
-from zeroarchive.schedule import (
+from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.schedule import (
     FAILURE_BACKOFF_BASE,
     HOUR,
     MAX_FAILURES,
     STOP,
 )
-from zeroarchive.sites import SiteSpec, parse_spec
+from zeroarchive.core.urls import url_hash
+from zeroarchive.sites.record import SiteSpec, parse_spec
 from zeroarchive.sources import plan_for_type
+from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.articles import claim_query
 from zeroarchive.storage.engine import (
     MIGRATIONS_DIR,
@@ -40,7 +41,6 @@ from zeroarchive.storage.engine import (
 )
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.snapshots import iter_snapshots, read_snapshot
-from zeroarchive.urls import url_hash
 
 NOW = 1_700_000_000  # 2023-11-14 22:13:20 UTC: any fixed time, never the clock
 NEWS = plan_for_type("news")

@@ -16,17 +16,15 @@ from urllib3.response import HTTPResponse
 from tests.conftest import Run, project_settings, scrapy
 from tests.fake_airtable import FakeAirtable
 from tests.tcp_forwarder import free_port
-from zeroarchive.airtable import (
+from zeroarchive.sites.airtable import (
     AirtableConfig,
     AirtableError,
-    AirtableRowError,
     fetch_records,
-    plan_sync,
     rate_limit_retry,
-    row_spec,
-    type_label,
 )
-from zeroarchive.sites import SiteSpec
+from zeroarchive.sites.airtable_rows import AirtableRowError, row_spec, type_label
+from zeroarchive.sites.record import SiteSpec
+from zeroarchive.sites.sync import plan_sync
 from zeroarchive.sources import label_types, source_for_type
 from zeroarchive.storage.schema import site
 

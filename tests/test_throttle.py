@@ -13,7 +13,7 @@ import middlewares.throttle
 from middlewares.retry_backoff import NOT_BEFORE
 from middlewares.throttle import CODES_META, ThrottleConfig, ThrottleDownloaderMiddleware
 from tests.conftest import project_settings
-from zeroarchive.request_meta import META_KEY
+from zeroarchive.core.request_meta import META_KEY
 
 SLOT = "site-7"
 

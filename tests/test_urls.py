@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.provisional import urls
 from w3lib.url import safe_url_string
 
-from zeroarchive.urls import (
+from zeroarchive.core.urls import (
     MAX_URL_LENGTH,
     UrlRejected,
     UrlRules,

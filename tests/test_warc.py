@@ -24,14 +24,14 @@ from tests import pywb_env
 from tests.conftest import require_service, scrapy
 from tests.test_rotate_snapshots import bodies as rotation_bodies
 from tests.test_rotate_snapshots import ts
-from zeroarchive.archive import close_archives, open_archive
-from zeroarchive.items import FetchedPage
-from zeroarchive.sites import parse_spec
+from zeroarchive.core.items import FetchedPage
+from zeroarchive.publish.warc.records import ARTICLE_ID, parse_warc_date, warc_date
+from zeroarchive.publish.warc.rotation import WarcMonthExport
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.rotation import Month, RotationError
 from zeroarchive.storage.schema import article
 from zeroarchive.storage.snapshots import content_hash, iter_snapshots, read_snapshot
-from zeroarchive.warc.records import ARTICLE_ID, parse_warc_date, warc_date
-from zeroarchive.warc.rotation import WarcMonthExport
 
 FIXTURES = Path(__file__).parent / "fixtures" / "warc"
 SITES = [

@@ -13,7 +13,7 @@ from tests.conftest import Run, scrapy
 from tests.emulator import EmulatorServer
 from tests.test_generic import articles_by_url, list_ok_at, stat, write_sites
 from tests.youtube_server import GOOGLE, PROGRAMMING, VOLVO, YoutubeApp, feed_video_ids, watch_page
-from zeroarchive.archive import open_archive
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.snapshots import iter_snapshots
 
 

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.redis_client import reachable
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.distributed.redis_client import reachable
 
 if TYPE_CHECKING:
-    from zeroarchive.bloom_dupefilter import BloomEstimate
+    from zeroarchive.distributed.redis_bloom import BloomEstimate
 
 
 def _print(title: str, est: BloomEstimate) -> None:
@@ -48,12 +48,8 @@ class Command(ScrapyCommand):
         assert self.settings is not None
         # Imported here: Scrapy loads every command module on every `scrapy` call, and
         # the filter's numpy would slow all of them.
-        from zeroarchive.bloom_dupefilter import (
-            BloomConfig,
-            RedisBloom,
-            iter_list_keys,
-            shape_key_of,
-        )
+        from zeroarchive.distributed.dupefilter import BloomConfig
+        from zeroarchive.distributed.redis_bloom import RedisBloom, iter_list_keys, shape_key_of
 
         try:
             config = BloomConfig.from_settings(self.settings)

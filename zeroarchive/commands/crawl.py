@@ -6,9 +6,9 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
-from zeroarchive.archive import open_archive
-from zeroarchive.redis_client import reachable, redis_url_from
-from zeroarchive.services import one_line_errors, should_wait, wait_for
+from zeroarchive.core.services import one_line_errors, should_wait, wait_for
+from zeroarchive.distributed.redis_client import reachable, redis_url_from
+from zeroarchive.storage.archive import open_archive
 
 #: Spider close reasons that mean the run did nothing because of how it was asked.
 REFUSED = frozenset({"ambiguous_site", "bad_arguments", "site_locked", "unknown_site"})

@@ -8,10 +8,10 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
 from zeroarchive.commands.export_snapshots import open_output
+from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import PARSER_VERSION
-from zeroarchive.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.publications import PublicationStore
 
 

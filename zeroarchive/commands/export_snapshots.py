@@ -10,8 +10,8 @@ from typing import IO
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.snapshots import iter_snapshots, snapshot_record
 
 

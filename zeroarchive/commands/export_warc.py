@@ -9,8 +9,8 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,12 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
-        from zeroarchive.warc.export import INDEX_NAME, WarcExportConfig, export_warc, write_wacz
+        from zeroarchive.publish.warc.export import (
+            INDEX_NAME,
+            WarcExportConfig,
+            export_warc,
+            write_wacz,
+        )
 
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")

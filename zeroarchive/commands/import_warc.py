@@ -7,8 +7,8 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 
 
 class Command(ScrapyCommand):
@@ -35,7 +35,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
-        from zeroarchive.warc.importer import PREFIX, WarcImportConfig, WarcImporter
+        from zeroarchive.publish.warc.importer import PREFIX, WarcImportConfig, WarcImporter
 
         if not args:
             raise UsageError("give one or more WARC files")

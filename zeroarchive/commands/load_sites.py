@@ -10,9 +10,9 @@ from typing import Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
-from zeroarchive.sites import SiteConfigError, parse_spec
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.sites.record import SiteConfigError, parse_spec
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.sites import AmbiguousSite
 
 

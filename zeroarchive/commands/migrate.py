@@ -4,7 +4,7 @@ import argparse
 
 from scrapy.commands import ScrapyCommand
 
-from zeroarchive.services import one_line_errors, safe_url
+from zeroarchive.core.services import one_line_errors, safe_url
 from zeroarchive.storage.engine import db_url_from, make_engine, migrate
 
 

@@ -11,7 +11,7 @@ from scrapy.utils.log import configure_logging
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from zeroarchive.services import (
+from zeroarchive.core.services import (
     ServiceUnavailable,
     is_unreachable,
     one_line_errors,

@@ -6,9 +6,9 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
+from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
-from zeroarchive.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 
 
 class Command(ScrapyCommand):
@@ -42,7 +42,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
-        from zeroarchive.parse_run import ParseRunConfig, parse_pending
+        from zeroarchive.parser.run import ParseRunConfig, parse_pending
 
         if opts.reparse and opts.since is not None:
             raise UsageError("--reparse redoes a site's whole history; it takes no --since")

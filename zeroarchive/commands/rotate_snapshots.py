@@ -9,8 +9,8 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.rotation import (
     JsonlMonthExport,
     Month,
@@ -56,8 +56,8 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
-        from zeroarchive.warc.export import WarcExportConfig
-        from zeroarchive.warc.rotation import WarcMonthExport
+        from zeroarchive.publish.warc.export import WarcExportConfig
+        from zeroarchive.publish.warc.rotation import WarcMonthExport
 
         try:
             cutoff = Month.parse(opts.before)

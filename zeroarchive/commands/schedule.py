@@ -13,10 +13,7 @@ from scrapy.exceptions import UsageError
 from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.log import configure_logging
 
-from zeroarchive.archive import open_archive
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.redis_client import reachable, redis_url_from
-from zeroarchive.services import (
+from zeroarchive.core.services import (
     FIRST_PAUSE,
     is_unreachable,
     next_pause,
@@ -24,10 +21,13 @@ from zeroarchive.services import (
     reason,
     wait_for,
 )
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.distributed.redis_client import reachable, redis_url_from
 from zeroarchive.sources import SOURCES
+from zeroarchive.storage.archive import open_archive
 
 if TYPE_CHECKING:
-    from zeroarchive.dispatch import Dispatcher
+    from zeroarchive.crawl.dispatch import Dispatcher
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class Command(ScrapyCommand):
         def open_dispatcher() -> Dispatcher:
             # Imported here: scrapy imports every command module when any command starts,
             # and the dispatcher brings the redis client with it.
-            from zeroarchive.dispatch import DispatchConfig, Dispatcher
+            from zeroarchive.crawl.dispatch import DispatchConfig, Dispatcher
 
             return Dispatcher(
                 open_archive(settings),

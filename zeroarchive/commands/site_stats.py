@@ -8,8 +8,8 @@ import time
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStatsConfig, site_stats
 
 

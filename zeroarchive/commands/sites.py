@@ -5,8 +5,8 @@ import datetime as dt
 
 from scrapy.commands import ScrapyCommand
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 
 
 def _when(ts: int) -> str:

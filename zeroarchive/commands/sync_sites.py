@@ -6,8 +6,8 @@ import time
 
 from scrapy.commands import ScrapyCommand
 
-from zeroarchive.archive import open_archive
-from zeroarchive.services import one_line_errors
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
 
 #: Exit codes: 1 = some rows were invalid (the rest synced), 2 = nothing was changed.
 EXIT_INVALID_ROWS = 1
@@ -47,7 +47,8 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Scrapy imports every command module for every command; pyairtable (with pydantic)
         # would add most of a second to each of them.
-        from zeroarchive.airtable import AirtableConfig, AirtableError, fetch_records, plan_sync
+        from zeroarchive.sites.airtable import AirtableConfig, AirtableError, fetch_records
+        from zeroarchive.sites.sync import plan_sync
 
         assert self.settings is not None
         try:

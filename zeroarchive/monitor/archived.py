@@ -9,7 +9,7 @@ import lxml.html
 from lxml import etree
 from lxml_html_clean import Cleaner
 
-from zeroarchive.encoding import decode_body
+from zeroarchive.core.encoding import decode_body
 
 # Inline styles only; images, fonts, stylesheets, frames and scripts of any origin refused.
 CONTENT_SECURITY_POLICY = (

@@ -15,13 +15,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from zeroarchive.core.schedule import STOP
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.diff import side_by_side
 from zeroarchive.monitor.masking import masked_config, masked_url
 from zeroarchive.monitor.stats_cache import StatsView
-from zeroarchive.schedule import STOP
 from zeroarchive.sources import site_type_names
 from zeroarchive.storage.browse import (
     find_article,

@@ -12,9 +12,9 @@ from ariadne import ObjectType, QueryType, ScalarType, make_executable_schema
 from graphql import GraphQLError, GraphQLResolveInfo, GraphQLSchema
 from sqlalchemy.engine import Engine
 
+from zeroarchive.core.schedule import DAY
 from zeroarchive.monitor.masking import masked_url
 from zeroarchive.monitor.stats_cache import StatsCache
-from zeroarchive.schedule import DAY
 from zeroarchive.storage.browse import (
     SiteInfo,
     find_article,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 
-from zeroarchive.schedule import DAY
+from zeroarchive.core.schedule import DAY
 from zeroarchive.storage.site_stats import SiteStats, SiteStatsConfig, day_start, new_per_day
 from zeroarchive.storage.site_stats import site_stats as count_site_stats
 

@@ -3,6 +3,14 @@
 ``PARSER_VERSION`` names what the parsers produce: change it whenever a change to any
 parser (or to the libraries it relies on) changes their output, and ``scrapy
 parse_snapshots`` parses every snapshot again under the new version.
+
+The extractors (``generic``, ``ptt``, ``dcard``, ``facebook``, ``youtube``, with
+``text``, ``dates`` and ``metadata``) are pure: bytes in, a ``Parsed`` out. ``run`` is
+``scrapy parse_snapshots``' work: the snapshots not parsed yet, parsed and stored.
+
+May import: ``storage``, ``sources``, ``core``.
+Never imported by: ``storage``, ``crawl`` or anything below them: the crawl never waits
+for a parse.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ from zoneinfo import ZoneInfo
 
 from scrapy.utils.misc import load_object
 
-from zeroarchive.parser.result import Parsed, ParseError
+from zeroarchive.core.errors import ParseError
+from zeroarchive.core.items import Parsed
 from zeroarchive.sources import source_for_article_type
 
 PARSER_VERSION = "2026.3"

@@ -7,9 +7,10 @@ import json
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from zeroarchive.encoding import decode_body
+from zeroarchive.core.encoding import decode_body
+from zeroarchive.core.errors import ParseError
+from zeroarchive.core.items import Parsed
 from zeroarchive.parser.dates import parse_datetime
-from zeroarchive.parser.result import Parsed, ParseError
 from zeroarchive.parser.text import hashtags, link_urls, text_urls
 
 _UTC = ZoneInfo("UTC")

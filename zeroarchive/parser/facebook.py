@@ -12,8 +12,9 @@ from zoneinfo import ZoneInfo
 import lxml.html
 from lxml.html import HtmlElement
 
-from zeroarchive.encoding import decode_body
-from zeroarchive.parser.result import Parsed, ParseError
+from zeroarchive.core.encoding import decode_body
+from zeroarchive.core.errors import ParseError
+from zeroarchive.core.items import Parsed
 from zeroarchive.parser.text import element_text, hashtags, link_urls
 
 # m.facebook.com ships most of the page as HTML inside comments in hidden <code> blocks.

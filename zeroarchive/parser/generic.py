@@ -17,10 +17,11 @@ import trafilatura
 from lxml.html import HtmlElement
 from readability import Document
 
-from zeroarchive.encoding import decode_body
+from zeroarchive.core.encoding import decode_body
+from zeroarchive.core.errors import ParseError
+from zeroarchive.core.items import Parsed
 from zeroarchive.parser.dates import modified_at, published_at
 from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
-from zeroarchive.parser.result import Parsed, ParseError
 from zeroarchive.parser.text import element_text, hashtags, link_urls
 
 # Chinese and Japanese are written without spaces: each Han or kana character is a token of

@@ -9,8 +9,9 @@ from zoneinfo import ZoneInfo
 import lxml.html
 from lxml.html import HtmlElement
 
-from zeroarchive.encoding import decode_body
-from zeroarchive.parser.result import Parsed, ParseError
+from zeroarchive.core.encoding import decode_body
+from zeroarchive.core.errors import ParseError
+from zeroarchive.core.items import Parsed
 from zeroarchive.parser.text import clean_lines, hashtags, link_urls, text_urls
 
 # PTT prints every time in Taiwan's time, whatever the reader's.

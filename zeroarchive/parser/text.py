@@ -9,7 +9,7 @@ from urllib.parse import urljoin
 from lxml import etree
 from lxml.html import HtmlElement
 
-from zeroarchive.urls import canonicalize_url
+from zeroarchive.core.urls import canonicalize_url
 
 _BLOCK = frozenset(
     [

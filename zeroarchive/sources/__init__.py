@@ -5,13 +5,19 @@ the monitor. None of them keeps its own list of types.
 Adding a source: a module here with its ``SOURCE`` record, listed in ``SOURCES`` below;
 a spider ``spiders/<name>.py`` whose ``source`` is that record; a parser module named by
 the record; and their tests (README, "Adding a source").
+
+May import: ``core`` only.
+Never imported by: ``core``; every other package may read the registry.
+
+May import: ``core`` only.
+Never imported by: ``core``; every other package may read the registry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from zeroarchive.schedule import Plan
+from zeroarchive.core.schedule import Plan
 from zeroarchive.sources import dcard, facebook, generic, ptt, youtube
 from zeroarchive.sources.base import (
     LIST_PRIORITY,

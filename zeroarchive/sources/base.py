@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from zeroarchive.schedule import Plan
-from zeroarchive.urls import host_of
+from zeroarchive.core.schedule import Plan
+from zeroarchive.core.urls import host_of
 
 # List pages go ahead of snapshots in every queue: one list page leads to many articles,
 # and a walk goes one page at a time, so a list page that waited behind every snapshot

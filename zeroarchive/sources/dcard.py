@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit, urlunsplit
 
-from zeroarchive.schedule import DAILY_FOR_A_WEEK
+from zeroarchive.core.schedule import DAILY_FOR_A_WEEK
 from zeroarchive.sources.base import SiteType, SiteUrlError, Source, rebuild
 
 FORUM_PATH = re.compile(r"^(?P<prefix>.*)/f/(?P<forum>[A-Za-z0-9_-]+)/?$")

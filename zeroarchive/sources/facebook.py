@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from zeroarchive.schedule import DAILY_FOR_A_WEEK
+from zeroarchive.core.schedule import DAILY_FOR_A_WEEK
+from zeroarchive.core.urls import UrlRules, canonicalize_url
 from zeroarchive.sources.base import SiteType, SiteUrlError, Source, rebuild
-from zeroarchive.urls import UrlRules, canonicalize_url
 
 ARTICLE_TYPE = "FBPost"
 PLATFORM_HOSTS = ("facebook.com", "fb.com")
@@ -102,7 +102,7 @@ def post_url(url: str, rules: UrlRules | None = None) -> str | None:
     """The one canonical URL of the post ``url`` links to: ``<scheme>://<host>/<post id>``,
     Facebook's own short permalink (it redirects to the post under its current owner), so
     story.php, permalink.php, /<page>/posts/<id> and group permalinks agree. None when
-    ``url`` is no post. Raises :class:`zeroarchive.urls.UrlRejected` for a bad URL.
+    ``url`` is no post. Raises :class:`zeroarchive.core.urls.UrlRejected` for a bad URL.
 
     >>> post_url("https://m.facebook.com/story.php?story_fbid=4193752747375813&id=119240841493711")
     'https://m.facebook.com/4193752747375813'

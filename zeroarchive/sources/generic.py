@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from zeroarchive.schedule import (
+from zeroarchive.core.schedule import (
     DAILY_LIST_DAILY_FOR_A_WEEK,
     DAILY_THEN_WEEKLY,
     HOURLY_FOR_A_DAY,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from zeroarchive.schedule import DAILY_FOR_A_WEEK
+from zeroarchive.core.schedule import DAILY_FOR_A_WEEK
 from zeroarchive.sources.base import SiteType, SiteUrlError, Source, rebuild
 
 BOARD_INDEX = re.compile(r"/bbs/(?P<board>[A-Za-z0-9_.-]+)/index\d*\.html$")

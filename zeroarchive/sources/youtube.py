@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import lxml.html
 
-from zeroarchive.schedule import ONCE
+from zeroarchive.core.schedule import ONCE
 from zeroarchive.sources.base import SiteType, SiteUrlError, Source, rebuild
 
 CHANNEL_ID = re.compile(r"UC[0-9A-Za-z_-]{22}")

@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, bindparam, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from zeroarchive.schedule import STOP
+from zeroarchive.core.schedule import STOP
+from zeroarchive.core.urls import url_hash
 from zeroarchive.storage.dialect import insert_ignore
 from zeroarchive.storage.schema import article, site
-from zeroarchive.urls import url_hash
 
 DEFAULT_LEASE = 3600
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine, make_url
 
-from zeroarchive.environment import from_environment
-from zeroarchive.services import ServiceUnavailable, is_unreachable, reason
+from zeroarchive.core.environment import from_environment
+from zeroarchive.core.services import ServiceUnavailable, is_unreachable, reason
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -20,12 +20,12 @@ from typing import Any
 from sqlalchemy import bindparam, select, tuple_, update
 from sqlalchemy.engine import Connection, Engine
 
-from zeroarchive.schedule import STOP, NextSnapshot, Plan, next_adaptive_snapshot
-from zeroarchive.sites import Site
+from zeroarchive.core.schedule import STOP, NextSnapshot, Plan, next_adaptive_snapshot
+from zeroarchive.core.urls import url_hash
+from zeroarchive.sites.record import Site
 from zeroarchive.storage.articles import insert_new
 from zeroarchive.storage.compression import compress
 from zeroarchive.storage.schema import article, article_snapshot
-from zeroarchive.urls import url_hash
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from sqlalchemy import and_, delete, exists, func, or_, select, true, tuple_, up
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from zeroarchive.parser.result import Parsed
+from zeroarchive.core.items import Parsed
 from zeroarchive.storage.schema import (
     article,
     article_snapshot,

@@ -5,7 +5,7 @@ Order per month (oldest first), so a failure at any step leaves every row in pla
 1. export the month's snapshots, by default to ``snapshots-YYYY-MM.jsonl.gz``
    (export_snapshots' records; ``raw_base64`` added when the decoded ``html`` does not
    re-encode to the original bytes), written to a temporary name and renamed when
-   complete; another MonthExporter (zeroarchive.warc.rotation's WARC one) may be given;
+   complete; another MonthExporter (zeroarchive.publish.warc.rotation's WARC one) may be given;
 2. re-read the export: the same (article, time, content hash) rows as the database, and
    every snapshot's bytes hash to its ``content_hash``;
 3. carry bytes forward: an unchanged snapshot stores no bytes, it repeats an earlier

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.engine import Engine
 
-from zeroarchive.errors import BLOCKED
-from zeroarchive.schedule import DAY, STOP
+from zeroarchive.core.errors import BLOCKED
+from zeroarchive.core.schedule import DAY, STOP
 from zeroarchive.storage.schema import article, site, site_article_days, site_article_totals
 
 if TYPE_CHECKING:

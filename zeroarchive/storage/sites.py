@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.engine import Engine, RowMapping
 
-from zeroarchive.sites import Site, SiteConfigError, SiteSpec, parse_config
+from zeroarchive.sites.record import Site, SiteConfigError, SiteSpec, parse_config
 from zeroarchive.storage.articles import due_for_snapshot
 from zeroarchive.storage.schema import article, site
 

@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from zeroarchive.encoding import decode_body
-from zeroarchive.items import FailedFetch, FetchedPage
-from zeroarchive.schedule import (
+from zeroarchive.core.encoding import decode_body
+from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.schedule import (
     STOP,
     Plan,
     next_adaptive_snapshot,

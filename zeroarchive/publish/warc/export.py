@@ -34,8 +34,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
-from zeroarchive.warc.records import (
+from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
     ENCODING,
@@ -45,6 +44,7 @@ from zeroarchive.warc.records import (
     status_line,
     warc_date,
 )
+from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

@@ -9,8 +9,8 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
 
-from zeroarchive.encoding import decode_body
-from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url, is_on_site
+from zeroarchive.core.encoding import decode_body
+from zeroarchive.core.urls import UrlRejected, UrlRules, canonicalize_url, is_on_site
 
 HEAD_END = re.compile(rb"</head\s*>", re.IGNORECASE)
 HEAD_LIMIT = 256 * 1024

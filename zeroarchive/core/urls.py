@@ -154,7 +154,7 @@ def canonicalize_url(url: str, rules: UrlRules | None = None) -> str:
     >>> canonicalize_url("ftp://example.com/")
     Traceback (most recent call last):
     ...
-    zeroarchive.urls.UrlRejected: bad_scheme: 'ftp://example.com/'
+    zeroarchive.core.urls.UrlRejected: bad_scheme: 'ftp://example.com/'
     """
     rules = rules or _DEFAULT_RULES
     if len(url) > MAX_URL_LENGTH:

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from scrapy.statscollectors import StatsCollector
 
-from zeroarchive.services import FIRST_PAUSE, is_unreachable, next_pause, reason
+from zeroarchive.core.services import FIRST_PAUSE, is_unreachable, next_pause, reason
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -18,10 +18,10 @@ from sqlalchemy.engine import Engine
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from zeroarchive.publish.warc.export import INDEX_NAME, write_index, write_warcs
+from zeroarchive.publish.warc.records import ARTICLE_ID, parse_warc_date
 from zeroarchive.storage.rotation import Month, RotationError, check_keys, db_keys
 from zeroarchive.storage.snapshots import iter_snapshots
-from zeroarchive.warc.export import INDEX_NAME, write_index, write_warcs
-from zeroarchive.warc.records import ARTICLE_ID, parse_warc_date
 
 SNAPSHOT_RECORDS = ("response", "resource", "revisit")
 

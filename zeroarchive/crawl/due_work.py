@@ -13,9 +13,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from zeroarchive.archive import Archive
-from zeroarchive.schedule import next_list_crawl_at
-from zeroarchive.sites import Site, SiteConfigError
+from zeroarchive.core.schedule import next_list_crawl_at
+from zeroarchive.sites.record import Site, SiteConfigError
+from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.articles import DueArticle
 from zeroarchive.storage.sites import site_from_row
 

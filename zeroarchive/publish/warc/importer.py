@@ -32,9 +32,20 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 
-from zeroarchive.clock import now
-from zeroarchive.encoding import detect_encoding
-from zeroarchive.sites import Site
+from zeroarchive.core.clock import now
+from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
+from zeroarchive.publish.warc.records import (
+    ARTICLE_ID,
+    ARTICLE_URL,
+    ENCODING,
+    RENDERED,
+    STATUS,
+    header_lists,
+    is_html,
+    parse_warc_date,
+)
+from zeroarchive.sites.record import Site
 from zeroarchive.storage.imports import (
     ADDED,
     DUPLICATE,
@@ -46,17 +57,6 @@ from zeroarchive.storage.imports import (
     stored_capture,
 )
 from zeroarchive.storage.snapshots import content_hash
-from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
-from zeroarchive.warc.records import (
-    ARTICLE_ID,
-    ARTICLE_URL,
-    ENCODING,
-    RENDERED,
-    STATUS,
-    header_lists,
-    is_html,
-    parse_warc_date,
-)
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

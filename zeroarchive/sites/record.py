@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zeroarchive import sources
-from zeroarchive.proxies import check_proxy
-from zeroarchive.schedule import DAY, Plan, plan_with_overrides
+from zeroarchive.core.schedule import DAY, Plan, plan_with_overrides
+from zeroarchive.core.urls import UrlRejected, UrlRules, canonicalize_url
+from zeroarchive.sites.proxies import check_proxy
 from zeroarchive.sources import SiteUrlError, Source, UnknownSiteType
-from zeroarchive.urls import UrlRejected, UrlRules, canonicalize_url
 
 DEFAULT_TYPE = "news"
 DEFAULT_DEPTH = 3
@@ -66,7 +66,7 @@ class SiteConfig:
     article: tuple[re.Pattern[str], ...] = ()
     following: tuple[re.Pattern[str], ...] = ()
     #: What only this site's block pages say (a login wall's text, say): such an answer is a
-    #: failure of kind blocked, never a snapshot (zeroarchive/blocks.py).
+    #: failure of kind blocked, never a snapshot (zeroarchive/crawl/blocks.py).
     blocked: tuple[re.Pattern[str], ...] = ()
     depth: int = DEFAULT_DEPTH
     delay: float = DEFAULT_DELAY
@@ -75,7 +75,7 @@ class SiteConfig:
     render: bool = False
     #: A login form to submit (credentials from the environment) before walking the site.
     login_url: str | None = None
-    #: Feeds and sitemaps read as list pages (zeroarchive/feeds.py), besides ``url``.
+    #: Feeds and sitemaps read as list pages (zeroarchive/crawl/feeds.py), besides ``url``.
     feeds: tuple[str, ...] = ()
     sitemaps: tuple[str, ...] = ()
     #: Also read the feeds the front page links to and the sitemaps robots.txt names.
@@ -86,7 +86,7 @@ class SiteConfig:
     cookies_file: str | None = None
     robots: bool = True
     url_rules: UrlRules = field(default_factory=UrlRules)
-    # Overrides of the site type's schedule plan (zeroarchive.schedule.plan_with_overrides).
+    # Overrides of the site type's schedule plan (zeroarchive.core.schedule.plan_with_overrides).
     schedule: Mapping[str, Any] = field(default_factory=dict)
 
     def is_article(self, url: str, as_found: str | None = None) -> bool:
@@ -154,7 +154,7 @@ def split_patterns(value: Any, site: str, field_name: str) -> tuple[re.Pattern[s
     >>> split_patterns("(unclosed", "demo", "article")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    zeroarchive.sites.SiteConfigError: site 'demo': article: bad regex '(unclosed': missing ),...
+    zeroarchive.sites.record.SiteConfigError: site 'demo': article: bad regex '(unclosed'...
     """
     if value is None or value == "":
         return ()
@@ -227,7 +227,7 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
     >>> parse_config({"dpeth": 2}, "demo")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    zeroarchive.sites.SiteConfigError: site 'demo': dpeth: unknown config key (known: article, ...)
+    zeroarchive.sites.record.SiteConfigError: site 'demo': dpeth: unknown config key (known: ...)
     """
     raw = _unalias(raw, site)
     for key in raw:
@@ -332,7 +332,7 @@ def _urls(value: Any, site: str, field_name: str) -> tuple[str, ...]:
     >>> _urls("/sitemap.xml", "demo", "sitemaps")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    zeroarchive.sites.SiteConfigError: site 'demo': sitemaps: bad URL '/sitemap.xml': ...
+    zeroarchive.sites.record.SiteConfigError: site 'demo': sitemaps: bad URL '/sitemap.xml': ...
     """
     if value is None or value == "" or value == []:
         return ()

@@ -1,7 +1,7 @@
 """The one process that decides when, in distributed mode (`scrapy schedule`).
 
 Each round it selects the due list pages and due articles of all active sites with the
-one selection of due work (zeroarchive/due_work.py, which the embedded mode uses too) and
+one selection of due work (zeroarchive/crawl/due_work.py, which the embedded mode uses too) and
 pushes them to the right spider's shared queue.
 Articles are pushed under a lease, so nothing is queued twice while in flight, and work a
 dead worker held comes due again when its lease runs out.
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 import redis
 from scrapy.settings import BaseSettings
 
-from zeroarchive.archive import Archive
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.due_work import begin_walk, claim_due, due_sites
-from zeroarchive.redis_queue import push_requests, request_queue
-from zeroarchive.request_meta import META_KEY
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.distributed.queue import push_requests, request_queue
+from zeroarchive.storage.archive import Archive
 
 logger = logging.getLogger(__name__)
 

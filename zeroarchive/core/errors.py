@@ -1,4 +1,5 @@
-"""Error kinds: one short name per way a fetch can fail, used in stats and stop reasons."""
+"""Error kinds: one short name per way a fetch can fail, used in stats and stop reasons; and
+the parser's ``ParseError``."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ _KINDS: tuple[tuple[type[BaseException], str], ...] = (
 
 
 class BlockedPage(IgnoreRequest):
-    """An answer that is a block page (zeroarchive/blocks.py), with why."""
+    """An answer that is a block page (zeroarchive/crawl/blocks.py), with why."""
 
     def __init__(self, reason: str, url: str) -> None:
         super().__init__(f"blocked: {reason}")
@@ -58,3 +59,7 @@ def error_kind(failure: Failure) -> tuple[str, int | None]:
             return "redirect_loop", None
         return "ignored", None
     return type(failure.value).__name__.lower(), None
+
+
+class ParseError(ValueError):
+    """The snapshot cannot be parsed as its article type (wrong shape, empty, not a post)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
-from zeroarchive.services import safe_url
+from zeroarchive.core.services import safe_url
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.engine import db_url_from, make_engine, migrate
 from zeroarchive.storage.sites import SiteStore

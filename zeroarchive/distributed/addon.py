@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-from zeroarchive.redis_client import redis_url_from
+from zeroarchive.distributed.redis_client import redis_url_from
 
 
 class DistributedAddon:
@@ -17,7 +17,7 @@ class DistributedAddon:
         url = redis_url_from(settings)
         if url is None:
             return
-        settings.set("SCHEDULER", "zeroarchive.redis_queue.RedisScheduler", "addon")
+        settings.set("SCHEDULER", "zeroarchive.distributed.scheduler.RedisScheduler", "addon")
         settings.set(
             "DUPEFILTER_CLASS", settings.get("ZEROARCHIVE_DISTRIBUTED_DUPEFILTER"), "addon"
         )

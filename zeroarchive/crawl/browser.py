@@ -16,10 +16,10 @@ from scrapy.http import Request
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from zeroarchive.proxies import SessionCookies, browser_proxy, proxies_for, proxy_pool
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site
-from zeroarchive.stats import count
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
+from zeroarchive.sites.proxies import SessionCookies, browser_proxy, proxies_for, proxy_pool
+from zeroarchive.sites.record import Site
 
 HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"

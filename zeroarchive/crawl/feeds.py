@@ -117,7 +117,7 @@ def gunzipped(body: bytes, max_bytes: int) -> bytes:
     >>> gunzipped(gzip.compress(b"x" * 1000), 100)
     Traceback (most recent call last):
     ...
-    zeroarchive.feeds.BadListDocument: more than 100 bytes once decompressed
+    zeroarchive.crawl.feeds.BadListDocument: more than 100 bytes once decompressed
     """
     if len(body) > max_bytes:
         raise BadListDocument("too_large", f"more than {max_bytes} bytes")

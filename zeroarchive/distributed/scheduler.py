@@ -1,17 +1,11 @@
-"""The shared request queue of distributed mode: scrapy-redis's Scheduler and priority
-queue, adapted to Scrapy 2.19 and made safe for many workers.
+"""The worker's scheduler in distributed mode: scrapy-redis's Scheduler, adapted to Scrapy
+2.19 and made safe for many workers sharing the queue of zeroarchive/distributed/queue.py.
 
 Differences from stock scrapy-redis, each for a reason:
 - the dupefilter is built with ``build_from_crawler``, so it gets the crawler's request
   fingerprinter (scrapy-redis builds it from settings alone);
 - the queue is never flushed when a worker closes (stock scrapy-redis wipes the shared
   queue unless SCHEDULER_PERSIST is set);
-- within one priority, the requests of many sites are interleaved (each site's n-th request
-  a little behind every site's first): a worker's ZPOPMIN then takes several sites' work
-  at once, not the head of one site's backlog, which its delay would serve one by one
-  while the worker's other slots stay empty;
-- requests are stored as JSON, not pickles: an entry someone else pushed cannot execute
-  code, and a malformed one is logged, counted and skipped instead of killing the worker;
 - an idle worker looks at the queue every ``ZEROARCHIVE_QUEUE_POLL_SECONDS``: Scrapy's
   engine only asks an empty scheduler again on its 5 s heartbeat, so work pushed by
   ``scrapy schedule`` or another worker would wait up to 5 s on every idle worker;
@@ -31,12 +25,10 @@ Differences from stock scrapy-redis, each for a reason:
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import time
-from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -45,120 +37,22 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.reactor import CallLaterOnce
-from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
-from zeroarchive.redis_client import connect
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.services import FIRST_PAUSE, next_pause, reason, safe_url
+from zeroarchive.core.services import FIRST_PAUSE, next_pause, reason, safe_url
+from zeroarchive.distributed.queue import (
+    QUEUE_KEY,
+    JsonSerializer,
+    push_requests,
+    request_queue,
+)
+from zeroarchive.distributed.redis_client import connect
 
 logger = logging.getLogger(__name__)
 
-QUEUE_KEY = "zeroarchive:%(spider)s:requests"
 MAX_MALFORMED_PER_POP = 100
 # A batch this large is flushed at once rather than at the end of the reactor turn.
 MAX_PENDING = 500
-# A site's n-th request of a push waits behind the others' first by n / SITE_SPREAD of a
-# priority step (never a whole step: priorities still come first).
-SITE_SPREAD = 1000
-
-
-def _tag_bytes(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"__b64__": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, dict):
-        return {
-            str(k) if not isinstance(k, bytes) else k.decode("latin-1"): _tag_bytes(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_tag_bytes(v) for v in value]
-    return value
-
-
-def _untag_bytes(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"__b64__"}:
-            return base64.b64decode(value["__b64__"])
-        return {k: _untag_bytes(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_untag_bytes(v) for v in value]
-    return value
-
-
-class JsonSerializer:
-    """Request dicts as JSON, bytes (bodies, header values) as tagged base64.
-
-    >>> JsonSerializer.loads(JsonSerializer.dumps({"url": "http://a/", "body": b"\\xff"}))
-    {'url': 'http://a/', 'body': b'\\xff'}
-    """
-
-    @staticmethod
-    def dumps(obj: dict[str, Any]) -> bytes:
-        return json.dumps(_tag_bytes(obj), ensure_ascii=False).encode("utf-8")
-
-    @staticmethod
-    def loads(data: bytes) -> dict[str, Any]:
-        obj = _untag_bytes(json.loads(data))
-        if not isinstance(obj, dict) or "url" not in obj:
-            raise ValueError("not a request")
-        return obj
-
-
-class SharedQueue(PriorityQueue):
-    """scrapy-redis's priority queue, popped with one ZPOPMIN instead of a MULTI/EXEC of
-    ZRANGE and ZREMRANGEBYRANK: the same entries (lowest score, i.e. highest priority),
-    just as atomic, in one command instead of four."""
-
-    def pop(self, timeout: int = 0) -> Request | None:
-        taken = self.take(1)
-        if not taken:
-            return None
-        return self.decode(taken[0][0])
-
-    def take(self, count: int) -> list[tuple[bytes, float]]:
-        """Remove and return up to ``count`` raw entries with their scores, best first."""
-        taken: list[tuple[bytes, float]] = self.server.zpopmin(self.key, count)
-        return taken
-
-    def push_nth_of_site(self, request: Request, nth: int) -> None:
-        """Push ``request``, the ``nth`` (from 0) of its site in this push, behind the
-        other sites' requests of the same priority that come before it in theirs."""
-        score = -request.priority + min(nth, SITE_SPREAD - 1) / SITE_SPREAD
-        self.server.zadd(self.key, {self._encode_request(request): score})
-
-    def put_back(self, entries: Iterable[tuple[bytes, float]]) -> None:
-        """Return taken entries under their own scores."""
-        mapping = dict(entries)
-        if mapping:
-            self.server.zadd(self.key, mapping)
-
-    def decode(self, entry: bytes) -> Request:
-        request: Request = self._decode_request(entry)
-        return request
-
-
-def request_queue(server: redis.Redis, spider: Spider) -> SharedQueue:
-    """The shared queue of one spider (the scheduler process pushes, workers pop)."""
-    return SharedQueue(server=server, spider=spider, key=QUEUE_KEY, serializer=JsonSerializer)
-
-
-def push_requests(server: redis.Redis, spider: Spider, requests: Iterable[Request]) -> int:
-    """Queue requests for ``spider``'s workers in one round trip, each site's interleaved
-    with the others'; return how many."""
-    pipe = server.pipeline(transaction=False)
-    queue = request_queue(pipe, spider)
-    of_site: Counter[object] = Counter()
-    pushed = 0
-    for request in requests:
-        meta = request.meta.get(META_KEY)
-        site = meta.get("site_id") if isinstance(meta, dict) else None
-        queue.push_nth_of_site(request, of_site[site])
-        of_site[site] += 1
-        pushed += 1
-    if pushed:
-        pipe.execute()
-    return pushed
 
 
 def _requests_seen(dupefilter: Any, requests: Sequence[Request]) -> list[bool]:
@@ -196,7 +90,7 @@ class RedisScheduler(Scheduler):
             server=server,
             persist=True,
             queue_key=QUEUE_KEY,
-            queue_cls="zeroarchive.redis_queue.SharedQueue",
+            queue_cls="zeroarchive.distributed.queue.SharedQueue",
             dupefilter=dupefilter,
             serializer=JsonSerializer,
         )

@@ -15,7 +15,7 @@ from typing import Any
 
 from scrapy.http import FormRequest, Response, TextResponse
 
-from zeroarchive.urls import host_of
+from zeroarchive.core.urls import host_of
 
 PASSWORD_FORM = '//form[.//input[@type="password"]]'
 _USER_TYPES = ("text", "email", "tel", "")

@@ -18,10 +18,10 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.http import Request
 
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.items import ArticleLinks
-from zeroarchive.signals import articles_stored
-from zeroarchive.sites import Site
+from zeroarchive.core.items import ArticleLinks
+from zeroarchive.core.signals import articles_stored
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.sites.record import Site
 
 logger = logging.getLogger(__name__)
 

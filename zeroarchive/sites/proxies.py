@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 
-from zeroarchive.stats import count
+from zeroarchive.core.stats import count
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ and the sitemaps its robots.txt names.
 
 They are list requests like any other (the site's slot and delay, its proxy, the URL
 guard, block pages, the list round), always fetched without a browser, and read by
-zeroarchive/feeds.py. Entries on the site whose URL matches ``article`` become Articles
+zeroarchive/crawl/feeds.py. Entries on the site whose URL matches ``article`` become Articles
 with the publication time the document gives; a sitemap index is followed to its
 ``FEEDS_SITEMAPS_PER_INDEX`` newest children, through at most ``INDEX_NESTING`` indexes.
 """
@@ -20,15 +20,15 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 from twisted.python.failure import Failure
 
-from zeroarchive import feeds
-from zeroarchive.archive_spider import ArchiveSpider
-from zeroarchive.errors import error_kind
-from zeroarchive.feeds import BadListDocument, FeedsConfig, ListedLink
-from zeroarchive.items import ArticleLinks
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.sites import Site
-from zeroarchive.stats import count
-from zeroarchive.urls import UrlRejected, canonicalize_url, is_on_site
+from zeroarchive.core.errors import error_kind
+from zeroarchive.core.items import ArticleLinks
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.stats import count
+from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
+from zeroarchive.crawl import feeds
+from zeroarchive.crawl.feeds import BadListDocument, FeedsConfig, ListedLink
+from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.sites.record import Site
 
 logger = logging.getLogger(__name__)
 # The protocol has no index inside an index, but large sites nest them (an index of

@@ -23,19 +23,19 @@ from scrapy.http import Request, Response
 from sqlalchemy.exc import DBAPIError
 from twisted.python.failure import Failure
 
-from zeroarchive.archive import Archive, open_archive
-from zeroarchive.clock import now
-from zeroarchive.db_retry import write_with_retry
-from zeroarchive.due_work import begin_walk, claim_due, due_sites
-from zeroarchive.errors import error_kind
-from zeroarchive.items import ArticleLinks, FailedFetch
-from zeroarchive.redis_client import redis_url_from
-from zeroarchive.request_meta import META_KEY
-from zeroarchive.runlock import SiteRunLocks, default_lock_dir
-from zeroarchive.services import is_unreachable
-from zeroarchive.sites import Site
+from zeroarchive.core.clock import now
+from zeroarchive.core.db_retry import write_with_retry
+from zeroarchive.core.errors import error_kind
+from zeroarchive.core.items import ArticleLinks, FailedFetch
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.services import is_unreachable
+from zeroarchive.core.stats import count, site_metrics
+from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.runlock import SiteRunLocks, default_lock_dir
+from zeroarchive.distributed.redis_client import redis_url_from
+from zeroarchive.sites.record import Site
 from zeroarchive.sources import Source
-from zeroarchive.stats import count, site_metrics
+from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.articles import DueArticle
 from zeroarchive.storage.site_stats import record_list_success
 from zeroarchive.storage.sites import AmbiguousSite

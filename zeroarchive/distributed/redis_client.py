@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.settings import BaseSettings
 
-from zeroarchive.environment import from_environment
-from zeroarchive.services import ServiceUnavailable, reason
+from zeroarchive.core.environment import from_environment
+from zeroarchive.core.services import ServiceUnavailable, reason
 
 if TYPE_CHECKING:
     import redis

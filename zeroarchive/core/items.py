@@ -1,9 +1,14 @@
-"""What spiders hand to the pipelines: found article links, fetched pages, failed fetches."""
+"""The records that pass from one stage to the next: found article links, fetched pages and
+failed fetches (spiders to the pipelines), and what the parser makes of a snapshot (``Parsed``,
+stored as a publication)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from scrapy.http import Headers
 
@@ -58,3 +63,34 @@ def header_lists(headers: Headers) -> dict[str, list[str]]:
         key.decode("latin-1"): [value.decode("latin-1") for value in values]
         for key, values in headers.items()
     }
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What a parser makes of one snapshot: the fields of a publication."""
+
+    canonical_url: str
+    title: str
+    text: str
+    language: str | None = None
+    published_at: int | None = None
+    # The time the page itself says it was last edited, when it says so.
+    modified_at: int | None = None
+    author: str | None = None
+    hashtags: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    comments: tuple[dict[str, Any], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("hashtags", "urls", "keywords", "tags", "comments"):
+            data[key] = list(data[key])
+        return data
+
+    def digest(self) -> bytes:
+        """SHA-256 of every field: equal digests mean the same publication version."""
+        blob = json.dumps(self.as_dict(), ensure_ascii=False, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).digest()

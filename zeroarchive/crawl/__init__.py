@@ -1,0 +1,11 @@
+"""Stage A, the crawl: the spider base every source's spider builds on (``spider``),
+walking list pages (``list_walk``) and feeds and sitemaps (``feed_walk``, ``feeds``), the
+one selection of due work for both modes (``due_work``) and its dispatch into the redis
+queues (``dispatch``), and the helpers of a polite fetch: rel=canonical and og:url
+(``canonical``), block pages (``blocks``), the browser (``browser``), logins (``login``)
+and one run per site (``runlock``).
+
+May import: ``storage``, ``distributed``, ``sites``, ``sources``, ``core``.
+Never imported by: those packages, nor ``parser``, ``publish`` or ``monitor``: reading the
+archive never needs the crawler. Spiders, pipelines and middlewares (top level) use it.
+"""
