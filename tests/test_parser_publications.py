@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 from sqlalchemy import delete, func, select
+from sqlalchemy.engine import Connection
 
 from tests.conftest import FIXTURES, REPO, scrapy
-from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.core.items import FetchedPage
-from zeroarchive.parser.run import ParseRunConfig, parse_pending
 from zeroarchive.parser import PARSER_VERSION
+from zeroarchive.parser.run import ParseRunConfig, parse_pending
 from zeroarchive.sites.record import parse_spec
-from zeroarchive.storage.publications import PublicationStore
+from zeroarchive.storage.archive import Archive, open_archive
+from zeroarchive.storage.publications import AddedVersion, PublicationStore
 from zeroarchive.storage.schema import (
     article,
     article_snapshot,
@@ -119,6 +120,40 @@ def test_an_edit_makes_a_new_version(archive: Archive, news: tuple[int, int]) ->
     assert "林義雄宣布停止禁食" in first.title
     assert "林義雄宣布結束禁食" in second.title
     assert second.first_seen_at == NOW + 3600
+
+
+def test_hooks_see_each_new_version_inside_its_transaction(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    for offset, body in enumerate((PAGE, SAME_TEXT, EDITED)):
+        snapshot(archive, news, NOW + offset * 3600, body, URL)
+    seen: list[tuple[int, int, int, bool]] = []
+
+    def hook(conn: Connection, added: AddedVersion) -> None:
+        # The version is visible to the hook's own transaction before it commits.
+        stored = conn.execute(
+            select(publication.c.title).where(publication.c.publication_id == added.publication_id)
+        ).scalar_one()
+        seen.append(
+            (added.article_id, added.version, added.snapshot_at, stored == added.parsed.title)
+        )
+
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW, hooks=[hook])
+    assert seen == [(news[0], 1, NOW, True), (news[0], 2, NOW + 2 * 3600, True)]
+
+
+def test_a_failing_hook_takes_its_version_back(archive: Archive, news: tuple[int, int]) -> None:
+    snapshot(archive, news, NOW, PAGE, URL)
+
+    def hook(conn: Connection, added: AddedVersion) -> None:
+        raise RuntimeError("index is away")
+
+    with pytest.raises(RuntimeError, match="index is away"):
+        parse_pending(archive.engine, ParseRunConfig(), now=NOW, hooks=[hook])
+    assert count(archive, publication) == 0
+    assert count(archive, publication_mapping) == 0
+    # Nothing was lost: the next run parses the snapshot again.
+    assert parse_pending(archive.engine, ParseRunConfig(), now=NOW)["parser/new_publication"] == 1
 
 
 def test_publication_fields(archive: Archive, news: tuple[int, int]) -> None:

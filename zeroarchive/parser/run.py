@@ -13,7 +13,7 @@ import logging
 import multiprocessing
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from zeroarchive.storage.publications import (
     Progress,
     PublicationStore,
     Unparsed,
+    VersionHook,
 )
 from zeroarchive.storage.snapshots import StoredSnapshot, read_snapshot
 
@@ -68,8 +69,16 @@ def parser_components() -> dict[str, str]:
     return found
 
 
-def parse_pending(engine: Engine, config: ParseRunConfig, now: int | None = None) -> Counter[str]:
+def parse_pending(
+    engine: Engine,
+    config: ParseRunConfig,
+    now: int | None = None,
+    hooks: Sequence[VersionHook] = (),
+) -> Counter[str]:
     """Parse the snapshots that need it; return counts (``parser/...`` stats keys).
+
+    ``hooks`` are told of each new publication version inside the transaction that adds it
+    (the stages after the parser pass them in: the parser never imports them).
 
     Once a run of this version has gone over every snapshot, later runs read only the
     inbox of snapshots stored since (see migration 0011): nothing new costs two small reads.
@@ -92,10 +101,10 @@ def parse_pending(engine: Engine, config: ParseRunConfig, now: int | None = None
         if not progress.complete:
             stats["parser/full_pass"] = 1
             batches = store.iter_unparsed(config.site_id, config.since, config.batch)
-            _parse_all(store, engine, batches, config, stamp, stats, pool)
+            _parse_all(store, engine, batches, config, stamp, stats, pool, hooks)
         # After a full pass too: what was stored while it ran, and emptying the inbox.
         inbox = store.iter_inbox(config.site_id, config.since, config.batch)
-        _parse_all(store, engine, inbox, config, stamp, stats, pool)
+        _parse_all(store, engine, inbox, config, stamp, stats, pool, hooks)
     whole = config.site_id is None and config.since is None
     if not progress.complete and (whole or (config.reparse and restorable)):
         store.mark_complete(progress.generation)
@@ -112,12 +121,13 @@ def _parse_all(
     stamp: int,
     stats: Counter[str],
     pool: ProcessPoolExecutor | None,
+    hooks: Sequence[VersionHook],
 ) -> None:
     previous: Previous | None = None
     for step in _steps(store, engine, batches, config, pool):
         if step.first_of_article:
             previous = step.previous
-        previous = _handle(store, engine, step, config, stamp, previous, stats)
+        previous = _handle(store, engine, step, config, stamp, previous, stats, hooks)
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,7 @@ def _handle(
     stamp: int,
     previous: Previous | None,
     stats: Counter[str],
+    hooks: Sequence[VersionHook],
 ) -> Previous | None:
     """Map one unparsed snapshot; return what the article's next snapshot compares with."""
     snapshot, info = step.snapshot, step.info
@@ -234,7 +245,7 @@ def _handle(
                 store.record_error(article_id, snapshot_at, f"unreadable: {exc}", stamp)
                 stats["parser/errors"] += 1
                 return previous
-        return _parse_one(store, info, stored, step.parse, config, stamp, previous, stats)
+        return _parse_one(store, info, stored, step.parse, config, stamp, previous, stats, hooks)
     except IntegrityError:
         # Another parse run of the same version mapped this snapshot meanwhile.
         logger.warning("Snapshot %s@%s was parsed by another run", article_id, snapshot_at)
@@ -251,6 +262,7 @@ def _parse_one(
     stamp: int,
     previous: Previous | None,
     stats: Counter[str],
+    hooks: Sequence[VersionHook],
 ) -> Previous | None:
     raw_hash = snapshot.content_hash
     snapshot_at = snapshot.snapshot_at
@@ -303,6 +315,6 @@ def _parse_one(
         store.map_to(info.article_id, snapshot_at, previous.publication_id, stamp)
         stats["parser/same_publication"] += 1
         return Previous(snapshot_at, raw_hash, previous.publication_id, digest)
-    publication_id, version = store.add_version(info, snapshot_at, parsed, digest, stamp)
+    publication_id, version = store.add_version(info, snapshot_at, parsed, digest, stamp, hooks)
     stats["parser/new_version" if version > 1 else "parser/new_publication"] += 1
     return Previous(snapshot_at, raw_hash, publication_id, digest)

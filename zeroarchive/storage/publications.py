@@ -4,7 +4,7 @@ came from, per parser version. Only the parser writes them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,23 @@ class ArticleInfo:
     site_id: int
     article_type: str
     url: str
+
+
+@dataclass(frozen=True)
+class AddedVersion:
+    """A publication version just written, as handed to each ``VersionHook``."""
+
+    publication_id: int
+    article_id: int
+    site_id: int
+    version: int
+    snapshot_at: int
+    parsed: Parsed
+
+
+#: Called inside the transaction that adds a publication version, so what a hook writes
+#: (the search index, edit events) commits or rolls back with the version itself.
+VersionHook = Callable[[Connection, AddedVersion], None]
 
 
 def _dumps(value: Any) -> str:
@@ -397,9 +414,16 @@ class PublicationStore:
             )
 
     def add_version(
-        self, info: ArticleInfo, snapshot_at: int, parsed: Parsed, digest: bytes, now: int
+        self,
+        info: ArticleInfo,
+        snapshot_at: int,
+        parsed: Parsed,
+        digest: bytes,
+        now: int,
+        hooks: Sequence[VersionHook] = (),
     ) -> tuple[int, int]:
-        """A new publication version from this snapshot; return (publication_id, version)."""
+        """A new publication version from this snapshot; return (publication_id, version).
+        Each hook is called with the transaction and the version before it commits."""
         with self.engine.begin() as conn:
             producer_id = self.producer_for(conn, info.site_id, parsed.language, now)
             version = (
@@ -440,6 +464,11 @@ class PublicationStore:
             )
             publication_id = int(result.inserted_primary_key[0])  # type: ignore[index]
             self._map(conn, info.article_id, snapshot_at, publication_id, "ok", None, now)
+            added = AddedVersion(
+                publication_id, info.article_id, info.site_id, version, snapshot_at, parsed
+            )
+            for hook in hooks:
+                hook(conn, added)
         return publication_id, version
 
     def record_error(
