@@ -8,7 +8,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands.export_snapshots import open_output
+from zeroarchive.commands.export_snapshots import open_output, site_names
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.storage.archive import open_archive
@@ -20,14 +20,24 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "--out FILE.jsonl[.gz] [--site S] [--parser-version V]"
+        return "--out FILE.jsonl[.gz] | --format parquet --out DIR [--site S] [--parser-version V]"
 
     def short_desc(self) -> str:
-        return "Export publications (every version) as JSON lines"
+        return "Export publications (every version) as JSON lines or a Parquet dataset"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--out", required=True, help="output file (.jsonl or .jsonl.gz)")
+        parser.add_argument(
+            "--out",
+            required=True,
+            help="output file (.jsonl or .jsonl.gz), or with --format parquet a new directory",
+        )
+        parser.add_argument(
+            "--format",
+            choices=("jsonl", "parquet"),
+            default="jsonl",
+            help="jsonl (default) or parquet: a dataset partitioned by site and month",
+        )
         parser.add_argument("--site", help="only this site (id or name)")
         parser.add_argument(
             "--parser-version", default=PARSER_VERSION, help="default: the current one"
@@ -44,6 +54,19 @@ class Command(ScrapyCommand):
             site_id = site.site_id
         store = PublicationStore(archive.engine, opts.parser_version)
         out = Path(opts.out)
+        if opts.format == "parquet":
+            from zeroarchive.publish.datasets import DatasetExistsError, write_publications
+
+            records = store.iter_publications(site_id=site_id)
+            try:
+                writer = write_publications(records, out, site_names(archive))
+            except DatasetExistsError as exc:
+                raise UsageError(str(exc)) from None
+            print(
+                f"{writer.rows} publication(s) written to {out} ({writer.files} file(s))",
+                file=sys.stderr,
+            )
+            return
         written = 0
         with open_output(out) as handle:
             for record in store.iter_publications(site_id=site_id):

@@ -4,6 +4,7 @@ import argparse
 import gzip
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -11,8 +12,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.core.services import one_line_errors
-from zeroarchive.storage.archive import open_archive
-from zeroarchive.storage.snapshots import iter_snapshots, snapshot_record
+from zeroarchive.storage.archive import Archive, open_archive
+from zeroarchive.storage.snapshots import iter_snapshot_metadata, iter_snapshots, snapshot_record
 
 
 def open_output(path: Path) -> IO[str]:
@@ -21,19 +22,36 @@ def open_output(path: Path) -> IO[str]:
     return path.open("w", encoding="utf-8")
 
 
+def site_names(archive: Archive) -> Callable[[int], str]:
+    """Site ids to names, for the datasets' ``site`` column."""
+    names = archive.sites.names()
+    return lambda site_id: names.get(site_id, str(site_id))
+
+
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "--out FILE.jsonl[.gz] [--site S] [--since UNIX]"
+        return "--out FILE.jsonl[.gz] | --format parquet --out DIR [--site S] [--since UNIX]"
 
     def short_desc(self) -> str:
-        return "Export snapshots as JSON lines, one object per snapshot"
+        return "Export snapshots as JSON lines (with the page) or a Parquet dataset (metadata)"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--out", required=True, help="output file (.jsonl or .jsonl.gz)")
+        parser.add_argument(
+            "--out",
+            required=True,
+            help="output file (.jsonl or .jsonl.gz), or with --format parquet a new directory",
+        )
+        parser.add_argument(
+            "--format",
+            choices=("jsonl", "parquet"),
+            default="jsonl",
+            help="jsonl (default): one object per snapshot with its decoded page; parquet: "
+            "the snapshots' metadata (no pages) partitioned by site and month",
+        )
         parser.add_argument("--site", help="only this site (id or name)")
         parser.add_argument("--since", type=int, help="only snapshots at or after this time")
 
@@ -47,6 +65,20 @@ class Command(ScrapyCommand):
                 raise UsageError(f"no site {opts.site!r}")
             site_id = site.site_id
         out = Path(opts.out)
+        if opts.format == "parquet":
+            from zeroarchive.publish.datasets import DatasetExistsError, write_snapshots
+
+            names = site_names(archive)
+            records = iter_snapshot_metadata(archive.engine, site_id=site_id, since=opts.since)
+            try:
+                writer = write_snapshots(records, out, names)
+            except DatasetExistsError as exc:
+                raise UsageError(str(exc)) from None
+            print(
+                f"{writer.rows} snapshot(s) written to {out} ({writer.files} file(s))",
+                file=sys.stderr,
+            )
+            return
         written = 0
         with open_output(out) as handle:
             for exported in iter_snapshots(archive.engine, site_id=site_id, since=opts.since):

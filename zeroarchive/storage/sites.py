@@ -226,6 +226,13 @@ class SiteStore:
                 .values(last_crawl_at=now, next_crawl_at=next_at)
             )
 
+    def names(self) -> dict[int, str]:
+        """Every site's name by id."""
+        with self.engine.connect() as conn:
+            return {
+                row.site_id: row.name for row in conn.execute(select(site.c.site_id, site.c.name))
+            }
+
     def listing(self) -> list[SiteRow]:
         counts = (
             select(article.c.site_id, func.count().label("n"))

@@ -510,3 +510,51 @@ def iter_snapshots(
                     )
                 yield ExportedSnapshot(row.site_id, row.url, _stored(row, raw))
         last_key = (rows[-1].article_id, rows[-1].snapshot_at)
+
+
+def iter_snapshot_metadata(
+    engine: Engine, site_id: int | None = None, since: int | None = None, batch: int = 2000
+) -> Iterator[dict[str, Any]]:
+    """Every snapshot's facts without its page (no decompression), oldest article first;
+    only those taken at or after ``since`` when given."""
+    last_key = (-1, -1)
+    columns = (
+        article_snapshot.c.article_id,
+        article_snapshot.c.snapshot_at,
+        article_snapshot.c.status,
+        article_snapshot.c.final_url,
+        article_snapshot.c.encoding,
+        article_snapshot.c.content_hash,
+        article_snapshot.c.raw_size,
+        article_snapshot.c.rendered,
+        article.c.site_id,
+        article.c.url,
+    )
+    while True:
+        query = (
+            select(*columns)
+            .join(article, article.c.article_id == article_snapshot.c.article_id)
+            .where(
+                (article_snapshot.c.article_id > last_key[0])
+                | (
+                    (article_snapshot.c.article_id == last_key[0])
+                    & (article_snapshot.c.snapshot_at > last_key[1])
+                )
+            )
+            .order_by(article_snapshot.c.article_id, article_snapshot.c.snapshot_at)
+            .limit(batch)
+        )
+        if site_id is not None:
+            query = query.where(article.c.site_id == site_id)
+        if since is not None:
+            query = query.where(article_snapshot.c.snapshot_at >= since)
+        with engine.connect() as conn:
+            rows = conn.execute(query).all()
+        if not rows:
+            return
+        for row in rows:
+            record = dict(row._mapping)
+            record["content_hash"] = bytes(row.content_hash).hex()
+            record["rendered"] = bool(row.rendered)
+            yield record
+        last_key = (rows[-1].article_id, rows[-1].snapshot_at)
