@@ -95,6 +95,7 @@ def test_publications_as_a_dataset_pandas_and_duckdb_read_whole(
     )
     assert run.returncode == 0, run.output
     assert "3 publication(s) written" in run.stderr
+    assert "export_publications: 3 publications done in" in run.stderr
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == sorted(
         [
             f"site_id={ids['cna']}/month=2025-01/part-0.parquet",

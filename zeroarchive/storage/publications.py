@@ -530,6 +530,18 @@ class PublicationStore:
             )
         )
 
+    def count_publications(self, site_id: int | None = None) -> int:
+        """How many publication versions ``iter_publications`` will give."""
+        query = (
+            select(func.count())
+            .select_from(publication)
+            .where(publication.c.parser_version == self.parser_version)
+        )
+        if site_id is not None:
+            query = query.where(publication.c.site_id == site_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
     def iter_publications(
         self, site_id: int | None = None, batch: int = 200
     ) -> Iterator[dict[str, Any]]:
