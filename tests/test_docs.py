@@ -199,6 +199,16 @@ def test_readme_links_go_to_pages_that_exist() -> None:
     assert missing == []
 
 
+def test_every_file_the_docs_name_exists() -> None:
+    """`zeroarchive/crawl/blocks.py`, `bench/due_work.py`, `tests/fixtures/`: files and
+    folders the docs send readers to (placeholders such as `<name>` aside)."""
+    text = docs_text() + README.read_text(encoding="utf-8")
+    roots = "zeroarchive|tests|bench|spiders|pipelines|middlewares|settings|docs|\\.ci"
+    paths = set(re.findall(rf"`((?:{roots})/[^`\s<]*(?:\.[a-z]+|/))`", text))
+    assert len(paths) > 20
+    assert sorted(p for p in paths if not (REPO / p).exists()) == []
+
+
 # --- Shell commands ------------------------------------------------------------------------
 
 
