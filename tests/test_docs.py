@@ -475,3 +475,16 @@ def test_systemd_accepts_every_unit(tmp_path: Path) -> None:
     )
     complaints = [line for line in done.stderr.splitlines() if str(tmp_path) in line]
     assert done.returncode == 0 and complaints == [], done.stderr
+
+
+def test_the_scrapyd_conf_in_the_docs_is_locked_down() -> None:
+    """An open scrapyd runs anyone's egg: the documented one binds a private address and
+    turns basic auth on (scrapyd 1.6 does only when both username and password are set)."""
+    blocks = [b for b in code_blocks(DOCS / "operators" / "workers.md") if b.lang == "ini"]
+    assert len(blocks) == 1
+    conf = configparser.ConfigParser(interpolation=None)
+    conf.read_string(blocks[0].text)
+    scrapyd = conf["scrapyd"]
+    assert scrapyd.get("username") and scrapyd.get("password")
+    assert scrapyd["bind_address"] not in ("0.0.0.0", "::", "")
+    assert scrapyd.getint("http_port") == 6800
