@@ -28,6 +28,7 @@ from scrapy.spiderloader import get_spider_loader
 
 from zeroarchive.crawl.spider import MODES
 from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -488,3 +489,45 @@ def test_the_scrapyd_conf_in_the_docs_is_locked_down() -> None:
     assert scrapyd.get("username") and scrapyd.get("password")
     assert scrapyd["bind_address"] not in ("0.0.0.0", "::", "")
     assert scrapyd.getint("http_port") == 6800
+
+
+# --- Documented procedures -----------------------------------------------------------------
+
+
+def test_a_month_rotated_as_warc_comes_back_with_import_warc(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """docs/operators/rotation.md, "Getting a month back": rotate with --format warc, then
+    import_warc the month's files; every snapshot is back with its bytes' hash. On MariaDB,
+    where the month's partition was exchanged and dropped (SQLite only deletes rows)."""
+    db_url = mariadb_url
+    from sqlalchemy import create_engine
+
+    from tests.conftest import scrapy
+    from tests.test_rotate_snapshots import fill
+
+    page = (DOCS / "operators" / "rotation.md").read_text(encoding="utf-8")
+    assert "scrapy import_warc /backup/snapshots-2025-01/*.warc.gz --site cna" in page
+    fill(db_url)  # a site named "s" with snapshots in January, February and March 2025
+    close_archives()
+    engine = create_engine(db_url)
+
+    def snapshots() -> list[tuple[Any, ...]]:
+        with engine.connect() as conn:
+            query = "SELECT article_id, snapshot_at, content_hash FROM ArticleSnapshot"
+            return sorted(tuple(row) for row in conn.exec_driver_sql(query))
+
+    before = snapshots()
+    out = tmp_path / "backup"
+    rotated = scrapy(
+        "rotate_snapshots", "--before", "2025-02", "--export", str(out), "--format", "warc",
+        db_url=db_url, cwd=tmp_path,
+    )  # fmt: skip
+    assert rotated.returncode == 0, rotated.stderr
+    assert len(snapshots()) < len(before)
+    files = sorted(str(p) for p in (out / "snapshots-2025-01").glob("*.warc.gz"))
+    assert files
+    imported = scrapy("import_warc", *files, "--site", "s", db_url=db_url, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert snapshots() == before
+    engine.dispose()
