@@ -9,9 +9,11 @@ import ast
 import configparser
 import functools
 import inspect
+import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from scrapy.spiderloader import get_spider_loader
 
 from zeroarchive.crawl.spider import MODES
 from zeroarchive.sites.record import parse_spec
-from zeroarchive.storage.archive import close_archives
+from zeroarchive.storage.archive import close_archives, open_archive
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -531,3 +533,95 @@ def test_a_month_rotated_as_warc_comes_back_with_import_warc(
     assert imported.returncode == 0, imported.stderr
     assert snapshots() == before
     engine.dispose()
+
+
+def backup_block(heading: str) -> list[str]:
+    """The shell lines under a heading of docs/operators/backups.md."""
+    page = DOCS / "operators" / "backups.md"
+    text = page.read_text(encoding="utf-8")
+    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.DOTALL):
+        lines += [line for line in block.splitlines() if line and not line.startswith("#")]
+    return lines
+
+
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="no sqlite3 command")
+def test_the_sqlite_backup_commands_make_a_sound_copy(tmp_path: Path) -> None:
+    open_archive(url=f"sqlite:///{tmp_path / 'zeroarchive.db'}")
+    close_archives()
+    lines = backup_block("SQLite")
+    assert len(lines) == 3
+    done = subprocess.run(
+        ["bash", "-euc", "\n".join(lines)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+    (copy,) = (tmp_path / "backup").glob("zeroarchive-*.db")
+    with sqlite3.connect(copy) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"Site", "Article", "ArticleSnapshot"} <= tables
+
+
+@pytest.mark.skipif(
+    not all(shutil.which(c) for c in ("mariadb-dump", "mariadb", "zstd")),
+    reason="no mariadb-dump, mariadb or zstd command",
+)
+def test_the_mariadb_dump_restores_tables_triggers_and_partitions(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """The dump and restore of docs/operators/backups.md, pointed at the test server."""
+    from sqlalchemy import create_engine
+
+    open_archive(url=mariadb_url)
+    close_archives()
+    source = mariadb_url.rsplit("/", 1)[1]
+    restored = f"{source}_restored"
+    server = create_engine(mariadb_url)
+    # The commands as the page has them; the server from an option file the clients read.
+    url = server.url
+    (tmp_path / "my.cnf").write_text(
+        f"[client]\nhost={url.host}\nport={url.port or 3306}\nuser={url.username}\n"
+        + (f"password={url.password}\n" if url.password else "")
+    )
+    lines = backup_block("MariaDB")
+    assert len(lines) == 4 and lines[-1] == "scrapy migrate"
+    dump, create, load = lines[:3]
+    script = "\n".join(
+        [
+            dump.replace(" zeroarchive |", f" {source} |"),
+            create.replace("DATABASE zeroarchive ", f"DATABASE {restored} "),
+            load.replace("2025-01-10", "$(date +%F)").replace(
+                "| mariadb zeroarchive", f"| mariadb {restored}"
+            ),
+        ]
+    )
+    try:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=tmp_path,
+            env={**os.environ, "MYSQL_HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        with server.connect() as conn:
+            triggers = conn.exec_driver_sql(
+                "SELECT count(*) FROM information_schema.triggers WHERE trigger_schema = %s",
+                (restored,),
+            ).scalar_one()
+            partitioned = conn.exec_driver_sql(
+                "SELECT count(*) FROM information_schema.partitions WHERE table_schema = %s"
+                " AND table_name = 'ArticleSnapshot' AND partition_name IS NOT NULL",
+                (restored,),
+            ).scalar_one()
+            expected = conn.exec_driver_sql(
+                "SELECT count(*) FROM information_schema.triggers WHERE trigger_schema = %s",
+                (source,),
+            ).scalar_one()
+        assert triggers == expected > 0
+        assert partitioned > 0
+    finally:
+        with server.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{restored}`")
+        server.dispose()
