@@ -241,10 +241,15 @@ def spider_arguments(spider: str) -> set[str]:
     return names
 
 
+@functools.cache
+def scrapy_commands() -> dict[str, ScrapyCommand]:
+    return dict(_get_commands_dict(project_settings_object().copy(), True))
+
+
 def scrapy_problems(argv: list[str]) -> list[str]:
     """Why ``scrapy *argv`` would not be accepted, without running it (empty: fine)."""
     settings = project_settings_object().copy()
-    commands: dict[str, ScrapyCommand] = _get_commands_dict(settings, True)
+    commands = scrapy_commands()
     name, rest = argv[0], argv[1:]
     if name not in commands:
         return [f"no scrapy command {name!r}"]
