@@ -195,6 +195,15 @@ def test_getting_started_shows_the_readme_commands() -> None:
     assert shown == readme_commands()
 
 
+def test_every_code_block_is_closed_and_says_its_language() -> None:
+    """A fence left open (or doubled) swallows the page after it; a language lets the site
+    highlight the block, and the tests here find the blocks they check."""
+    for path in [*markdown_files(), README]:
+        for block in code_blocks(path):
+            assert block.lang, f"{block.where}: a code block without a language"
+            assert not re.search(r"^\s*```", block.text, re.MULTILINE), f"{block.where}: fence"
+
+
 def test_readme_links_go_to_pages_that_exist() -> None:
     links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8"))
     assert links
