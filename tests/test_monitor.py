@@ -64,7 +64,8 @@ def config(**changes: Any) -> MonitorConfig:
 def make_client(db_url: str, **changes: Any) -> TestClient:
     engine = open_archive(url=db_url).engine
     app = create_app(engine, config(**changes), SiteStatsConfig(3, 3600), clock=lambda: NOW)
-    return TestClient(app)
+    # The Host allow-list admits loopback names only (TestClient's default is "testserver").
+    return TestClient(app, base_url="http://127.0.0.1")
 
 
 @pytest.fixture
@@ -146,10 +147,11 @@ def test_sites_filters(client: TestClient, built: Built) -> None:
     assert none["sites"] == {"count": 0, "items": []}
     bad = client.post("/graphql", json={"query": '{ sites(id: "ltn") { count } }'})
     assert "id must be a number" in bad.json()["errors"][0]["message"]
-    assert client.post("/graphql", content=b"{not json").status_code == 400
-    # GET works too (a link, curl).
+    json_type = {"Content-Type": "application/json"}
+    assert client.post("/graphql", content=b"{not json", headers=json_type).status_code == 400
+    # Only a POST of JSON: a cross-site GET or a form post cannot reach it.
     got = client.get("/graphql", params={"query": "{ sites { count } }"})
-    assert got.json() == {"data": {"sites": {"count": 4}}}
+    assert got.status_code == 405 and got.headers["allow"] == "POST"
 
 
 def test_article_queries(client: TestClient, built: Built) -> None:
@@ -297,7 +299,9 @@ def test_token_and_basic_auth(db_url: str, built: Built) -> None:
 def test_config_refuses_open_addresses() -> None:
     with pytest.raises(ValueError, match=r"refusing to serve 0\.0\.0\.0 without auth"):
         config(host="0.0.0.0").check()
-    config(host="0.0.0.0", token="t").check()
+    with pytest.raises(ValueError, match="needs MONITOR_ALLOWED_HOSTS"):
+        config(host="0.0.0.0", token="t").check()
+    config(host="0.0.0.0", token="t", allowed_hosts=("monitor.example",)).check()
     config(host="10.0.0.5", username="ann", password="pw").check()
     with pytest.raises(ValueError, match="needs both"):
         config(username="ann").check()
@@ -358,8 +362,9 @@ def test_command_serves(tmp_path: Path) -> None:
     )
     try:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/graphql?query=%7Bsites%7Bcount%7D%7D",
-            headers={"Authorization": "Bearer s3cret-token"},
+            f"http://127.0.0.1:{port}/graphql",
+            data=b'{"query": "{sites{count}}"}',
+            headers={"Authorization": "Bearer s3cret-token", "Content-Type": "application/json"},
         )
         answer = None
         for _ in range(300):

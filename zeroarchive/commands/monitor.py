@@ -4,6 +4,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -68,8 +69,10 @@ class Command(ScrapyCommand):
         return (
             "A dashboard of every site (site_stats, new articles per day), each site's "
             "recent articles, each article's snapshots and publication versions, and "
-            "/graphql. Any address but loopback needs MONITOR_TOKEN or MONITOR_USERNAME "
-            "and MONITOR_PASSWORD in the environment."
+            "/graphql (POST application/json). Any address but loopback needs MONITOR_TOKEN "
+            "or MONITOR_USERNAME and MONITOR_PASSWORD in the environment, and 0.0.0.0 needs "
+            "MONITOR_ALLOWED_HOSTS. Every request is bounded by the MONITOR_MAX_* limits and "
+            "MONITOR_REQUEST_SECONDS (see docs/researchers/monitor.md)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -103,7 +106,16 @@ class Command(ScrapyCommand):
             config.port,
             "auth required" if config.requires_auth else "no auth: loopback only",
         )
-        server = uvicorn.Server(
+        stopping = app.state.stopping
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                # Running queries stop at their next statement; the server waits no longer
+                # than MONITOR_SHUTDOWN_SECONDS for the answers.
+                stopping.set()
+                super().handle_exit(sig, frame)
+
+        server = Server(
             uvicorn.Config(
                 app,
                 host=config.host,
@@ -111,7 +123,10 @@ class Command(ScrapyCommand):
                 log_config=None,
                 access_log=False,
                 server_header=False,
+                limit_concurrency=config.limits.connections,
+                timeout_graceful_shutdown=config.limits.shutdown_seconds,
             )
         )
         server.run()
+        logger.info("Monitor stopped")
         engine.dispose()

@@ -10,6 +10,7 @@ from typing import Any
 
 from markupsafe import Markup
 from sqlalchemy.exc import NoResultFound
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -45,6 +46,22 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 ACTIVE_CHOICES = {"": "all", "yes": "active", "no": "inactive"}
+
+
+class IdConvertor(Convertor[int]):
+    """A database id or unix time in a path: at most 18 digits, so it always fits a signed
+    64-bit column (a longer one is a 404, not an overflow in the driver)."""
+
+    regex = "[0-9]{1,18}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("id", IdConvertor())
 
 
 def when(ts: int | None) -> str:
@@ -246,8 +263,14 @@ def archived_page(request: Request) -> Response:
         stored = read_snapshot(request.app.state.engine, article_id, snapshot_at)
     except NoResultFound:
         return Response("no such snapshot", 404, headers=ARCHIVED_HEADERS, media_type="text/plain")
-    except Exception:
-        logger.exception("Monitor: snapshot %s of article %s unreadable", snapshot_at, article_id)
+    except Exception as exc:
+        logger.error(
+            "Monitor: snapshot %s of article %s unreadable (%s: %s)",
+            snapshot_at,
+            article_id,
+            type(exc).__name__,
+            str(exc)[:200],
+        )
         return Response(
             "this snapshot could not be read (see the monitor's log)",
             500,
@@ -261,13 +284,13 @@ def archived_page(request: Request) -> Response:
 def routes() -> list[Route]:
     return [
         Route("/", dashboard, name="dashboard"),
-        Route("/sites/{site_id:int}", site_page, name="site"),
-        Route("/articles/{article_id:int}", article_page, name="article"),
+        Route("/sites/{site_id:id}", site_page, name="site"),
+        Route("/articles/{article_id:id}", article_page, name="article"),
         Route(
-            "/articles/{article_id:int}/snapshots/{snapshot_at:int}", snapshot_page, name="snapshot"
+            "/articles/{article_id:id}/snapshots/{snapshot_at:id}", snapshot_page, name="snapshot"
         ),
         Route(
-            "/articles/{article_id:int}/snapshots/{snapshot_at:int}/page",
+            "/articles/{article_id:id}/snapshots/{snapshot_at:id}/page",
             archived_page,
             name="archived",
         ),

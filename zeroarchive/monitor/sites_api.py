@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 from zeroarchive.core.schedule import DAY
 from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.query_limits import ListSizes
 from zeroarchive.monitor.stats_cache import StatsCache
 from zeroarchive.storage.browse import (
     SiteInfo,
@@ -272,6 +273,20 @@ for _field, _attr in {
     "parsedAt": "parsed_at",
 }.items():
     _attribute(publication_type, _field, _attr)
+
+
+def list_sizes(stats: StatsCache) -> ListSizes:
+    """The cost model's sizes of this schema's lists: ``sites`` answers every site counted
+    (one with ``id``); ``hist`` and ``articles`` are sized by their ``days`` and ``limit``,
+    ``snapshots`` and ``publications`` by the default estimate."""
+    sites = len(stats.current().sites)
+
+    def size(parent: str, field: str, _args: dict[str, Any], up: dict[str, Any]) -> int | None:
+        if (parent, field) == ("SitesResult", "items"):
+            return 1 if up.get("id") is not None else sites
+        return None
+
+    return size
 
 
 def build_schema() -> GraphQLSchema:
