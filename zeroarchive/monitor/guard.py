@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from zeroarchive.monitor.config import MonitorConfig
@@ -49,4 +52,18 @@ class GuardMiddleware:
                     raise BodyTooLarge(f"the body is over {limit} bytes")
             return message
 
-        await self.app(scope, capped, send)
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, capped, watched)
+        except asyncio.CancelledError:
+            # A stopping server cancels what is still running after MONITOR_SHUTDOWN_SECONDS
+            # (a client sending its body slowly, say): one line, not a traceback.
+            self.refusals.note(scope, 503, "cut short: the monitor is stopping")
+            if not started:
+                await PlainTextResponse("the monitor is stopping", 503)(scope, capped, send)

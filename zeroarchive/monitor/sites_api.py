@@ -117,10 +117,13 @@ class Context:
 
 
 def _number(value: Any, name: str) -> int:
+    """An id argument as a number; one no row can have (-1) when it is out of a signed
+    64-bit column's range, so a huge id finds nothing instead of failing in the driver."""
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
-        raise GraphQLError(f"{name} must be a number, got {value!r}") from None
+        raise GraphQLError(f"{name} must be a number, got {str(value)[:40]!r}") from None
+    return number if 0 <= number < 2**63 else -1
 
 
 def _context(info: GraphQLResolveInfo) -> Context:
