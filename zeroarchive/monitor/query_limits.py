@@ -47,7 +47,7 @@ class QueryLimits:
     max_aliases: int = 30
     max_fields: int = 1000
     max_repeats: int = 5
-    max_cost: int = 500_000
+    max_cost: int = 200_000
 
 
 @dataclass
