@@ -1,15 +1,19 @@
-"""The dashboard's HTML pages: the site monitor, a site, an article (snapshot timeline,
-publication versions, a side-by-side diff), a snapshot, and the archived page itself."""
+"""The dashboard's HTML pages: the site monitor, a site, an article (its latest text, a
+timeline of its snapshots and versions, a side-by-side diff), a snapshot, and the archived
+page itself. Every page carries the navigation bar (``NAV``) and links up and across."""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
-from sqlalchemy.exc import NoResultFound
+from sqlalchemy.exc import DBAPIError, NoResultFound
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,6 +21,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from zeroarchive.core.schedule import STOP
+from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
@@ -25,10 +30,14 @@ from zeroarchive.monitor.masking import masked_config, masked_url
 from zeroarchive.monitor.stats_cache import StatsView
 from zeroarchive.sources import site_type_names
 from zeroarchive.storage.browse import (
+    PublicationVersion,
+    SnapshotFacts,
+    SnapshotParse,
     find_article,
     find_sites,
     publication_versions,
     recent_articles,
+    snapshot_parses,
     snapshot_timeline,
 )
 from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStats
@@ -46,6 +55,9 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 ACTIVE_CHOICES = {"": "all", "yes": "active", "no": "inactive"}
+#: The navigation bar, in one place: (path, label). A page whose path starts with an
+#: entry's path shows that entry as current. /search and /events are other modules' pages.
+NAV = (("/sites", "Sites"), ("/search", "Search"), ("/events", "Events"))
 
 
 class IdConvertor(Convertor[int]):
@@ -85,9 +97,25 @@ templates.env.filters["next_snapshot"] = next_snapshot
 templates.env.filters["masked_url"] = masked_url
 
 
+def current_nav(path: str) -> str:
+    """The navigation entry a path belongs to ("/" is the sites' dashboard).
+
+    >>> current_nav("/"), current_nav("/articles/5"), current_nav("/search"), current_nav("/x")
+    ('/sites', '/sites', '/search', '')
+    """
+    if path == "/" or path.startswith(("/sites", "/articles")):
+        return "/sites"
+    return next((entry for entry, _ in NAV if path.startswith(entry)), "")
+
+
 def _render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
     stats: StatsView = request.app.state.stats.current()
-    context = {"stats_counted_at": stats.counted_at, **context}
+    context = {
+        "stats_counted_at": stats.counted_at,
+        "nav": NAV,
+        "current": current_nav(request.url.path),
+        **context,
+    }
     return templates.TemplateResponse(
         request, name, context, status_code=status, headers=PAGE_HEADERS
     )
@@ -95,6 +123,25 @@ def _render(request: Request, name: str, context: dict[str, Any], status: int = 
 
 def _not_found(request: Request, what: str) -> Response:
     return _render(request, "not_found.html", {"what": what}, status=404)
+
+
+def timed(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    """A page under MONITOR_REQUEST_SECONDS: its statements are cut at the deadline (or
+    when the server stops) and the page answers 503 in one log line."""
+
+    @functools.wraps(handler)
+    def run(request: Request) -> Response:
+        state = request.app.state
+        with deadline.deadline(state.config.limits.request_seconds, state.stopping):
+            try:
+                return handler(request)
+            except (deadline.TimeUp, DBAPIError):
+                if not deadline.expired():
+                    raise
+                why = "the page ran out of time (MONITOR_REQUEST_SECONDS)"
+                return state.refusals.plain(request.scope, 503, why)
+
+    return run
 
 
 def flags(row: SiteStats) -> list[str]:
@@ -147,6 +194,7 @@ def dashboard(request: Request) -> Response:
     chosen_active = request.query_params.get("active", "")
     if chosen_active not in ACTIVE_CHOICES:
         chosen_active = ""
+    urls = {site.site_id: masked_url(site.url) for site in find_sites(request.app.state.engine)}
     rows = [
         row
         for row in view.sites
@@ -163,6 +211,7 @@ def dashboard(request: Request) -> Response:
                     row,
                     flags(row),
                     charts.of(view, row.site_id, f"new articles per day of {row.name}"),
+                    urls.get(row.site_id, ""),
                 )
                 for row in rows
             ],
@@ -178,6 +227,7 @@ def dashboard(request: Request) -> Response:
             },
             "chart_days": charts.days,
             "counting_seconds": view.seconds,
+            "refused": request.app.state.refusals.total,
         },
     )
 
@@ -225,13 +275,17 @@ def article_page(request: Request) -> Response:
     elif len(versions) >= 2:
         old_id, new_id = versions[-2].publication_id, versions[-1].publication_id
     sites = find_sites(engine, found.site_id)
+    snapshots = snapshot_timeline(engine, article_id)
     return _render(
         request,
         "article.html",
         {
             "article": found,
             "site": sites[0] if sites else None,
-            "snapshots": snapshot_timeline(engine, article_id),
+            "latest": latest(versions),
+            "version_of": {version.publication_id: version.version for version in versions},
+            "timeline": timeline(snapshots, versions, snapshot_parses(engine, article_id)),
+            "snapshots": snapshots,
             "versions": versions,
             "old": by_id.get(old_id),
             "new": by_id.get(new_id),
@@ -240,19 +294,62 @@ def article_page(request: Request) -> Response:
     )
 
 
+def latest(versions: list[PublicationVersion]) -> PublicationVersion | None:
+    """The version a reader sees now: the last one first seen (of any parser version)."""
+    return max(versions, key=lambda v: (v.first_seen_at, v.parsed_at), default=None)
+
+
+@dataclass(frozen=True)
+class Moment:
+    """One entry of an article's timeline: a snapshot, or a version first seen."""
+
+    at: int
+    snapshot: SnapshotFacts | None = None
+    version: PublicationVersion | None = None
+    parsed_as: tuple[SnapshotParse, ...] = ()
+
+
+def timeline(
+    snapshots: list[SnapshotFacts],
+    versions: list[PublicationVersion],
+    parses: list[SnapshotParse],
+) -> list[Moment]:
+    """Snapshots and versions in the order they happened (a version after the snapshot
+    it was first seen in), each snapshot with what it was parsed into."""
+    parsed: dict[int, list[SnapshotParse]] = {}
+    for parse in parses:
+        parsed.setdefault(parse.snapshot_at, []).append(parse)
+    moments = [
+        Moment(
+            snapshot.snapshot_at,
+            snapshot=snapshot,
+            parsed_as=tuple(parsed.get(snapshot.snapshot_at, ())),
+        )
+        for snapshot in snapshots
+    ]
+    moments += [Moment(version.first_seen_at, version=version) for version in versions]
+    return sorted(moments, key=lambda moment: (moment.at, moment.snapshot is None))
+
+
 def snapshot_page(request: Request) -> Response:
     article_id = request.path_params["article_id"]
     snapshot_at = request.path_params["snapshot_at"]
     engine = request.app.state.engine
     found = find_article(engine, article_id)
-    timeline = snapshot_timeline(engine, article_id)
-    snapshot = next((s for s in timeline if s.snapshot_at == snapshot_at), None)
+    snapshots = snapshot_timeline(engine, article_id)
+    snapshot = next((s for s in snapshots if s.snapshot_at == snapshot_at), None)
     if found is None or snapshot is None:
         return _not_found(request, f"snapshot {snapshot_at} of article {article_id}")
+    sites = find_sites(engine, found.site_id)
     return _render(
         request,
         "snapshot.html",
-        {"article": found, "snapshot": snapshot, "timeline": timeline},
+        {
+            "article": found,
+            "site": sites[0] if sites else None,
+            "snapshot": snapshot,
+            "timeline": snapshots,
+        },
     )
 
 
@@ -283,15 +380,18 @@ def archived_page(request: Request) -> Response:
 
 def routes() -> list[Route]:
     return [
-        Route("/", dashboard, name="dashboard"),
-        Route("/sites/{site_id:id}", site_page, name="site"),
-        Route("/articles/{article_id:id}", article_page, name="article"),
+        Route("/", timed(dashboard), name="home"),
+        Route("/sites", timed(dashboard), name="dashboard"),
+        Route("/sites/{site_id:id}", timed(site_page), name="site"),
+        Route("/articles/{article_id:id}", timed(article_page), name="article"),
         Route(
-            "/articles/{article_id:id}/snapshots/{snapshot_at:id}", snapshot_page, name="snapshot"
+            "/articles/{article_id:id}/snapshots/{snapshot_at:id}",
+            timed(snapshot_page),
+            name="snapshot",
         ),
         Route(
             "/articles/{article_id:id}/snapshots/{snapshot_at:id}/page",
-            archived_page,
+            timed(archived_page),
             name="archived",
         ),
     ]

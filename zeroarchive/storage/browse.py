@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from zeroarchive.storage.schema import article, article_snapshot, publication, site
+from zeroarchive.storage.schema import (
+    article,
+    article_snapshot,
+    publication,
+    publication_mapping,
+    site,
+)
 
 
 @dataclass(frozen=True)
@@ -185,3 +191,28 @@ def publication_versions(engine: Engine, article_id: int) -> list[PublicationVer
     )
     with engine.connect() as conn:
         return [PublicationVersion(**row._mapping) for row in conn.execute(query)]
+
+
+@dataclass(frozen=True)
+class SnapshotParse:
+    snapshot_at: int
+    parser_version: str
+    publication_id: int | None  # None: the snapshot could not be parsed
+    status: str
+
+
+def snapshot_parses(engine: Engine, article_id: int) -> list[SnapshotParse]:
+    """What each snapshot of an article was parsed into, per parser version, oldest first
+    (the primary key of ``publication_mapping``)."""
+    query = (
+        select(
+            publication_mapping.c.snapshot_at,
+            publication_mapping.c.parser_version,
+            publication_mapping.c.publication_id,
+            publication_mapping.c.status,
+        )
+        .where(publication_mapping.c.article_id == article_id)
+        .order_by(publication_mapping.c.snapshot_at, publication_mapping.c.parser_version)
+    )
+    with engine.connect() as conn:
+        return [SnapshotParse(**row._mapping) for row in conn.execute(query)]
