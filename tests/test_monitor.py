@@ -244,6 +244,8 @@ def test_site_page_hides_credentials(client: TestClient, built: Built) -> None:
     articles = re.findall(r'data-label="id"><a href="/articles/(\d+)">', page.text)
     # The most recently found first: today's two, yesterday's, then the one of 2 days ago.
     assert len(articles) == 9 and int(articles[3]) == built.article_id
+    # A parsed article shows its latest title, its URL under it.
+    assert re.search(rf'<a href="/articles/{built.article_id}">[^<]*結束禁食', page.text)
     assert client.get("/sites/999").status_code == 404
     graph = graphql(client, "{ sites { items { url } } }")
     assert PROXY_PASSWORD not in str(graph)

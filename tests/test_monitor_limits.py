@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 from tests.conftest import REPO
 from tests.monitor_archive import Built, build
 from tests.test_monitor import config, make_client
-from zeroarchive.monitor import deadline, sites_api
+from zeroarchive.monitor import deadline, pages, sites_api
 from zeroarchive.monitor.config import Limits, MonitorConfig
 from zeroarchive.monitor.masking import masked_config, masked_url
 from zeroarchive.monitor.query_limits import QueryLimits
@@ -278,6 +278,21 @@ def test_time_limit_stops_the_work(
         monkeypatch.undo()
         assert post(client, SITES).json() == {"data": {"sites": {"count": 4}}}
     assert all(r.exc_info is None for r in refusals(caplog))
+
+
+def test_a_page_over_its_time_is_503(
+    db_url: str, built: Built, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def slow_article(engine: Any, _article_id: int) -> None:
+        with engine.connect() as conn:
+            conn.execute(text(SLOW_SQL)).scalar()
+
+    monkeypatch.setattr(pages, "find_article", slow_article)
+    with make_client(db_url, limits=Limits(request_seconds=0.5)) as client:
+        answer = client.get(f"/articles/{built.article_id}")
+        assert answer.status_code == 503 and "ran out of time" in answer.text
+        assert "ran out of time" in assert_one_short_line(caplog)
+        assert client.get("/sites").status_code == 200
 
 
 def test_deadline_cuts_a_statement(db_url: str, built: Built) -> None:

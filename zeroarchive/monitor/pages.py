@@ -35,6 +35,7 @@ from zeroarchive.storage.browse import (
     SnapshotParse,
     find_article,
     find_sites,
+    latest_titles,
     publication_versions,
     recent_articles,
     snapshot_parses,
@@ -240,6 +241,7 @@ def site_page(request: Request) -> Response:
         return _not_found(request, f"site {site_id}")
     view: StatsView = request.app.state.stats.current()
     row = view.of_site(site_id)
+    articles = recent_articles(engine, site_id, request.app.state.config.site_articles)
     return _render(
         request,
         "site.html",
@@ -251,7 +253,8 @@ def site_page(request: Request) -> Response:
             "new_days": NEW_ARTICLE_DAYS,
             "chart": request.app.state.charts.of(view, site_id, "new articles per day"),
             "chart_days": request.app.state.charts.days,
-            "articles": recent_articles(engine, site_id, request.app.state.config.site_articles),
+            "articles": articles,
+            "titles": latest_titles(engine, [found.article_id for found in articles]),
         },
     )
 

@@ -216,3 +216,17 @@ def snapshot_parses(engine: Engine, article_id: int) -> list[SnapshotParse]:
     )
     with engine.connect() as conn:
         return [SnapshotParse(**row._mapping) for row in conn.execute(query)]
+
+
+def latest_titles(engine: Engine, article_ids: list[int]) -> dict[int, str]:
+    """The title of each article's latest version (the last first seen), for the articles
+    parsed at all: one query over the publication table's article index."""
+    if not article_ids:
+        return {}
+    query = (
+        select(publication.c.article_id, publication.c.title)
+        .where(publication.c.article_id.in_(article_ids))
+        .order_by(publication.c.first_seen_at, publication.c.parsed_at)
+    )
+    with engine.connect() as conn:
+        return {row.article_id: row.title for row in conn.execute(query)}
