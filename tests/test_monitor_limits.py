@@ -115,6 +115,9 @@ def test_fragments_count_as_expanded(client: TestClient) -> None:
     answer = post(client, " ".join(bomb))
     assert answer.status_code == 400
     assert "over 1000 fields" in answer.json()["errors"][0]["message"]
+    unused = "fragment F on SitesResult { " + " ".join(["count"] * 900) + " }"
+    answer = post(client, "{ sites { count } } " + unused)  # validation reads it all the same
+    assert answer.status_code == 400 and "selected 900 times" in answer.text
     cycle = post(client, "{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }")
     assert cycle.status_code == 400 and "Cannot spread fragment" in cycle.text
 

@@ -186,4 +186,11 @@ def check_query(
         if isinstance(definition, OperationDefinitionNode):
             root = roots.get(definition.operation.value)
             walk.walk([definition.selection_set], root, 1, 1, {})
+    # Validation reads every fragment, spread or not: each is held to the same limits on
+    # its own (an unused fragment of 2,700 copies of one field took 28 s to validate).
+    for name, fragment in fragments.items():
+        alone = _Walk(limits, fragments, variables or {}, sizes, _stack=[name])
+        alone.walk(
+            [fragment.selection_set], schema.get_type(fragment.type_condition.name.value), 1, 1, {}
+        )
     return walk.cost
