@@ -164,9 +164,10 @@ LOGSTATS_INTERVAL = 60.0
 # again, the days its charts draw, and how many articles a site page lists.
 # MONITOR_ALLOWED_HOSTS: the Host names clients use besides loopback ones (needed to listen
 # on 0.0.0.0). The rest bounds what one request may cost (docs/researchers/monitor.md,
-# "Limits"): body and query size, GraphQL depth, aliases, fields, repeats of one field in
-# one selection set, cost (a list multiplies what is under it by its size), seconds of
-# work, requests at once, connections, the wait of a stopping server, log lines a minute.
+# "Limits"): body and query size, GraphQL depth, aliases, fields, fragments, repeats of one
+# field in one selection set, cost (a list multiplies what is under it by its size),
+# seconds of work, requests at once, connections, the wait of a stopping server, log lines
+# a minute.
 MONITOR_ALLOWED_HOSTS: list[str] = []
 MONITOR_CHART_DAYS = 28
 MONITOR_HOST = "127.0.0.1"
@@ -177,6 +178,7 @@ MONITOR_MAX_CONNECTIONS = 100
 MONITOR_MAX_COST = 200_000
 MONITOR_MAX_DEPTH = 10
 MONITOR_MAX_FIELDS = 1000
+MONITOR_MAX_FRAGMENTS = 20
 MONITOR_MAX_QUERY_CHARS = 16_384
 MONITOR_MAX_REPEATS = 5
 MONITOR_PORT = 8080

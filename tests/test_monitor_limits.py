@@ -110,14 +110,19 @@ def test_fragments_count_as_expanded(client: TestClient) -> None:
     )
     assert "selected 6 times" in spread.json()["errors"][0]["message"]
     bomb = ["query { ...F0 }"]
-    bomb += [f"fragment F{n} on Query {{ ...F{n + 1} ...F{n + 1} }}" for n in range(20)]
-    bomb.append("fragment F20 on Query { sites { count } }")
+    # 15 fragments, each spreading the next twice: 2^14 copies of the last.
+    bomb += [f"fragment F{n} on Query {{ ...F{n + 1} ...F{n + 1} }}" for n in range(14)]
+    bomb.append("fragment F14 on Query { sites { count } }")
     answer = post(client, " ".join(bomb))
     assert answer.status_code == 400
     assert "over 1000 fields" in answer.json()["errors"][0]["message"]
     unused = "fragment F on SitesResult { " + " ".join(["count"] * 900) + " }"
     answer = post(client, "{ sites { count } } " + unused)  # validation reads it all the same
     assert answer.status_code == 400 and "selected 900 times" in answer.text
+    many = " ".join(f"fragment F{n} on SitesResult {{ x{n} }}" for n in range(21))
+    spreads = " ".join(f"...F{n}" for n in range(21))
+    answer = post(client, f"{{ sites {{ {spreads} }} }} {many}")
+    assert answer.status_code == 400 and "over 20 fragments" in answer.text
     cycle = post(client, "{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }")
     assert cycle.status_code == 400 and "Cannot spread fragment" in cycle.text
 
