@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
@@ -28,10 +29,13 @@ from tests.conftest import REPO
 from tests.monitor_archive import Built, build
 from tests.test_monitor import config, make_client
 from zeroarchive.monitor import deadline, pages, sites_api
+from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import Limits, MonitorConfig
 from zeroarchive.monitor.masking import masked_config, masked_url
 from zeroarchive.monitor.query_limits import QueryLimits
+from zeroarchive.monitor.serve import make_server
 from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.site_stats import SiteStatsConfig
 
 SITES = "{ sites { count } }"
 # Counts a billion rows (1,000 cubed: MariaDB recurses 1,000 times at most): minutes of
@@ -301,6 +305,65 @@ def test_a_page_over_its_time_is_503(
         assert answer.status_code == 503 and "ran out of time" in answer.text
         assert "ran out of time" in assert_one_short_line(caplog)
         assert client.get("/sites").status_code == 200
+
+
+def test_stopping_stops_a_running_query(
+    db_url: str, built: Built, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM's handler, with a query an hour from its deadline: the statement stops at
+    once and the server exits (the test's waits only guard against a hang)."""
+    started, done = threading.Event(), threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def slow_sites(engine: Any, *_args: Any) -> list[Any]:
+        started.set()
+        try:
+            with engine.connect() as conn:
+                outcome["count"] = conn.execute(text(SLOW_SQL)).scalar()
+        except Exception as exc:  # interrupted, or stopped before it began
+            outcome["error"] = type(exc).__name__
+            raise
+        finally:
+            done.set()
+        return []
+
+    monkeypatch.setattr(sites_api, "find_sites", slow_sites)
+    monitor = config(port=free_port(), limits=Limits(request_seconds=3600, shutdown_seconds=2))
+    app = create_app(open_archive(url=db_url).engine, monitor, SiteStatsConfig(3, 3600))
+    server = make_server(app, monitor)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(600):
+        if server.started:
+            break
+        time.sleep(0.05)
+    answers: list[int] = []
+
+    def ask() -> None:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{monitor.port}/graphql",
+            data=b'{"query": "{ sites { count } }"}',
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                answers.append(response.status)
+        except urllib.error.HTTPError as refused:
+            answers.append(refused.code)
+        except OSError:
+            answers.append(0)  # the connection closed by the stopping server
+
+    client = threading.Thread(target=ask, daemon=True)
+    client.start()
+    assert started.wait(60)
+    server.handle_exit(signal.SIGTERM, None)
+    assert done.wait(60), "the statement was not stopped"
+    thread.join(60)
+    assert not thread.is_alive(), "the server did not stop"
+    client.join(60)
+    assert "count" not in outcome
+    assert outcome["error"] in ("OperationalError", "TimeUp"), outcome
+    assert answers and answers[0] in (503, 0)
 
 
 def test_deadline_cuts_a_statement(db_url: str, built: Built) -> None:

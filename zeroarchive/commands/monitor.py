@@ -4,7 +4,6 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -82,10 +81,9 @@ class Command(ScrapyCommand):
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        import uvicorn
-
         from zeroarchive.monitor.app import create_app
         from zeroarchive.monitor.config import MonitorConfig
+        from zeroarchive.monitor.serve import make_server
 
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
@@ -106,27 +104,7 @@ class Command(ScrapyCommand):
             config.port,
             "auth required" if config.requires_auth else "no auth: loopback only",
         )
-        stopping = app.state.stopping
-
-        class Server(uvicorn.Server):
-            def handle_exit(self, sig: int, frame: Any) -> None:
-                # Running queries stop at their next statement; the server waits no longer
-                # than MONITOR_SHUTDOWN_SECONDS for the answers.
-                stopping.set()
-                super().handle_exit(sig, frame)
-
-        server = Server(
-            uvicorn.Config(
-                app,
-                host=config.host,
-                port=config.port,
-                log_config=None,
-                access_log=False,
-                server_header=False,
-                limit_concurrency=config.limits.connections,
-                timeout_graceful_shutdown=config.limits.shutdown_seconds,
-            )
-        )
+        server = make_server(app, config)
         server.run()
         logger.info("Monitor stopped")
         engine.dispose()
