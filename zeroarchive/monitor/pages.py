@@ -8,7 +8,6 @@ import datetime as dt
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,9 @@ from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.diff import side_by_side
 from zeroarchive.monitor.masking import masked_config, masked_url
 from zeroarchive.monitor.stats_cache import StatsView
+from zeroarchive.monitor.timeline import latest, timeline
 from zeroarchive.sources import site_type_names
 from zeroarchive.storage.browse import (
-    PublicationVersion,
-    SnapshotFacts,
-    SnapshotParse,
     find_article,
     find_sites,
     latest_titles,
@@ -109,7 +106,10 @@ def current_nav(path: str) -> str:
     return next((entry for entry, _ in NAV if path.startswith(entry)), "")
 
 
-def _render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+    """A page of the monitor from ``templates/``, with what base.html needs (the navigation
+    bar, the time of the counts) and the pages' security headers. Other pages (search,
+    events) render through it too, so they get the same bar."""
     stats: StatsView = request.app.state.stats.current()
     context = {
         "stats_counted_at": stats.counted_at,
@@ -123,7 +123,7 @@ def _render(request: Request, name: str, context: dict[str, Any], status: int = 
 
 
 def _not_found(request: Request, what: str) -> Response:
-    return _render(request, "not_found.html", {"what": what}, status=404)
+    return render(request, "not_found.html", {"what": what}, status=404)
 
 
 def timed(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
@@ -203,7 +203,7 @@ def dashboard(request: Request) -> Response:
         and (not chosen_category or row.category == chosen_category)
         and (not chosen_active or row.is_active == (chosen_active == "yes"))
     ]
-    return _render(
+    return render(
         request,
         "dashboard.html",
         {
@@ -242,7 +242,7 @@ def site_page(request: Request) -> Response:
     view: StatsView = request.app.state.stats.current()
     row = view.of_site(site_id)
     articles = recent_articles(engine, site_id, request.app.state.config.site_articles)
-    return _render(
+    return render(
         request,
         "site.html",
         {
@@ -279,7 +279,7 @@ def article_page(request: Request) -> Response:
         old_id, new_id = versions[-2].publication_id, versions[-1].publication_id
     sites = find_sites(engine, found.site_id)
     snapshots = snapshot_timeline(engine, article_id)
-    return _render(
+    return render(
         request,
         "article.html",
         {
@@ -297,43 +297,6 @@ def article_page(request: Request) -> Response:
     )
 
 
-def latest(versions: list[PublicationVersion]) -> PublicationVersion | None:
-    """The version a reader sees now: the last one first seen (of any parser version)."""
-    return max(versions, key=lambda v: (v.first_seen_at, v.parsed_at), default=None)
-
-
-@dataclass(frozen=True)
-class Moment:
-    """One entry of an article's timeline: a snapshot, or a version first seen."""
-
-    at: int
-    snapshot: SnapshotFacts | None = None
-    version: PublicationVersion | None = None
-    parsed_as: tuple[SnapshotParse, ...] = ()
-
-
-def timeline(
-    snapshots: list[SnapshotFacts],
-    versions: list[PublicationVersion],
-    parses: list[SnapshotParse],
-) -> list[Moment]:
-    """Snapshots and versions in the order they happened (a version after the snapshot
-    it was first seen in), each snapshot with what it was parsed into."""
-    parsed: dict[int, list[SnapshotParse]] = {}
-    for parse in parses:
-        parsed.setdefault(parse.snapshot_at, []).append(parse)
-    moments = [
-        Moment(
-            snapshot.snapshot_at,
-            snapshot=snapshot,
-            parsed_as=tuple(parsed.get(snapshot.snapshot_at, ())),
-        )
-        for snapshot in snapshots
-    ]
-    moments += [Moment(version.first_seen_at, version=version) for version in versions]
-    return sorted(moments, key=lambda moment: (moment.at, moment.snapshot is None))
-
-
 def snapshot_page(request: Request) -> Response:
     article_id = request.path_params["article_id"]
     snapshot_at = request.path_params["snapshot_at"]
@@ -344,7 +307,7 @@ def snapshot_page(request: Request) -> Response:
     if found is None or snapshot is None:
         return _not_found(request, f"snapshot {snapshot_at} of article {article_id}")
     sites = find_sites(engine, found.site_id)
-    return _render(
+    return render(
         request,
         "snapshot.html",
         {
