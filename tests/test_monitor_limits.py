@@ -260,7 +260,8 @@ def test_refusal_log_is_escaped_and_rate_limited(
     clock[0] = 61.0
     client.get("/", headers={"Host": "evil.example"})
     assert "(30 more refusal(s) not logged)" in assert_one_short_line(caplog)
-    assert log.counts[400] >= 53
+    assert log.counts[400] >= 53 and log.total == sum(log.counts.values())
+    assert f"{log.total} request(s) refused" in client.get("/sites").text
 
 
 def test_time_limit_stops_the_work(

@@ -48,7 +48,8 @@ class Refusals:
 
     @property
     def total(self) -> int:
-        return sum(self.counts.values())
+        """Requests refused (4xx and 503), not answers that carried field errors."""
+        return sum(count for status, count in self.counts.items() if status >= 400)
 
     def note(self, scope: Scope, status: int, why: str, what: str = "refused") -> None:
         """Count one refusal (or an answer of errors) and log it, unless this minute's
