@@ -294,7 +294,8 @@ def scrapy_problems(argv: list[str]) -> list[str]:
 def scrapy_lines(block: Block) -> list[list[str]]:
     """The scrapy invocations of a shell block, each as its arguments after ``scrapy``."""
     found = []
-    for line in block.text.splitlines():
+    # A line ending in a backslash goes on on the next one.
+    for line in block.text.replace("\\\n", " ").splitlines():
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
         lexer.commenters = "#"
