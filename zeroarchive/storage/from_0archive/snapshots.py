@@ -1,0 +1,198 @@
+"""0archive's snapshots as the archive stores snapshots: the bytes 0archive held,
+byte for byte, compressed, and stored once per article and content (a repeat, or the same
+page in a rotated table and the live one, stores no bytes again; ``read_snapshot`` finds
+them). A snapshot already in the archive (same article, same second) is not added again,
+which makes a second or resumed run add nothing twice.
+
+0archive kept no status, headers or final URL: a snapshot is recorded as a 200 of the
+article's URL with no headers. Its text was UTF-8 (MEDIUMTEXT); bytes that are not valid
+UTF-8 are kept as they are, with the encoding they decode best with, and named.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, select, tuple_, update
+from sqlalchemy.engine import Connection, Engine
+
+from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.sites.record import SiteConfigError, parse_config
+from zeroarchive.storage.compression import compress
+from zeroarchive.storage.dialect import insert_ignore
+from zeroarchive.storage.from_0archive.ids import ARTICLE, known_ids
+from zeroarchive.storage.from_0archive.source import OldSnapshot
+from zeroarchive.storage.schema import article, article_snapshot, site
+
+_NO_HEADERS = "{}"
+
+_LAST_HASH = (
+    update(article)
+    .where(
+        article.c.article_id == bindparam("p_id"),
+        article.c.last_snapshot_at <= bindparam("p_at"),
+    )
+    .values(last_content_hash=bindparam("p_hash"))
+)
+
+
+@dataclass
+class SnapshotCounts:
+    imported: int = 0
+    stored_bytes: int = 0
+    already: int = 0
+    skipped: int = 0
+    not_utf8: int = 0
+
+
+def text_encoding(raw: bytes) -> str | None:
+    """None when ``raw`` is valid UTF-8 text, else the codec it decodes best with.
+
+    >>> page = "<p>台灣的新聞報導，今天天氣很好</p>" * 3
+    >>> text_encoding(page.encode()), text_encoding(page.encode("big5"))
+    (None, 'cp950')
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return detect_encoding(raw)
+    return None
+
+
+def skip_reason(snap: OldSnapshot, imported: bool) -> str:
+    """Why a snapshot cannot come over (``imported``: whether its article did)."""
+    if imported:
+        return "raw_data is NULL"
+    if snap.site_id is None:
+        return f"no article {snap.article_id} in 0archive"
+    return f"its article {snap.article_id} was skipped (see above)"
+
+
+class SnapshotWriter:
+    def __init__(self, engine: Engine, source: str) -> None:
+        self.engine = engine
+        self.source = source
+        self._renders: dict[int, bool] = {}
+
+    def write(
+        self,
+        batch: Sequence[OldSnapshot],
+        counts: SnapshotCounts,
+        skip: Callable[[str, str], None],
+        problem: Callable[[str, str], None],
+    ) -> None:
+        """Import one batch: reads and compression first, then one short transaction."""
+        with self.engine.connect() as conn:
+            ids = known_ids(conn, self.source, ARTICLE, [s.article_id for s in batch])
+            wanted: dict[tuple[int, int], OldSnapshot] = {}
+            for snap in batch:
+                new_id = ids.get(snap.article_id)
+                if new_id is None or snap.raw is None:
+                    skip(snap.name(), skip_reason(snap, new_id is not None))
+                    counts.skipped += 1
+                    continue
+                key = (new_id, snap.snapshot_at)
+                if key in wanted:
+                    counts.already += 1  # the same snapshot twice in 0archive
+                    continue
+                wanted[key] = snap
+            if not wanted:
+                return
+            taken = _taken(conn, list(wanted))
+            counts.already += len(taken)
+            for key in taken:
+                del wanted[key]
+            if not wanted:
+                return
+            articles = {
+                int(row.article_id): row
+                for row in conn.execute(
+                    select(article.c.article_id, article.c.site_id, article.c.url).where(
+                        article.c.article_id.in_(sorted({key[0] for key in wanted}))
+                    )
+                )
+            }
+            with_bytes = _hashes_with_bytes(conn, set(articles))
+            renders = self._site_renders(conn, {int(row.site_id) for row in articles.values()})
+        rows: list[dict[str, Any]] = []
+        newest: dict[int, tuple[int, bytes]] = {}
+        for (article_id, at), snap in wanted.items():
+            raw = snap.raw
+            assert raw is not None
+            digest = hashlib.sha256(raw).digest()
+            encoding = text_encoding(raw)
+            if encoding is not None:
+                problem(snap.name(), f"not valid UTF-8 text: stored as it is, read as {encoding}")
+                counts.not_utf8 += 1
+            data: bytes | None = None
+            codec: str | None = None
+            if (article_id, digest) not in with_bytes:
+                data, codec = compress(raw)
+                with_bytes.add((article_id, digest))
+                counts.stored_bytes += len(data)
+            row = articles[article_id]
+            rows.append(
+                {
+                    "article_id": article_id,
+                    "snapshot_at": at,
+                    "snapshot_at_date": dt.datetime.fromtimestamp(at, dt.UTC).date(),
+                    "status": 200,
+                    "final_url": row.url,
+                    "headers": _NO_HEADERS,
+                    "encoding": encoding or "utf-8",
+                    "content_hash": digest,
+                    "raw_size": len(raw),
+                    "raw_data": data,
+                    "codec": codec,
+                    "rendered": renders.get(int(row.site_id), False),
+                }
+            )
+            if at >= newest.get(article_id, (-1, b""))[0]:
+                newest[article_id] = (at, digest)
+        with self.engine.begin() as conn:
+            conn.execute(insert_ignore(conn, article_snapshot), rows)
+            conn.execute(
+                _LAST_HASH,
+                [{"p_id": i, "p_at": at, "p_hash": h} for i, (at, h) in newest.items()],
+            )
+        counts.imported += len(rows)
+
+    def _site_renders(self, conn: Connection, site_ids: set[int]) -> dict[int, bool]:
+        """Whether each site's pages were rendered by a browser (0archive's ``selenium``):
+        its snapshots are the DOM the browser built."""
+        missing = site_ids - self._renders.keys()
+        if missing:
+            query = select(site.c.site_id, site.c.name, site.c.config).where(
+                site.c.site_id.in_(sorted(missing))
+            )
+            for row in conn.execute(query):
+                try:
+                    render = parse_config(json.loads(row.config or "{}"), row.name).render
+                except (ValueError, SiteConfigError):
+                    render = False
+                self._renders[int(row.site_id)] = render
+        return {site_id: self._renders.get(site_id, False) for site_id in site_ids}
+
+
+def _taken(conn: Connection, keys: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    query = select(article_snapshot.c.article_id, article_snapshot.c.snapshot_at).where(
+        tuple_(article_snapshot.c.article_id, article_snapshot.c.snapshot_at).in_(sorted(keys))
+    )
+    return {(int(row.article_id), int(row.snapshot_at)) for row in conn.execute(query)}
+
+
+def _hashes_with_bytes(conn: Connection, ids: set[int]) -> set[tuple[int, bytes]]:
+    query = (
+        select(article_snapshot.c.article_id, article_snapshot.c.content_hash)
+        .where(
+            article_snapshot.c.article_id.in_(sorted(ids)),
+            article_snapshot.c.raw_data.is_not(None),
+        )
+        .distinct()
+    )
+    return {(int(row.article_id), bytes(row.content_hash)) for row in conn.execute(query)}
