@@ -9,13 +9,13 @@ same way, writes nothing, and names every problem.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from sqlalchemy.engine import Engine
 
+from zeroarchive.core import clock
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.urls import UrlRejected
 from zeroarchive.storage.from_0archive.articles import (
@@ -90,7 +90,7 @@ class ZeroArchiveImport:
         self.options = options
         self.say = say
         self.stream = progress_stream
-        self.now = now if now is not None else int(time.time())
+        self.now = now if now is not None else clock.now()
         self.report = ImportReport(dry_run=options.dry_run)
 
     def skip(self, what: str, reason: str) -> None:
