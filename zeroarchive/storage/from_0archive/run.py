@@ -32,7 +32,7 @@ from zeroarchive.storage.from_0archive.snapshots import (
     skip_reason,
     text_encoding,
 )
-from zeroarchive.storage.from_0archive.source import OldSnapshot, ZeroArchiveDb
+from zeroarchive.storage.from_0archive.source import OldSnapshot, ZeroArchiveDb, prefetched
 
 RESUME = "run the same command again: what is imported already is skipped"
 
@@ -44,7 +44,7 @@ class ImportOptions:
     #: Rows per batch (one transaction each).
     batch: int = 200
     #: Raw snapshot bytes per batch at most (bounds memory with pages of up to 16 MB).
-    batch_bytes: int = 32 * 1024 * 1024
+    batch_bytes: int = 16 * 1024 * 1024
     dry_run: bool = False
     #: Type labels to site types (``sources.label_types`` with AIRTABLE_TYPE_MAP).
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -187,8 +187,10 @@ class ZeroArchiveImport:
         counts = self.report.snapshots
         writer = SnapshotWriter(self.engine, self.source.key) if self.engine else None
         total = self.source.estimated_rows(table)
-        batches = self.source.snapshots(
-            table, self.options.site_ids, self.options.batch, self.options.batch_bytes
+        batches = prefetched(
+            self.source.snapshots(
+                table, self.options.site_ids, self.options.batch, self.options.batch_bytes
+            )
         )
         with self._progress(f"0archive snapshots ({table})", total, "snapshot") as progress:
             for batch in batches:

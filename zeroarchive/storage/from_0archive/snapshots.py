@@ -15,6 +15,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,14 @@ class SnapshotCounts:
     already: int = 0
     skipped: int = 0
     not_utf8: int = 0
+
+
+# Two threads: the machine's other core; more only contend with the reader and the database.
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="import-0archive")
+
+
+def _facts(raw: bytes) -> tuple[bytes, str | None]:
+    return hashlib.sha256(raw).digest(), text_encoding(raw)
 
 
 def text_encoding(raw: bytes) -> str | None:
@@ -119,22 +128,30 @@ class SnapshotWriter:
             }
             with_bytes = _hashes_with_bytes(conn, set(articles))
             renders = self._site_renders(conn, {int(row.site_id) for row in articles.values()})
+        keys = list(wanted)
+        raws = [wanted[key].raw or b"" for key in keys]
+        # hashlib and zstd let go of the GIL on large inputs: pages are checked and
+        # compressed on a few threads while the next batch is read (``prefetched``).
+        facts = list(_POOL.map(_facts, raws))
+        fresh: dict[int, bytes] = {}
+        for index, ((article_id, _), (digest, _encoding)) in enumerate(
+            zip(keys, facts, strict=True)
+        ):
+            if (article_id, digest) not in with_bytes:
+                with_bytes.add((article_id, digest))
+                fresh[index] = raws[index]
+        frames = dict(zip(fresh, _POOL.map(compress, fresh.values()), strict=True))
         rows: list[dict[str, Any]] = []
         newest: dict[int, tuple[int, bytes]] = {}
-        for (article_id, at), snap in wanted.items():
-            raw = snap.raw
-            assert raw is not None
-            digest = hashlib.sha256(raw).digest()
-            encoding = text_encoding(raw)
+        for index, ((article_id, at), (digest, encoding)) in enumerate(
+            zip(keys, facts, strict=True)
+        ):
+            snap, raw = wanted[(article_id, at)], raws[index]
             if encoding is not None:
                 problem(snap.name(), f"not valid UTF-8 text: stored as it is, read as {encoding}")
                 counts.not_utf8 += 1
-            data: bytes | None = None
-            codec: str | None = None
-            if (article_id, digest) not in with_bytes:
-                data, codec = compress(raw)
-                with_bytes.add((article_id, digest))
-                counts.stored_bytes += len(data)
+            data, codec = frames.get(index, (None, None))
+            counts.stored_bytes += len(data or b"")
             row = articles[article_id]
             rows.append(
                 {

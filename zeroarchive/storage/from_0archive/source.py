@@ -11,14 +11,17 @@ some of it is not valid UTF-8, and decoding it on the way would change it.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from queue import Empty, Full, Queue
+from typing import Any, TypeVar
 
 import pymysql
 import pymysql.cursors
 from sqlalchemy.engine import make_url
 
+T = TypeVar("T")
 LIVE_TABLE = "ArticleSnapshot"
 # zs-dump.py's pattern of snapshot tables; rotation named them after their month.
 ROTATED_TABLE = re.compile(r"^(?:Article)?Snapshot(\d+)$", re.IGNORECASE)
@@ -259,3 +262,47 @@ def _in(column: str, ids: Sequence[int] | None) -> tuple[str, list[int]]:
     if not ids:
         return "", []
     return f" WHERE {column} IN ({', '.join(['%s'] * len(ids))})", list(ids)
+
+
+_DONE = object()
+
+
+def prefetched(batches: Iterator[T], depth: int = 1) -> Iterator[T]:
+    """``batches``, read ahead by a thread: the next batch comes over the network (pymysql
+    waits on its socket without the GIL) while the caller works on this one. At most
+    ``depth`` batches wait, so memory stays bounded."""
+    queue: Queue[object] = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for batch in batches:
+                while not stop.is_set():
+                    try:
+                        queue.put(batch, timeout=0.1)
+                        break
+                    except Full:
+                        continue
+                if stop.is_set():
+                    return
+            queue.put(_DONE)
+        except BaseException as exc:  # handed to the caller, raised there
+            queue.put(exc)
+
+    thread = threading.Thread(target=read, name="import-0archive-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                queue.get_nowait()
+            except Empty:
+                thread.join(timeout=0.1)
