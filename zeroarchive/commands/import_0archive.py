@@ -70,7 +70,7 @@ class Command(ScrapyCommand):
             "--batch",
             type=positive,
             metavar="N",
-            help="rows per batch, one transaction each (default: IMPORT_0ARCHIVE_BATCH, 200)",
+            help="rows per batch, one transaction each (else the IMPORT_0ARCHIVE_BATCH setting)",
         )
         parser.add_argument(
             "--dry-run",

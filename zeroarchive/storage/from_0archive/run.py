@@ -32,7 +32,12 @@ from zeroarchive.storage.from_0archive.snapshots import (
     skip_reason,
     text_encoding,
 )
-from zeroarchive.storage.from_0archive.source import OldSnapshot, ZeroArchiveDb, prefetched
+from zeroarchive.storage.from_0archive.source import (
+    OldArticle,
+    OldSnapshot,
+    ZeroArchiveDb,
+    prefetched,
+)
 
 RESUME = "run the same command again: what is imported already is skipped"
 
@@ -164,24 +169,35 @@ class ZeroArchiveImport:
     def _redirects(self, sites: dict[int, TargetSite]) -> None:
         options = self.options
         batches = self.source.articles(options.site_ids, options.batch, redirects_only=True)
-        for batch in batches:
-            if self.engine is None:
-                for old in batch:
-                    target = sites.get(old.site_id)
-                    if target is None or old.redirect_to is None:
-                        continue
-                    try:
-                        canonical(old.redirect_to, target.rules)
-                    except UrlRejected as exc:
-                        what = f"redirect of article {old.article_id} to {old.redirect_to[:200]}"
-                        self.problem(what, f"URL rejected: {exc}")
-                    else:
-                        self.report.moves += 1
-                continue
+        where, args = _site_filter(options.site_ids)
+        where += " AND" if where else " WHERE"
+        total = self.source.count(
+            f"SELECT COUNT(*) FROM Article{where} redirect_to IS NOT NULL AND redirect_to <> ''",
+            args,
+        )
+        with self._progress("0archive redirects", total, "article") as progress:
+            for batch in batches:
+                self._redirect_batch(batch, sites)
+                progress.advance(len(batch))
+
+    def _redirect_batch(self, batch: list[OldArticle], sites: dict[int, TargetSite]) -> None:
+        if self.engine is not None:
             with self.engine.begin() as conn:
                 self.report.moves += write_redirects(
                     conn, self.source.key, batch, sites, self.now, self.skip
                 )
+            return
+        for old in batch:
+            target = sites.get(old.site_id)
+            if target is None or old.redirect_to is None:
+                continue
+            try:
+                canonical(old.redirect_to, target.rules)
+            except UrlRejected as exc:
+                what = f"redirect of article {old.article_id} to {old.redirect_to[:200]}"
+                self.problem(what, f"URL rejected: {exc}")
+            else:
+                self.report.moves += 1
 
     def _snapshots(self, table: str, sites: dict[int, TargetSite]) -> None:
         counts = self.report.snapshots
