@@ -40,7 +40,7 @@ from zeroarchive.sources import label_types
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.engine import make_engine
 from zeroarchive.storage.from_0archive.sites import map_site
-from zeroarchive.storage.from_0archive.source import OldSite
+from zeroarchive.storage.from_0archive.source import OldSite, prefetched
 from zeroarchive.storage.schema import article, article_snapshot, legacy_id, site
 from zeroarchive.storage.snapshots import read_snapshot
 
@@ -407,3 +407,18 @@ def contextlib_target(kind: str, tmp_path: Path) -> Any:
     if kind == "mariadb":
         return fresh_mariadb()
     return contextlib.nullcontext(f"sqlite:///{tmp_path / 'archive.db'}")
+
+
+def test_prefetched_reads_ahead_and_hands_on_errors_and_stops_when_left() -> None:
+    def batches(fail: bool) -> Iterator[list[int]]:
+        for n in range(5):
+            yield [n]
+        if fail:
+            raise OSError("the 0archive database went away")
+
+    assert list(prefetched(batches(False))) == [[0], [1], [2], [3], [4]]
+    with pytest.raises(OSError, match="went away"):
+        list(prefetched(batches(True)))
+    reader = prefetched(batches(False))
+    assert next(reader) == [0]
+    reader.close()  # the reading thread ends too
