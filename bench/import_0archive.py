@@ -124,7 +124,8 @@ def fill(url: str, snapshots: int, per_article: int) -> None:
             for n in range(per_article):
                 at = first + n * 3600
                 if n and rng.random() >= 0.2:  # a re-snapshot: the clock and an ad changed
-                    cut = base.find(b"<", len(base) * 3 // 4) % len(base)  # a tag's start
+                    cut = base.find(b"<", len(base) * 3 // 4)  # a tag's start
+                    cut = cut if cut >= 0 else len(base)
                     stamp = f"<!-- {at} ad {rng.randrange(10**9)} -->".encode()
                     body = base[:cut] + stamp + base[cut:]
                 table = "ArticleSnapshot202003" if article_id % 3 == 0 else "ArticleSnapshot"
