@@ -422,3 +422,15 @@ def test_prefetched_reads_ahead_and_hands_on_errors_and_stops_when_left() -> Non
     reader = prefetched(batches(False))
     assert next(reader) == [0]
     reader.close()  # the reading thread ends too
+
+
+def test_a_source_that_is_no_0archive_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    for url, says in (
+        ("sqlite:///zeroscraper.db", "a 0archive database is MySQL or MariaDB, not sqlite"),
+        ("mysql+pymysql://nobody:secret@127.0.0.1:3306/zs", "Access denied for user 'nobody'"),
+    ):
+        done = scrapy("import_0archive", url, db_url=db, cwd=REPO)
+        assert done.returncode == 2, done.output
+        assert says in done.stderr and "Traceback" not in done.stderr
+        assert "secret" not in done.stderr

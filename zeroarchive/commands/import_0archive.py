@@ -81,6 +81,8 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
+        import pymysql
+
         from zeroarchive.sites.airtable import type_map
         from zeroarchive.sources import label_types
         from zeroarchive.storage.archive import open_archive
@@ -104,6 +106,9 @@ class Command(ScrapyCommand):
             source = ZeroArchiveDb(args[0])
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        except pymysql.MySQLError as exc:
+            where = safe_url(args[0])
+            raise UsageError(f"cannot read the 0archive database {where}: {exc}") from None
 
         def say(line: str) -> None:
             print(line, file=sys.stderr, flush=True)
