@@ -23,8 +23,9 @@ from sqlalchemy.engine import make_url
 
 T = TypeVar("T")
 LIVE_TABLE = "ArticleSnapshot"
-# zs-dump.py's pattern of snapshot tables; rotation named them after their month.
-ROTATED_TABLE = re.compile(r"^(?:Article)?Snapshot(\d+)$", re.IGNORECASE)
+# zs-dump.py's pattern of snapshot tables (rotation named them after their month), with
+# the separator people add by hand (ArticleSnapshot_202003).
+ROTATED_TABLE = re.compile(r"^(?:Article)?Snapshot_?(\d+)$", re.IGNORECASE)
 SNAPSHOT_COLUMNS = {"article_id", "snapshot_at", "raw_data"}
 
 
