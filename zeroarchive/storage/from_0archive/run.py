@@ -209,12 +209,16 @@ class ZeroArchiveImport:
             )
         )
         with self._progress(f"0archive snapshots ({table})", total, "snapshot") as progress:
-            for batch in batches:
-                if writer is None:
-                    self._check_snapshots(batch, sites, counts)
-                else:
-                    writer.write(batch, counts, self.skip, self.problem)
-                progress.advance(len(batch))
+            try:
+                for batch in batches:
+                    if writer is None:
+                        self._check_snapshots(batch, sites, counts)
+                    else:
+                        writer.write(batch, counts, self.skip, self.problem)
+                    progress.advance(len(batch))
+            finally:
+                if writer is not None:
+                    writer.close()
 
     def _check_snapshots(
         self, batch: list[OldSnapshot], sites: dict[int, TargetSite], counts: SnapshotCounts

@@ -15,7 +15,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,27 @@ class SnapshotWriter:
         self.engine = engine
         self.source = source
         self._renders: dict[int, bool] = {}
+        # One batch is written on a thread of its own while the next is read, hashed and
+        # compressed (the database's answer was half of the time into MariaDB). Its keys
+        # and stored hashes count as stored for the next batch, which cannot see them yet.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-writer")
+        self._pending: Future[None] | None = None
+        self._inflight_keys: set[tuple[int, int]] = set()
+        self._inflight_bytes: set[tuple[int, bytes]] = set()
+
+    def finish(self) -> None:
+        """Wait for the batch being written; raise what went wrong with it."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+        self._inflight_keys = set()
+        self._inflight_bytes = set()
+
+    def close(self) -> None:
+        try:
+            self.finish()
+        finally:
+            self._writer.shutdown()
 
     def write(
         self,
@@ -112,7 +133,7 @@ class SnapshotWriter:
                 wanted[key] = snap
             if not wanted:
                 return
-            taken = _taken(conn, list(wanted))
+            taken = _taken(conn, list(wanted)) | (self._inflight_keys & wanted.keys())
             counts.already += len(taken)
             for key in taken:
                 del wanted[key]
@@ -126,7 +147,7 @@ class SnapshotWriter:
                     )
                 )
             }
-            with_bytes = _hashes_with_bytes(conn, set(articles))
+            with_bytes = _hashes_with_bytes(conn, set(articles)) | self._inflight_bytes
             renders = self._site_renders(conn, {int(row.site_id) for row in articles.values()})
         keys = list(wanted)
         raws = [wanted[key].raw or b"" for key in keys]
@@ -171,13 +192,19 @@ class SnapshotWriter:
             )
             if at >= newest.get(article_id, (-1, b""))[0]:
                 newest[article_id] = (at, digest)
+        self.finish()
+        self._inflight_keys = {(row["article_id"], row["snapshot_at"]) for row in rows}
+        self._inflight_bytes = {
+            (row["article_id"], row["content_hash"]) for row in rows if row["raw_data"] is not None
+        }
+        last = [{"p_id": i, "p_at": at, "p_hash": h} for i, (at, h) in newest.items()]
+        self._pending = self._writer.submit(self._store, rows, last)
+        counts.imported += len(rows)
+
+    def _store(self, rows: list[dict[str, Any]], last: list[dict[str, Any]]) -> None:
         with self.engine.begin() as conn:
             conn.execute(insert_ignore(conn, article_snapshot), rows)
-            conn.execute(
-                _LAST_HASH,
-                [{"p_id": i, "p_at": at, "p_hash": h} for i, (at, h) in newest.items()],
-            )
-        counts.imported += len(rows)
+            conn.execute(_LAST_HASH, last)
 
     def _site_renders(self, conn: Connection, site_ids: set[int]) -> dict[int, bool]:
         """Whether each site's pages were rendered by a browser (0archive's ``selenium``):
