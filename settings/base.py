@@ -34,6 +34,12 @@ WARC_EXPORT_ROLL_BYTES = 1024 * 1024 * 1024
 # Imported snapshots written per transaction.
 WARC_IMPORT_BATCH = 200
 
+# --- 0archive import (scrapy import_0archive) --------------------------------------------
+# Rows per batch (one transaction each); --batch overrides it.
+IMPORT_0ARCHIVE_BATCH = 200
+# Raw snapshot bytes read per batch at most: 0archive's pages are up to 16 MB (MEDIUMTEXT).
+IMPORT_0ARCHIVE_BATCH_BYTES = 16 * 1024 * 1024
+
 # --- Airtable (scrapy sync_sites; the key only from the AIRTABLE_API_KEY environment) ----
 AIRTABLE_BASE_ID = None
 AIRTABLE_ENDPOINT_URL = "https://api.airtable.com"

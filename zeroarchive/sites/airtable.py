@@ -119,14 +119,14 @@ class AirtableConfig:
             requests_per_second=number("AIRTABLE_REQUESTS_PER_SECOND", 0.01, 5),
             rate_limit_wait=number("AIRTABLE_RATE_LIMIT_WAIT", 0, 600),
             max_retries=int(max_retries),
-            labels=label_types(_type_map(get("AIRTABLE_TYPE_MAP"))),
+            labels=label_types(type_map(get("AIRTABLE_TYPE_MAP"))),
         )
 
 
-def _type_map(value: Any) -> Mapping[str, str]:
+def type_map(value: Any) -> Mapping[str, str]:
     """AIRTABLE_TYPE_MAP as a mapping: a dict setting, or JSON text (``-s`` or environment).
 
-    >>> _type_map('{"部落格": "content_farm"}'), _type_map(None)
+    >>> type_map('{"部落格": "content_farm"}'), type_map(None)
     ({'部落格': 'content_farm'}, {})
     """
     if value in (None, ""):
