@@ -39,7 +39,7 @@ MAX_README_LINES = 250
 #: Folders whose code may read a ZEROARCHIVE_* environment variable or setting.
 CODE = ("zeroarchive", "spiders", "pipelines", "middlewares", "settings", "bench")
 #: Commands that take positional arguments, and how many (None: one or more).
-POSITIONAL = {"crawl": 1, "load_sites": 1, "import_warc": None}
+POSITIONAL = {"crawl": 1, "load_sites": 1, "import_warc": None, "import_0archive": 1}
 
 
 @dataclass(frozen=True)
@@ -343,7 +343,7 @@ def test_the_command_line_check_refuses_what_scrapy_refuses() -> None:
 
 
 def help_commands() -> list[str]:
-    return sorted(set(re.findall(r"scrapy ([a-z_]+) --help", docs_text())))
+    return sorted(set(re.findall(r"scrapy ([a-z0-9_]+) --help", docs_text())))
 
 
 def test_every_command_has_its_help_shown_in_the_docs() -> None:
