@@ -2,7 +2,9 @@
 
 The main text is where readability-lxml and trafilatura agree (bench/extraction.py measured
 this against either alone): readability's blocks that trafilatura also kept, or trafilatura's
-text when it holds all of readability's and more.
+text when it holds all of readability's and more. Promotion boxes (paywall, subscription,
+newsletter, cookie: ``boxes``) are taken out of the page first, and calls to act left at the
+end of the text after it, so a lead above a paywall is the body.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from readability import Document
 from zeroarchive.core.encoding import decode_body
 from zeroarchive.core.errors import ParseError
 from zeroarchive.core.items import Parsed
+from zeroarchive.parser.boxes import drop_boxes, is_prompt, strip_prompts
 from zeroarchive.parser.dates import modified_at, published_at
 from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
 from zeroarchive.parser.text import element_text, hashtags, link_urls
@@ -69,6 +72,10 @@ def combine(readable: str, extracted: str) -> str:
     if common / len(ours) >= _CONTAINED and common / len(theirs) < 0.8:
         return extracted
     if common / len(ours) < _AGREEMENT or common / len(theirs) < _AGREEMENT:
+        # The two took different parts of the page: readability's, unless its part is a
+        # call to act (a paywall or newsletter box that outweighed a short lead).
+        if all(is_prompt(line) for line in readable.split("\n")):
+            return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
     kept = []
@@ -99,7 +106,7 @@ def trafilatura_text(page: str | HtmlElement) -> str:
 def main_text(page: str | HtmlElement) -> tuple[str, list[str]]:
     """(main text, hrefs in readability's main text) of a page or of its parsed tree."""
     readable, hrefs = readability_text(page)
-    return combine(readable, trafilatura_text(page)), hrefs
+    return strip_prompts(combine(readable, trafilatura_text(page))), hrefs
 
 
 # Without comments and processing instructions, as trafilatura parses a page for itself: with
@@ -124,6 +131,7 @@ def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
     except (ValueError, lxml.etree.ParserError) as exc:
         raise ParseError(f"not HTML: {exc}") from exc
     meta = page_metadata(tree, url)
+    drop_boxes(tree)
     text, hrefs = main_text(tree)
     title = _title(meta, tree) or _readability_title(html)
     keywords = split_keywords(
