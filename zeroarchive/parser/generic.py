@@ -225,6 +225,9 @@ def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
     except (ValueError, lxml.etree.ParserError) as exc:
         raise ParseError(f"not HTML: {exc}") from exc
     meta = page_metadata(tree, url)
+    # Scripts and styles are read (JSON-LD, by page_metadata) and out before the extractors,
+    # which would each copy and walk them to take them out again (the dates read ``html``).
+    lxml.etree.strip_elements(tree, "script", "style", with_tail=False)
     drop_boxes(tree)
     text, hrefs = main_text(tree)
     title = _title(meta, tree) or _readability_title(html)
