@@ -149,6 +149,16 @@ def _light_clean(doc: HtmlElement) -> None:
         element.drop_tree()
 
 
+def article_text(tree: HtmlElement) -> tuple[str, list[str]]:
+    """(main text, hrefs in it) of a parsed page, which loses its scripts, styles and
+    promotion boxes on the way (read its metadata first)."""
+    # Out once, before the extractors would each copy and walk them to take them out again;
+    # the dates read scripts in the page's ``html``.
+    lxml.etree.strip_elements(tree, "script", "style", with_tail=False)
+    drop_boxes(tree)
+    return main_text(tree)
+
+
 def readability_text(page: str | HtmlElement) -> tuple[str, list[str]]:
     """(main text, hrefs in the main text) by readability-lxml alone."""
     if isinstance(page, HtmlElement):
@@ -225,11 +235,7 @@ def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
     except (ValueError, lxml.etree.ParserError) as exc:
         raise ParseError(f"not HTML: {exc}") from exc
     meta = page_metadata(tree, url)
-    # Scripts and styles are read (JSON-LD, by page_metadata) and out before the extractors,
-    # which would each copy and walk them to take them out again (the dates read ``html``).
-    lxml.etree.strip_elements(tree, "script", "style", with_tail=False)
-    drop_boxes(tree)
-    text, hrefs = main_text(tree)
+    text, hrefs = article_text(tree)
     title = _title(meta, tree) or _readability_title(html)
     keywords = split_keywords(
         meta.all("keywords", "news_keywords") + _jsonld_list(meta, "keywords")
