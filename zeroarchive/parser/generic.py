@@ -67,6 +67,12 @@ def combine(readable: str, extracted: str) -> str:
     'Body one two three four five six seven eight nine ten.'
     >>> combine(body, "")
     'Body one two three four five six seven eight nine ten.'
+
+    Where readability took a paywall's box and trafilatura the lead, the lead is the body:
+
+    >>> box, lead = "この記事は会員限定です。続きをお読みください。", "首相は新たな対策を発表した。"
+    >>> combine(box, lead) == lead
+    True
     """
     ours, theirs = shingles(readable), shingles(extracted)
     if not ours:
