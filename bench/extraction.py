@@ -14,7 +14,14 @@
    tw-news-twnews): right = same second when the expected time has seconds, else same minute;
 3. pages per second of the whole generic parse (title, text, dates, metadata, links).
 
-Usage: python bench/extraction.py
+For each CJK part it also prints the mean of the per-page F1 of each extractor, the pages
+where zeroarchive is under 0.5 though trafilatura (its defaults) reaches 0.5 (the issue's
+aim: none held out), and the worst pages with their publisher. ``--tree DIR`` runs the
+parser of another checkout (``git worktree add /tmp/old main``) on this checkout's data, so
+the before and after of a change are scored on the same pages; ``--json FILE`` writes every
+page's scores.
+
+Usage: python bench/extraction.py [--tree DIR] [--json FILE] [--worst 10]
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ import trafilatura
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+if "--tree" in sys.argv:  # the parser of another checkout, imported before this one's
+    sys.path.insert(0, str(Path(sys.argv[sys.argv.index("--tree") + 1]).resolve()))
 
 from bench.corpora import CORPORA  # noqa: E402
 from zeroarchive.core.encoding import decode_body, detect_encoding  # noqa: E402
@@ -45,6 +54,11 @@ from zeroarchive.parser.generic import (  # noqa: E402
     readability_text,
     trafilatura_text,
 )
+
+try:
+    from zeroarchive.parser.generic import article_text
+except ImportError:  # a parser before promotion boxes (2026.3 and older)
+    article_text = main_text
 
 BENCHMARK = CORPORA / "extraction-benchmark-dev"
 CJK = REPO / "bench" / "data" / "cjk-news"
@@ -117,7 +131,7 @@ def bigram_metrics(pages: list[Scores]) -> dict[str, float]:
 
 EXTRACTORS: dict[str, Callable[[str], str]] = {
     # The tree, as the parser hands it to both extractors.
-    "zeroarchive": lambda html: main_text(page_tree(html))[0],
+    "zeroarchive": lambda html: article_text(page_tree(html))[0],
     "readability-lxml": lambda html: readability_text(html)[0],
     "trafilatura": lambda html: trafilatura.extract(html) or "",
     "trafilatura precision": trafilatura_text,
@@ -134,6 +148,9 @@ def benchmark_pages() -> dict[str, tuple[str, str]]:
         raw = gzip.decompress((BENCHMARK / "html" / f"{key}.html.gz").read_bytes())
         pages[key] = (decode_body(raw, detect_encoding(raw)), truth[key]["articleBody"])
     return pages
+
+
+_GOLD: dict[str, dict[str, str]] = json.loads((CJK / "gold.json").read_text(encoding="utf-8"))
 
 
 def cjk_pages(part: str) -> dict[str, tuple[str, str]]:
@@ -168,7 +185,12 @@ def extraction(pages: dict[str, tuple[str, str]], texts: dict[str, dict[str, str
         )
 
 
-def bigrams(pages: dict[str, tuple[str, str]], texts: dict[str, dict[str, str]]) -> None:
+PageScores = dict[str, dict[str, Scores]]
+
+
+def bigrams(
+    pages: dict[str, tuple[str, str]], texts: dict[str, dict[str, str]], worst: int = 0
+) -> PageScores:
     per_page = {
         name: {key: bigram_scores(gold, found[key]) for key, (_, gold) in pages.items()}
         for name, found in texts.items()
@@ -186,6 +208,24 @@ def bigrams(pages: dict[str, tuple[str, str]], texts: dict[str, dict[str, str]])
     print(f"  pages under 0.5 where an extractor reaches 0.8: {len(misses)}")
     for key, ours, best in misses:
         print(f"    {key}: zeroarchive {ours:.3f}, best extractor {best:.3f}")
+    if worst:
+        means = "  ".join(
+            f"{name} {statistics.mean(s[2] for s in scores.values()):.4f}"
+            for name, scores in per_page.items()
+        )
+        print(f"  mean of the per-page F1: {means}")
+        ours, theirs = per_page["zeroarchive"], per_page["trafilatura"]
+        below = [key for key in ours if ours[key][2] < 0.5 <= theirs[key][2]]
+        print(f"  pages under 0.5 where trafilatura reaches 0.5: {len(below)} {below}")
+        gold = _GOLD
+        print(f"  worst {worst} pages (zeroarchive / readability-lxml / trafilatura):")
+        for key in sorted(ours, key=lambda k: ours[k][2])[:worst]:
+            where = gold.get(key, {}).get("publisher", "")
+            print(
+                f"    {key} ({where}): {ours[key][2]:.3f} / "
+                f"{per_page['readability-lxml'][key][2]:.3f} / {theirs[key][2]:.3f}"
+            )
+    return per_page
 
 
 def tw_news_pages() -> list[tuple[str, dict[str, str], bytes]]:
@@ -227,7 +267,15 @@ def throughput() -> tuple[int, float]:
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", help="a checkout whose parser is scored (default: this one)")
+    parser.add_argument("--json", help="write every page's (precision, recall, F1) here")
+    parser.add_argument("--worst", type=int, default=10, help="worst CJK pages to list")
+    args = parser.parse_args()
     print(f"parser {PARSER_VERSION}")
+    everything: dict[str, PageScores] = {}
     sets = {
         "extraction-benchmark-dev (60 pages)": benchmark_pages(),
         "CJK tuning part": cjk_pages("tune"),
@@ -239,7 +287,10 @@ def main() -> None:
             print(f"{title}, evaluate.py method (4-token shingles)")
             extraction(pages, texts)
         print(f"{title}, {len(pages)} pages, character bigrams")
-        bigrams(pages, texts)
+        worst = args.worst if title.startswith("CJK") else 0
+        everything[title] = bigrams(pages, texts, worst)
+    if args.json:
+        Path(args.json).write_text(json.dumps(everything, indent=1), encoding="utf-8")
     right, total, wrong, _ = date_accuracy()
     print(f"published_at on tw-news expected.json: {right}/{total} right")
     for line in wrong:

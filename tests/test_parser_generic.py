@@ -155,3 +155,31 @@ def test_cjk_body_is_kept_where_trafilatura_finds_it(name: str) -> None:
     assert bigram_scores(gold, trafilatura_text(html))[2] >= 0.8  # the page is a fair test
     page = parse_snapshot("Article", raw, detect_encoding(raw), "https://example.com/a")
     assert bigram_scores(gold, page.text)[2] >= 0.5
+
+
+PAYWALL = FIXTURES / "paywall"
+
+
+def test_metered_paywall_leaves_the_lead_as_the_body() -> None:
+    """A real Nikkei page: a lead, then the paywall's sign-up box. The lead is the body."""
+    from bench.extraction import bigram_scores
+
+    raw = gzip.decompress((PAYWALL / "nikkei-metered.html.gz").read_bytes())
+    gold = json.loads((PAYWALL / "nikkei-metered.gold.json").read_text(encoding="utf-8"))["body"]
+    page = parse_snapshot("Article", raw, detect_encoding(raw), "https://www.nikkei.com/article/x")
+    assert page.text.startswith("６月12日の歴史的な米朝首脳会談を巡って")
+    assert "会員限定" not in page.text
+    assert "続きをお読み" not in page.text
+    assert bigram_scores(gold, page.text)[2] >= 0.95
+
+
+def test_subscription_box_inside_the_article_is_left_out() -> None:
+    """A real WIRED column with a "Subscribe to WIRED" callout between two paragraphs."""
+    key = "2f42ef1d3ea0c96e56355d3db93d0e06b47e760b74f6f4261278b8cd1c246dd6"
+    folder = FIXTURES / "extraction-benchmark-dev"
+    raw = gzip.decompress((folder / "html" / f"{key}.html.gz").read_bytes())
+    page = parse_snapshot("Article", raw, detect_encoding(raw), "https://www.wired.com/story/x")
+    assert "Subscribe to WIRED" not in page.text
+    assert "SUBSCRIBE" not in page.text.split("\n")
+    # The paragraphs on both sides of the box stay.
+    assert "That will almost certainly also be the case with these neo-banks" in page.text

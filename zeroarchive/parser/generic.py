@@ -2,7 +2,9 @@
 
 The main text is where readability-lxml and trafilatura agree (bench/extraction.py measured
 this against either alone): readability's blocks that trafilatura also kept, or trafilatura's
-text when it holds all of readability's and more.
+text when it holds all of readability's and more. Promotion boxes (paywall, subscription,
+newsletter, cookie: ``boxes``) are taken out of the page first, and calls to act left at the
+end of the text after it, so a lead above a paywall is the body.
 """
 
 from __future__ import annotations
@@ -10,16 +12,20 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+import lxml.etree
 import lxml.html
 import trafilatura
-from lxml.html import HtmlElement
+from lxml.html import HtmlElement, xhtml_to_html
 from readability import Document
+from readability.readability import REGEXES
 
 from zeroarchive.core.encoding import decode_body
 from zeroarchive.core.errors import ParseError
 from zeroarchive.core.items import Parsed
+from zeroarchive.parser.boxes import drop_boxes, is_prompt, strip_prompts
 from zeroarchive.parser.dates import modified_at, published_at
 from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
 from zeroarchive.parser.text import element_text, hashtags, link_urls
@@ -37,18 +43,20 @@ _CONTAINED = 0.9
 _LINE_KEPT = 0.5
 
 
-def shingles(text: str, n: int = _SHINGLE) -> set[tuple[str, ...]]:
+@lru_cache(maxsize=64)
+def shingles(text: str, n: int = _SHINGLE) -> frozenset[tuple[str, ...]]:
     """The word n-grams of ``text`` (the extraction benchmark's unit of comparison).
 
     >>> sorted(shingles("a b c d e", 4))
     [('a', 'b', 'c', 'd'), ('b', 'c', 'd', 'e')]
     >>> shingles("a b", 4)
-    {('a', 'b')}
+    frozenset({('a', 'b')})
     >>> sorted(shingles("林義雄宣布", 4))
     [('林', '義', '雄', '宣'), ('義', '雄', '宣', '布')]
     """
+    # Cached: main_text asks for a text's shingles twice (``agree``, then ``combine``).
     tokens = _TOKEN_RE.findall(text)
-    return {tuple(tokens[i : i + n]) for i in range(max(1, len(tokens) - n + 1)) if tokens}
+    return frozenset(tuple(tokens[i : i + n]) for i in range(max(1, len(tokens) - n + 1)) if tokens)
 
 
 def combine(readable: str, extracted: str) -> str:
@@ -59,6 +67,12 @@ def combine(readable: str, extracted: str) -> str:
     'Body one two three four five six seven eight nine ten.'
     >>> combine(body, "")
     'Body one two three four five six seven eight nine ten.'
+
+    Where readability took a paywall's box and trafilatura the lead, the lead is the body:
+
+    >>> box, lead = "この記事は会員限定です。続きをお読みください。", "首相は新たな対策を発表した。"
+    >>> combine(box, lead) == lead
+    True
     """
     ours, theirs = shingles(readable), shingles(extracted)
     if not ours:
@@ -69,6 +83,10 @@ def combine(readable: str, extracted: str) -> str:
     if common / len(ours) >= _CONTAINED and common / len(theirs) < 0.8:
         return extracted
     if common / len(ours) < _AGREEMENT or common / len(theirs) < _AGREEMENT:
+        # The two took different parts of the page: readability's, unless its part is a
+        # call to act (a paywall or newsletter box that outweighed a short lead).
+        if all(is_prompt(line) for line in readable.split("\n")):
+            return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
     kept = []
@@ -83,23 +101,111 @@ def combine(readable: str, extracted: str) -> str:
     return "\n".join(kept)
 
 
+class _Document(Document):
+    """readability-lxml's Document with a lighter clean of the page, same text and links.
+
+    Its own clean (lxml's ``Cleaner``) was a fifth of the parse, most of it rewriting every
+    link to blank ``javascript:`` ones (``link_urls`` drops any link not http(s)) and taking
+    out ``on*`` attributes, which no step reads. What changes the text is kept: script,
+    style and link elements out (their tails stay), style attributes out, XHTML names made
+    HTML, ``image`` made ``img``; comments and processing instructions are already out of
+    the tree ``page_tree`` makes. bench/parse_speed.py checks the publications are the same.
+    """
+
+    def _parse(self, input: HtmlElement) -> HtmlElement:
+        # A copy each time, as the Cleaner made one: summary() parses again to retry, and
+        # cuts into what it parsed. The page's tree stays as it was.
+        doc = copy.deepcopy(input)
+        self.encoding = "utf-8"
+        for elem in doc.xpath("//*[@hidden]"):
+            elem.drop_tree()
+        for elem in doc.xpath("//*[@style]"):
+            if _DISPLAY_NONE_RE.search(elem.get("style")):
+                elem.drop_tree()
+        _light_clean(doc)
+        doc.resolve_base_href(handle_failures=self.handle_failures)
+        return doc
+
+
+_DISPLAY_NONE_RE = REGEXES["displayNoneRe"]
+_KILLED = ("script", "style", "link", lxml.etree.Comment, lxml.etree.ProcessingInstruction)
+
+
+_SCRIPT_LINK_RE = re.compile(
+    r"\s*(?:javascript|jscript|livescript|vbscript|data|about|mocha):", re.I
+)
+
+
+def _light_clean(doc: HtmlElement) -> None:
+    xhtml_to_html(doc)
+    for element in doc.iter("image"):
+        element.tag = "img"
+    for element in doc.iter("a"):
+        href = element.get("href")
+        if href is None:
+            continue
+        if _SCRIPT_LINK_RE.match(href):
+            # The Cleaner blanked these, and a page's <base href> then made each a link to
+            # the base: dropped instead.
+            del element.attrib["href"]
+        elif href != href.strip():
+            element.set("href", href.strip())  # as the Cleaner's link rewriting left them
+    lxml.etree.strip_attributes(doc, "style")
+    for element in list(doc.iter(*_KILLED)):
+        element.drop_tree()
+
+
+def article_text(tree: HtmlElement) -> tuple[str, list[str]]:
+    """(main text, hrefs in it) of a parsed page, which loses its scripts, styles and
+    promotion boxes on the way (read its metadata first)."""
+    # Out once, before the extractors would each copy and walk them to take them out again;
+    # the dates read scripts in the page's ``html``.
+    lxml.etree.strip_elements(tree, "script", "style", with_tail=False)
+    drop_boxes(tree)
+    return main_text(tree)
+
+
 def readability_text(page: str | HtmlElement) -> tuple[str, list[str]]:
     """(main text, hrefs in the main text) by readability-lxml alone."""
-    # Document drops the hidden elements of a tree it is given: it gets a copy.
-    document = Document(copy.deepcopy(page) if isinstance(page, HtmlElement) else page)
+    if isinstance(page, HtmlElement):
+        document: Document = _Document(page)
+    else:
+        document = Document(page)
     summary = lxml.html.fromstring(document.summary(html_partial=True))
     hrefs = [a.get("href") for a in summary.iter("a") if a.get("href")]
     return element_text(summary), hrefs
 
 
-def trafilatura_text(page: str | HtmlElement) -> str:
-    return trafilatura.extract(page, favor_precision=True, include_comments=False) or ""
+def trafilatura_text(page: str | HtmlElement, fast: bool = False) -> str:
+    """trafilatura's text; ``fast`` skips its own comparison with its readability port and
+    jusText (two fifths of its time)."""
+    return trafilatura.extract(page, favor_precision=True, include_comments=False, fast=fast) or ""
+
+
+def agree(readable: str, extracted: str) -> bool:
+    """Whether ``combine`` keeps the lines of readability's text that trafilatura's confirms:
+    the two took mostly the same part of the page, and neither holds the other and more."""
+    ours, theirs = shingles(readable), shingles(extracted)
+    if not ours or not theirs:
+        return False
+    common = len(ours & theirs)
+    if common / len(ours) >= _CONTAINED and common / len(theirs) < 0.8:
+        return False
+    return common / len(ours) >= _AGREEMENT and common / len(theirs) >= _AGREEMENT
 
 
 def main_text(page: str | HtmlElement) -> tuple[str, list[str]]:
-    """(main text, hrefs in readability's main text) of a page or of its parsed tree."""
+    """(main text, hrefs in readability's main text) of a page or of its parsed tree.
+
+    trafilatura runs fast first; where its text and readability's disagree (a page in
+    five of the benchmark's and CJK pages) it runs again in full, with its own comparison,
+    and the combination is made of that: the same text as the full run alone, at less cost.
+    """
     readable, hrefs = readability_text(page)
-    return combine(readable, trafilatura_text(page)), hrefs
+    extracted = trafilatura_text(page, fast=True)
+    if not agree(readable, extracted):
+        extracted = trafilatura_text(page)
+    return strip_prompts(combine(readable, extracted)), hrefs
 
 
 # Without comments and processing instructions, as trafilatura parses a page for itself: with
@@ -107,6 +213,17 @@ def main_text(page: str | HtmlElement) -> tuple[str, list[str]]:
 # it refused to parse as HTML itself, and now reads: CJK tuning part 0.9231 -> 0.9403).
 _TREE_PARSER = lxml.html.HTMLParser(
     remove_comments=True, remove_pis=True, collect_ids=False, default_doctype=False
+)
+# Every element an HtmlElement, chosen in C: lxml.html's own lookup is a Python call for
+# every element the parsers touch (8% of a parse), to give form elements classes of their
+# own that no step here uses.
+_TREE_PARSER.set_element_class_lookup(
+    lxml.etree.ElementDefaultClassLookup(
+        element=HtmlElement,
+        comment=lxml.html.HtmlComment,
+        pi=lxml.html.HtmlProcessingInstruction,
+        entity=lxml.html.HtmlEntity,
+    )
 )
 
 
@@ -124,7 +241,7 @@ def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
     except (ValueError, lxml.etree.ParserError) as exc:
         raise ParseError(f"not HTML: {exc}") from exc
     meta = page_metadata(tree, url)
-    text, hrefs = main_text(tree)
+    text, hrefs = article_text(tree)
     title = _title(meta, tree) or _readability_title(html)
     keywords = split_keywords(
         meta.all("keywords", "news_keywords") + _jsonld_list(meta, "keywords")
