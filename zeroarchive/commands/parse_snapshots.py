@@ -62,7 +62,18 @@ class Command(ScrapyCommand):
             workers=opts.workers,
             timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
         )
-        stats = parse_pending(archive.engine, config)
+        hooks = []
+        if self.settings is None or self.settings.getbool("SEARCH_INDEX_ENABLED", True):
+            from zeroarchive.search import open_index
+            from zeroarchive.search.index import index_hook
+
+            index = open_index(archive.engine)
+            missing = index.available()
+            if missing:
+                print(f"warning: not indexing for search: {missing}", file=sys.stderr)
+            else:
+                hooks.append(index_hook(index))
+        stats = parse_pending(archive.engine, config, hooks=hooks)
         seconds = stats.pop("parser/seconds_x1000") / 1000
         for key, value in sorted(stats.items()):
             print(f"{key}: {value}", file=sys.stderr)
