@@ -13,6 +13,7 @@ from graphql import GraphQLError, GraphQLResolveInfo, GraphQLSchema
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.schedule import DAY
+from zeroarchive.monitor import search_api
 from zeroarchive.monitor.masking import masked_url
 from zeroarchive.monitor.stats_cache import StatsCache
 from zeroarchive.storage.browse import (
@@ -276,8 +277,9 @@ for _field, _attr in {
 
 def build_schema() -> GraphQLSchema:
     return make_executable_schema(
-        SCHEMA,
+        [SCHEMA, search_api.SCHEMA],
         query,
+        *search_api.BINDABLES,
         site_type,
         articles_result,
         article_type,
