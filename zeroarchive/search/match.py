@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from zeroarchive.search.query import Query, Term
-from zeroarchive.search.text import WORD, fold_with_origins, nfc
+from zeroarchive.search.text import WORD, fold_with_origins, nfc, normalize
 
 _WORD = re.compile(WORD)
 _SPACES = re.compile(r"\s+")
@@ -73,6 +73,29 @@ class Matcher:
                 return False
         return True
 
+    def _find(self, folded: str) -> list[re.Match[str]]:
+        return [
+            found
+            for patterns in self._positive
+            for pattern in patterns
+            for found in pattern.finditer(folded)
+            if found.end() > found.start()
+        ]
+
+    def _spans(self, text: str, low: int, high: int) -> list[tuple[int, int]]:
+        """Where the terms match in ``text[low:high]`` (original characters); not at a cut
+        edge, where a word's boundary is not known."""
+        high = min(high, len(text))
+        folded, origins = fold_with_origins(text[low:high])
+        found = [
+            (low + origins[f.start()], low + origins[f.end() - 1] + 1) for f in self._find(folded)
+        ]
+        return sorted(
+            (left, right)
+            for left, right in found
+            if (left > low or low == 0) and (right < high or high == len(text))
+        )
+
     def score(self, title: str, body: str) -> float:
         """Relevance: per term, the log of its occurrences, a title's counting five times,
         over the log of the body's length (a short text about it beats a long one)."""
@@ -85,14 +108,15 @@ class Matcher:
     def snippet(self, title: str, body: str) -> Snippet:
         """Around the first match in the body (or the body's start), matches marked."""
         text = nfc(body) if body.strip() else nfc(title)
-        folded, origins = fold_with_origins(text)
-        spans: list[tuple[int, int]] = []
-        for patterns in self._positive:
-            for pattern in patterns:
-                for found in pattern.finditer(folded):
-                    if found.end() > found.start():
-                        spans.append((origins[found.start()], origins[found.end() - 1] + 1))
-        spans.sort()
+        # Folding character by character is slow in Python: fold only a window around
+        # where the first match must be (NFKC keeps most texts' lengths), all if missed.
+        whole = normalize(text)
+        first_at = min((found.start() for found in self._find(whole)), default=0)
+        guess = first_at * len(text) // max(len(whole), 1)
+        low, high = max(0, guess - 4 * SNIPPET_CONTEXT), guess + 6 * SNIPPET_CONTEXT
+        spans = self._spans(text, low, high)
+        if not spans and first_at:
+            spans = self._spans(text, 0, len(text))
         first = spans[0][0] if spans else 0
         start = max(0, first - SNIPPET_CONTEXT)
         end = min(len(text), first + 2 * SNIPPET_CONTEXT)

@@ -7,6 +7,7 @@ three always agree.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -31,13 +32,24 @@ def normalize(text: str) -> str:
     >>> normalize("Ｔａｉｗａｎ  海峽\\nＡＢＣ")
     'taiwan 海峽 abc'
     """
-    return fold_with_origins(text)[0]
+    return _SPACE.sub(" ", _fold(text)).strip()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _fold_char(char: str) -> str:
+    # NFKC turns a few characters (e.g. U+3000's relatives) into spaces.
+    return _SPACE.sub(" ", _fold(char))
+
+
+def _fold(text: str) -> str:
+    # Folding case can undo NFKC (a few characters fold to non-normalised ones): again.
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def fold_with_origins(text: str) -> tuple[str, list[int]]:
-    """``normalize(text)`` and, for each of its characters, the index in ``text`` (after
-    NFC, which keeps every visible character) it came from — to mark a match in the
-    original text.
+    """``text`` folded character by character as ``normalize`` folds it whole (the same
+    but where NFKC composes across characters), and for each character of the result the
+    index in ``text`` (after NFC) it came from — to mark a match in the original text.
 
     >>> fold_with_origins("Ａ  ß")
     ('a ss', [0, 1, 3, 3])
@@ -54,9 +66,7 @@ def fold_with_origins(text: str) -> tuple[str, list[int]]:
             space = True
             continue
         space = False
-        folded = unicodedata.normalize("NFKC", char).casefold()
-        # NFKC turns a few characters (e.g. U+3000's relatives) into spaces.
-        folded = _SPACE.sub(" ", folded)
+        folded = _fold_char(char)
         out.append(folded)
         origins.extend([index] * len(folded))
     result = "".join(out)
