@@ -380,3 +380,18 @@ def test_parse_snapshots_feeds_the_index_and_the_cli_finds_edits(
     assert again.returncode == 0 and "2 publication(s) indexed" in again.stderr
     found = scrapy("search", "林義雄", "--all-versions", db_url=db_url, cwd=tmp_path)
     assert found.stderr.splitlines()[-1] == "1 hits"
+
+
+def test_snippets_of_long_texts_mark_the_match_where_it_is() -> None:
+    from zeroarchive.search.match import Matcher
+
+    matcher = Matcher(parse_query("vaccine 疫苗"))
+    body = "ｘ" * 3000 + " a Vaccine and 疫苗 " + "y" * 3000 + " vaccines VACCINE"
+    marked = matcher.snippet("title", body).marked()
+    assert marked.startswith("…") and marked.endswith("…")
+    assert "a «Vaccine» and «疫苗»" in marked
+    # Only a part of the text is folded to find it; a word cut at that part's edge is no
+    # match (vaccines), a whole one at the end still is.
+    tail = matcher.snippet("t", "z" * 200 + " vaccines VACCINE").marked()
+    assert tail.endswith("vaccines «VACCINE»")
+    assert matcher.snippet("疫苗", "").marked() == "«疫苗»"
