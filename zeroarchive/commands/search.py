@@ -17,7 +17,7 @@ from zeroarchive.search.query import QueryError, parse_query
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.schema import site
 
-MAX_LIMIT = 1000
+MAX_LIMIT = 10_000
 
 
 def day(value: str, option: str) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import and_, exists, func, or_, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import FromClause
 
@@ -129,6 +129,15 @@ def index_hook(index: SearchIndex) -> VersionHook:
     return index.index_version
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    publication_id: int
+    article_id: int
+    date: int
+    title: str
+    publication_text: str
+
+
 @dataclass
 class _Found:
     publication_id: int
@@ -169,26 +178,20 @@ class SharedSearch:
             return self._page(conn, request, matcher, order, capped=False)
 
     def _candidates(self, conn: Connection, request: SearchRequest) -> Iterable[Any]:
-        """The candidate versions, newest first, ``BATCH`` at a time (keyset paging)."""
+        """The candidate versions, newest first: their keys in one query (the engine's
+        match runs once), their text ``BATCH`` at a time as the check gets to them."""
         pub = publication.c
-        date = func.coalesce(pub.published_at, pub.first_seen_at).label("date")
+        date = func.coalesce(pub.published_at, pub.first_seen_at)
         matched = self.matching(request.query)
-        base = (
-            select(
-                pub.publication_id,
-                pub.article_id,
-                date,
-                pub.title,
-                pub.publication_text,
-            )
+        keys = (
+            select(pub.publication_id, pub.article_id, date.label("date"))
             .select_from(matched.join(publication, pub.publication_id == matched.c.publication_id))
             .where(pub.parser_version == request.parser_version)
             .order_by(date.desc(), pub.publication_id.desc())
-            .limit(BATCH)
         )
         if not request.all_versions:
             later = publication.alias("later")
-            base = base.where(
+            keys = keys.where(
                 ~exists().where(
                     later.c.article_id == pub.article_id,
                     later.c.parser_version == pub.parser_version,
@@ -196,24 +199,27 @@ class SharedSearch:
                 )
             )
         if request.site_ids:
-            base = base.where(pub.site_id.in_(request.site_ids))
+            keys = keys.where(pub.site_id.in_(request.site_ids))
         if request.since is not None:
-            base = base.where(func.coalesce(pub.published_at, pub.first_seen_at) >= request.since)
+            keys = keys.where(date >= request.since)
         if request.until is not None:
-            base = base.where(func.coalesce(pub.published_at, pub.first_seen_at) < request.until)
-        last: tuple[int, int] | None = None
-        while True:
-            query = base
-            if last is not None:
-                key = func.coalesce(pub.published_at, pub.first_seen_at)
-                query = base.where(
-                    or_(key < last[0], and_(key == last[0], pub.publication_id < last[1]))
+            keys = keys.where(date < request.until)
+        found = conn.execute(keys).all()
+        for start in range(0, len(found), BATCH):
+            chunk = found[start : start + BATCH]
+            texts = {
+                row.publication_id: row
+                for row in conn.execute(
+                    select(pub.publication_id, pub.title, pub.publication_text).where(
+                        pub.publication_id.in_([key.publication_id for key in chunk])
+                    )
                 )
-            rows = conn.execute(query).all()
-            yield from rows
-            if len(rows) < BATCH:
-                return
-            last = (rows[-1].date, rows[-1].publication_id)
+            }
+            for key in chunk:
+                row = texts[key.publication_id]
+                yield _Candidate(
+                    key.publication_id, key.article_id, key.date, row.title, row.publication_text
+                )
 
     def _page(
         self,

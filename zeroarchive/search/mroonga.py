@@ -32,6 +32,8 @@ INSTALL_HINT = (
     "INSTALL SONAME 'ha_mroonga'; then run scrapy reindex"
 )
 _fts = table(TABLE, column("doc_id"), column("body"))
+#: Databases whose table is known to be there (each search asks; SHOW ENGINES is not free).
+_READY: set[str] = set()
 
 
 def create_table(conn: Connection) -> str | None:
@@ -87,8 +89,14 @@ class MroongaIndex(SharedSearch):
         self._missing: str | None = None
 
     def available(self) -> str | None:
+        key = str(self.engine.url)
+        if key in _READY:
+            return None
         with self.engine.begin() as conn:
-            return create_table(conn)
+            missing = create_table(conn)
+        if missing is None:
+            _READY.add(key)
+        return missing
 
     def index_version(self, conn: Connection, added: AddedVersion) -> None:
         self.index_publications(
