@@ -306,10 +306,15 @@ def new_doc_ids(
     }
     if old:
         conn.execute(search_doc.delete().where(search_doc.c.publication_id.in_(list(old))))
-    new = {}
-    for publication_id in publication_ids:
-        result = conn.execute(search_doc.insert().values(publication_id=publication_id))
-        new[publication_id] = int(result.inserted_primary_key[0])  # type: ignore[index]
+    conn.execute(search_doc.insert(), [{"publication_id": pid} for pid in publication_ids])
+    new = {
+        row.publication_id: row.doc_id
+        for row in conn.execute(
+            select(search_doc.c.publication_id, search_doc.c.doc_id).where(
+                search_doc.c.publication_id.in_(publication_ids)
+            )
+        )
+    }
     return new, old
 
 

@@ -1,7 +1,7 @@
 """The embedded engine: an FTS5 table in the SQLite archive itself (Python's own sqlite3).
 
 The table is contentless (``content=''``): it holds the index, never a second copy of the
-text. What it indexes is ``text.index_tokens`` of the normalised title and body, one token
+text. What it indexes is ``text.index_text`` of the normalised title and body, one token
 per space: whole word runs, and CJK runs as overlapping character pairs plus each run's
 last character — so a two-character word is one token, a one-character word a token
 prefix, and a longer one a phrase of pairs: all found through the index, never a scan.
@@ -17,12 +17,12 @@ from sqlalchemy.sql import FromClause
 
 from zeroarchive.search.index import SharedSearch, new_doc_ids, site_doc_ids
 from zeroarchive.search.query import Query, Term
-from zeroarchive.search.text import index_tokens, is_cjk, normalize, runs
+from zeroarchive.search.text import index_text, is_cjk, normalize, runs
 from zeroarchive.storage.publications import AddedVersion
 from zeroarchive.storage.schema import publication, search_doc
 
 TABLE = "publication_search"
-#: Whitespace alone separates tokens: they were cut already (index_tokens).
+#: Whitespace alone separates tokens: they were cut already (index_text).
 TOKENIZE = "unicode61 remove_diacritics 0 categories 'L* M* N* P* S* C*'"
 CREATE = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5("
@@ -33,7 +33,7 @@ _fts = table(TABLE, column("rowid"))
 
 def document(title: str, body: str) -> str:
     """What the index holds for a publication: its tokens, one space apart."""
-    return " ".join(index_tokens(normalize(title) + " " + normalize(body)))
+    return index_text(normalize(title) + " " + normalize(body))
 
 
 def _form(form: str) -> str:

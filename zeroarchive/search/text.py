@@ -8,9 +8,9 @@ three always agree.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import unicodedata
-from collections.abc import Iterator
 
 #: Han, kana, Hangul and Bopomofo: written without spaces, matched as contiguous strings.
 CJK = (
@@ -23,6 +23,7 @@ CJK = (
 WORD = rf"[^\W{CJK}]"
 RUN = re.compile(rf"[{CJK}]+|{WORD}+")
 _CJK_RUN = re.compile(rf"[{CJK}]+")
+_SPLIT = re.compile(rf"([{CJK}]+)|({WORD}+)")
 _SPACE = re.compile(r"\s+")
 
 
@@ -94,19 +95,20 @@ def is_cjk(run: str) -> bool:
     return bool(_CJK_RUN.fullmatch(run))
 
 
-def index_tokens(folded: str) -> Iterator[str]:
-    """The tokens SQLite's index holds for normalised text: each word run whole, each CJK
-    run as its overlapping pairs of characters and its last character alone, so a one-
-    or two-character CJK word is one token (or a token's prefix) and a longer one a
-    phrase of pairs.
+def index_text(folded: str) -> str:
+    """The tokens SQLite's index holds for normalised text, one space apart: each word
+    run whole, each CJK run as its overlapping pairs of characters and its last character
+    alone, so a one- or two-character CJK word is one token (or a token's prefix) and a
+    longer one a phrase of pairs.
 
-    >>> list(index_tokens("在台灣 vaccine"))
-    ['在台', '台灣', '灣', 'vaccine']
+    >>> index_text("在台灣 vaccine")
+    '在台 台灣 灣 vaccine'
     """
-    for run in RUN.findall(folded):
-        if is_cjk(run):
-            for i in range(len(run) - 1):
-                yield run[i : i + 2]
-            yield run[-1]
+    parts = []
+    for cjk, word in _SPLIT.findall(folded):
+        if cjk:
+            parts.append(" ".join(map(operator.add, cjk, cjk[1:])))
+            parts.append(cjk[-1])
         else:
-            yield run
+            parts.append(word)
+    return " ".join(p for p in parts if p)
