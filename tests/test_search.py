@@ -151,6 +151,10 @@ def numbers(hits: Hits, articles: dict[int, int]) -> list[int]:
         ('"taiwan', [9]),  # unbalanced quote: the rest is the phrase
         ("'x'", [9]),
         ("x'; DROP TABLE publication; --", []),
+        ("NEAR OR ^ : *", [9]),  # each an operator somewhere; here all text, all there
+        ("taiwan*", []),  # no prefix search: "taiwan*" as written
+        ("strait:", []),
+        ("c++ -(near)", []),
         ("DNA. -DNA", []),
     ],
 )
