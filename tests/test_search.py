@@ -399,3 +399,22 @@ def test_snippets_of_long_texts_mark_the_match_where_it_is() -> None:
     tail = matcher.snippet("t", "z" * 200 + " vaccines VACCINE").marked()
     assert tail.endswith("vaccines «VACCINE»")
     assert matcher.snippet("疫苗", "").marked() == "«疫苗»"
+
+
+def test_search_migration_goes_down_and_up_again(db_url: str) -> None:
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
+
+    engine = make_engine(db_url)
+    migrate(engine)
+    config = _alembic_config(engine)
+    command.downgrade(config, "0011")
+    tables = set(inspect(engine).get_table_names())
+    assert not {"search_doc", "search_reindex", "publication_search"} & tables
+    command.upgrade(config, "heads")
+    assert {"search_doc", "search_reindex", "publication_search"} <= set(
+        inspect(engine).get_table_names()
+    )
+    engine.dispose()
