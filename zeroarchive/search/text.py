@@ -33,7 +33,7 @@ def normalize(text: str) -> str:
     >>> normalize("Ｔａｉｗａｎ  海峽\\nＡＢＣ")
     'taiwan 海峽 abc'
     """
-    return _SPACE.sub(" ", _fold(text)).strip()
+    return " ".join(_fold(text).split())
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -43,8 +43,13 @@ def _fold_char(char: str) -> str:
 
 
 def _fold(text: str) -> str:
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    folded = text.casefold()
     # Folding case can undo NFKC (a few characters fold to non-normalised ones): again.
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    if not unicodedata.is_normalized("NFKC", folded):
+        folded = unicodedata.normalize("NFKC", folded)
+    return folded
 
 
 def fold_with_origins(text: str) -> tuple[str, list[int]]:
