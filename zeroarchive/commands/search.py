@@ -102,8 +102,12 @@ class Command(ScrapyCommand):
             metavar="NAME",
             help="only this site (name or id); repeat for several",
         )
-        parser.add_argument("--since", metavar="YYYY-MM-DD", help="published on or after this day")
-        parser.add_argument("--until", metavar="YYYY-MM-DD", help="published on or before this day")
+        parser.add_argument(
+            "--since", metavar="YYYY-MM-DD", help="published on or after this UTC day"
+        )
+        parser.add_argument(
+            "--until", metavar="YYYY-MM-DD", help="published on or before this UTC day"
+        )
         parser.add_argument(
             "--all-versions",
             action="store_true",
@@ -117,7 +121,11 @@ class Command(ScrapyCommand):
             help="relevance (default; newest first on ties) or date (newest first)",
         )
         parser.add_argument(
-            "--limit", type=int, default=20, metavar="N", help="show N hits (default 20)"
+            "--limit",
+            type=int,
+            default=20,
+            metavar="N",
+            help=f"show N hits (default 20, at most {MAX_LIMIT})",
         )
         parser.add_argument(
             "--fold-chinese",
@@ -125,7 +133,10 @@ class Command(ScrapyCommand):
             help="also find the other Chinese script's form (Simplified <-> Traditional)",
         )
         parser.add_argument(
-            "--json", action="store_true", help="one JSON object per hit, best first"
+            "--json",
+            action="store_true",
+            help="one JSON object per hit, best first: article_id, site, url, title, "
+            "published_at, snippet, score (and versions with --all-versions)",
         )
 
     @one_line_errors
