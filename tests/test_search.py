@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import delete, select
 
 from tests.conftest import FIXTURES, REPO, scrapy
@@ -418,3 +420,13 @@ def test_search_migration_goes_down_and_up_again(db_url: str) -> None:
         inspect(engine).get_table_names()
     )
     engine.dispose()
+
+
+@given(st.text(max_size=60))
+def test_the_fast_fold_is_nfkc_casefold(text: str) -> None:
+    import unicodedata
+
+    from zeroarchive.search.text import normalize
+
+    reference = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    assert normalize(text) == " ".join(reference.split())
