@@ -28,6 +28,13 @@ PARSER_TIMEZONE = "Asia/Taipei"
 # PTT/Dcard list walks stop after this many pages in a row with nothing new (0 = never).
 ZEROARCHIVE_STALE_LIST_PAGES = 2
 
+# --- Search (scrapy search, scrapy reindex) ------------------------------------------------
+# parse_snapshots indexes each new publication version for search in the same transaction;
+# off, it does not (the index then lags until `scrapy reindex`).
+SEARCH_INDEX_ENABLED = True
+# Publications indexed per transaction by `scrapy reindex`.
+SEARCH_REINDEX_BATCH = 500
+
 # --- WARC (scrapy export_warc, import_warc, rotate_snapshots --format warc) -------------
 # A WARC file is rolled once it holds this many bytes (the usual ~1 GB).
 WARC_EXPORT_ROLL_BYTES = 1024 * 1024 * 1024

@@ -22,6 +22,7 @@ LAYERS = (
     "distributed",
     "crawl",
     "parser",
+    "search",
     "publish",
     "monitor",
     "commands",
@@ -35,8 +36,9 @@ ALLOWED = {
     "distributed": {"core"},
     "crawl": {"core", "sources", "sites", "storage", "distributed"},
     "parser": {"core", "sources", "storage"},
+    "search": {"core", "storage"},
     "publish": {"core", "sources", "sites", "storage"},
-    "monitor": {"core", "sources", "storage"},
+    "monitor": {"core", "sources", "storage", "search"},
     "commands": set(LAYERS),
 }
 

@@ -2,7 +2,7 @@
 
 The package's folders follow the data's one way through the archive:
 
-    sources -> sites -> crawl -> storage -> parser -> publications -> publish, monitor
+    sources -> sites -> crawl -> storage -> parser -> publications -> search, publish, monitor
 
 - ``core``: the shared vocabulary: clock, URLs and their identity, encodings, snapshot
   plans, error kinds, stats keys, the records passed between stages, services that are away.
@@ -13,6 +13,8 @@ The package's folders follow the data's one way through the archive:
 - ``crawl``: the spider base, list and feed walks, due work and its dispatch, politeness
   helpers (block pages, browser, login, run locks).
 - ``parser``: stage B, publications from snapshots, and the parse run.
+- ``search``: full-text search over publications and their versions (SQLite FTS5,
+  MariaDB Mroonga), fed by the parse run's hook.
 - ``publish``: the archive in other formats (WARC and WACZ out, WARC in).
 - ``monitor``: ``scrapy monitor``, the read-only web app and GraphQL API.
 - ``commands``: the ``scrapy`` commands, the top: they may import everything, nothing

@@ -63,9 +63,20 @@ class Command(ScrapyCommand):
             workers=opts.workers,
             timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
         )
+        hooks = []
+        if self.settings is None or self.settings.getbool("SEARCH_INDEX_ENABLED", True):
+            from zeroarchive.search import open_index
+            from zeroarchive.search.index import index_hook
+
+            index = open_index(archive.engine)
+            missing = index.available()
+            if missing:
+                print(f"warning: not indexing for search: {missing}", file=sys.stderr)
+            else:
+                hooks.append(index_hook(index))
         resume = "run parse_snapshots again: it goes on where this run stopped"
         with Progress("parse_snapshots", unit="snapshot", resume=resume) as progress:
-            stats = parse_pending(archive.engine, config, progress=progress)
+            stats = parse_pending(archive.engine, config, hooks=hooks, progress=progress)
         seconds = stats.pop("parser/seconds_x1000") / 1000
         for key, value in sorted(stats.items()):
             print(f"{key}: {value}", file=sys.stderr)

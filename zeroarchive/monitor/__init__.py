@@ -1,7 +1,7 @@
 """`scrapy monitor`: a read-only web app over the archive (Starlette on uvicorn): the
-0archive GraphQL sites API at /graphql and the site monitor's pages, from server-side
-templates with no script and nothing loaded from elsewhere.
+0archive GraphQL sites API and search at /graphql, and the site monitor's pages and the
+/search page, from server-side templates with no script and nothing loaded from elsewhere.
 
-May import: ``storage``, ``sources``, ``core``.
+May import: ``search``, ``storage``, ``sources``, ``core``.
 Never imported by: anything but ``commands``.
 """

@@ -20,7 +20,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from zeroarchive.monitor import deadline, graphql_api, pages
+from zeroarchive.monitor import deadline, graphql_api, pages, search_page
 from zeroarchive.monitor.auth import AuthMiddleware
 from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.guard import GuardMiddleware
@@ -106,6 +106,7 @@ def create_app(
     app = Starlette(
         routes=[
             *pages.routes(),
+            *search_page.routes(),
             graphql_api.route(graphql),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],

@@ -13,6 +13,7 @@ from graphql import GraphQLError, GraphQLResolveInfo, GraphQLSchema
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.schedule import DAY
+from zeroarchive.monitor import search_api
 from zeroarchive.monitor.masking import masked_url
 from zeroarchive.monitor.query_limits import ListSizes
 from zeroarchive.monitor.stats_cache import StatsCache
@@ -294,8 +295,9 @@ def list_sizes(stats: StatsCache) -> ListSizes:
 
 def build_schema() -> GraphQLSchema:
     return make_executable_schema(
-        SCHEMA,
+        [SCHEMA, search_api.SCHEMA],
         query,
+        *search_api.BINDABLES,
         site_type,
         articles_result,
         article_type,

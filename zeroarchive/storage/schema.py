@@ -257,3 +257,28 @@ parse_progress = Table(
     # set it again.
     Column("generation", BigInteger, nullable=False),
 )
+
+# --- Search (zeroarchive/search/, migration 0012) ---
+# A document id per indexed publication version, never reused (AUTOINCREMENT), so a stale
+# index entry never names a live version; a trigger drops the row of a deleted publication.
+# The index itself is engine-specific and not declared here: ``publication_search``, an
+# FTS5 virtual table in SQLite, a Mroonga table in MariaDB (search/sqlite_fts.py, mroonga.py).
+search_doc = Table(
+    "search_doc",
+    metadata,
+    Column("doc_id", Id, primary_key=True, autoincrement=True),
+    Column("publication_id", Id, nullable=False),
+    UniqueConstraint("publication_id", name="uq_search_doc_publication"),
+    sqlite_autoincrement=True,
+)
+
+# Where an interrupted `scrapy reindex` goes on: per scope ("all" or "site:ID"), the last
+# publication id indexed of the parser version being indexed.
+search_reindex = Table(
+    "search_reindex",
+    metadata,
+    Column("scope", String(32), primary_key=True),
+    Column("parser_version", String(32), nullable=False),
+    Column("last_publication_id", BigInteger, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+)

@@ -1,0 +1,445 @@
+"""Full-text search, SQLite FTS5 and MariaDB Mroonga side by side (issue 23, "Speed").
+
+1. Builds ``--publications`` publications of mixed CJK and English text, recombined from
+   the corpora's paragraphs (bench/data/cjk-news: Chinese, Japanese, Korean news; the
+   extraction benchmark and newspaper4k: English), 10 % of the articles with a second,
+   edited version, over 20 sites — once in a SQLite file, once in a MariaDB database.
+2. Indexes them with ``scrapy reindex``'s code (publications/s, and per CPU second) and
+   measures the index's size against the text it covers (SQLite: pages added; MariaDB:
+   the Mroonga table's files as the server reports them).
+3. Runs each kind of query (a 2-character CJK word, a 4-character CJK string, an English
+   word, two words ANDed, a phrase; each also with --all-versions and with --site) over
+   several words of that kind picked from the corpus, first 20 hits with their total, and
+   prints p50/p95 milliseconds per kind and engine side by side.
+4. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) with and
+   without the index hook, on both engines: what indexing adds to a parse run.
+
+    python bench/search.py [--publications 100000] [--copies 5] [--skip-mariadb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import re
+import resource
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sqlalchemy import create_engine, select, text  # noqa: E402
+
+from bench.corpora import CORPORA  # noqa: E402
+from zeroarchive.core.encoding import detect_encoding  # noqa: E402
+from zeroarchive.core.items import FetchedPage  # noqa: E402
+from zeroarchive.parser import PARSER_VERSION  # noqa: E402
+from zeroarchive.parser.run import ParseRunConfig, parse_pending  # noqa: E402
+from zeroarchive.search import open_index  # noqa: E402
+from zeroarchive.search.index import SearchRequest, index_hook  # noqa: E402
+from zeroarchive.search.query import parse_query  # noqa: E402
+from zeroarchive.search.reindex import reindex  # noqa: E402
+from zeroarchive.sites.record import parse_spec  # noqa: E402
+from zeroarchive.storage.archive import close_archives, open_archive  # noqa: E402
+from zeroarchive.storage.schema import article, producer, publication  # noqa: E402
+
+MARIADB = "mysql+pymysql://root@127.0.0.1:3306"
+START = 1_735_689_600  # 2025-01-01
+SITES = 20
+CJK_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
+
+
+def paragraphs() -> list[str]:
+    found: list[str] = []
+    gold = json.loads((REPO / "bench/data/cjk-news/gold.json").read_text(encoding="utf-8"))
+    for record in gold.values():
+        found.extend(p.strip() for p in record["body"].split("\n") if len(p.strip()) > 30)
+    truth = CORPORA / "extraction-benchmark-dev" / "ground-truth_subset.json"
+    for record in json.loads(truth.read_text(encoding="utf-8")).values():
+        body = record.get("articleBody") or ""
+        found.extend(p.strip() for p in re.split(r"\n+|(?<=\.) (?=[A-Z])", body) if len(p) > 60)
+    for path in sorted((CORPORA / "newspaper4k" / "txt").glob("*.txt")):
+        found.extend(
+            p.strip() for p in path.read_text(encoding="utf-8").split("\n") if len(p.strip()) > 30
+        )
+    return found
+
+
+def documents(count: int, seed: int = 23) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    pool = paragraphs()
+    docs = []
+    for _ in range(count):
+        body = "\n".join(rng.sample(pool, rng.randint(3, 7)))
+        title = rng.choice(pool)[:40]
+        docs.append((title, body))
+    return docs
+
+
+def query_words(docs: list[tuple[str, str]], seed: int = 5) -> dict[str, list[str]]:
+    """Words of each kind, picked from the texts among those of middling frequency."""
+    rng = random.Random(seed)
+    sample = [b for _, b in docs[:2000]]
+    bigrams: Counter[str] = Counter()
+    fours: Counter[str] = Counter()
+    words: Counter[str] = Counter()
+    for body in sample:
+        for run in CJK_RUN.findall(body):
+            bigrams.update({run[i : i + 2] for i in range(len(run) - 1)})
+            fours.update({run[i : i + 4] for i in range(len(run) - 3)})
+        words.update(w.lower() for w in re.findall(r"[A-Za-z]{5,}", body))
+
+    def middling(counter: Counter[str], n: int) -> list[str]:
+        ranked = [w for w, c in counter.most_common() if 20 <= c <= 200]
+        return rng.sample(ranked, min(n, len(ranked)))
+
+    english = middling(words, 20)
+    return {
+        "cjk-2": middling(bigrams, 10),
+        "cjk-4": middling(fours, 10),
+        "english": english[:10],
+        "two words": [f"{a} {b}" for a, b in zip(english[:5], english[5:10], strict=True)]
+        + [f"{a} {b}" for a, b in zip(middling(bigrams, 5), english[10:15], strict=True)],
+        "phrase": [f'"{m}"' for m in _phrases(sample, rng)],
+    }
+
+
+def _phrases(sample: list[str], rng: random.Random) -> list[str]:
+    found = []
+    for body in rng.sample(sample, 40):
+        words = re.findall(r"[A-Za-z]{3,}", body)
+        if len(words) > 10:
+            start = rng.randrange(len(words) - 2)
+            found.append(" ".join(words[start : start + 2]).lower())
+    return found[:10]
+
+
+def load(url: str, docs: list[tuple[str, str]]) -> tuple[int, int]:
+    """The publications, straight into the table; return (publications, text bytes)."""
+    archive = open_archive(url=url)
+    engine = archive.engine
+    site_ids = []
+    for number in range(SITES):
+        spec = parse_spec(
+            {
+                "name": f"site{number}",
+                "url": f"https://s{number}.example/",
+                "type": "news",
+                "config": {"article": "/a/"},
+            }
+        )
+        site_ids.append(archive.sites.upsert(spec, START)[0])
+    with engine.begin() as conn:
+        conn.execute(
+            producer.insert(),
+            [
+                {
+                    "producer_id": n + 1,
+                    "name": f"site{n}",
+                    "type": "news",
+                    "url": "https://x/",
+                    "languages": "[]",
+                    "first_seen_at": START,
+                    "last_updated_at": START,
+                }
+                for n in range(SITES)
+            ],
+        )
+    size = 0
+    rows: list[dict[str, object]] = []
+    articles: list[dict[str, object]] = []
+    publication_id = 0
+    for number, (title, body) in enumerate(docs, 1):
+        site_id = site_ids[number % SITES]
+        at = START + number * 60
+        url = f"https://s{number % SITES}.example/a/{number}"
+        articles.append(
+            {
+                "article_id": number,
+                "site_id": site_id,
+                "url": url,
+                "url_hash": number.to_bytes(16, "big"),
+                "article_type": "Article",
+                "created_at": at,
+                "first_snapshot_at": at,
+                "last_snapshot_at": at,
+                "next_snapshot_at": 0,
+                "snapshot_count": 1,
+                "failure_count": 0,
+                "lease_until": 0,
+            }
+        )
+        versions = [(title, body)]
+        if number % 10 == 0:  # an edit: the first paragraph went
+            versions.append((title, body.split("\n", 1)[-1]))
+        for version, (version_title, version_body) in enumerate(versions, 1):
+            publication_id += 1
+            size += len(version_title.encode()) + len(version_body.encode())
+            rows.append(
+                {
+                    "publication_id": publication_id,
+                    "article_id": number,
+                    "parser_version": PARSER_VERSION,
+                    "version": version,
+                    "producer_id": number % SITES + 1,
+                    "site_id": site_id,
+                    "canonical_url": url,
+                    "title": version_title,
+                    "publication_text": version_body,
+                    "published_at": at,
+                    "first_seen_at": at + (version - 1) * 86_400,
+                    "last_seen_at": at + version * 86_400,
+                    "last_updated_at": at,
+                    "hashtags": "[]",
+                    "urls": "[]",
+                    "keywords": "[]",
+                    "tags": "[]",
+                    "metadata": "{}",
+                    "comments": "[]",
+                    "comment_count": 0,
+                    "content_hash": b"\0" * 32,
+                    "parsed_at": at,
+                }
+            )
+        if len(rows) >= 2000:
+            _flush(engine, articles, rows)
+    _flush(engine, articles, rows)
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO parser_info VALUES (:v, :t, '{}')"), {"v": PARSER_VERSION, "t": START}
+        )
+    return publication_id, size
+
+
+def _flush(
+    engine: object, articles: list[dict[str, object]], rows: list[dict[str, object]]
+) -> None:
+    with engine.begin() as conn:  # type: ignore[attr-defined]
+        if articles:
+            conn.execute(article.insert(), articles)
+        if rows:
+            conn.execute(publication.insert(), rows)
+    articles.clear()
+    rows.clear()
+
+
+def index_size(url: str, engine: object) -> int:
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        if url.startswith("sqlite"):
+            pages = conn.execute(text("PRAGMA page_count")).scalar_one()
+            free = conn.execute(text("PRAGMA freelist_count")).scalar_one()
+            size = conn.execute(text("PRAGMA page_size")).scalar_one()
+            return int((pages - free) * size)
+        row = conn.execute(
+            text(
+                "SELECT SUM(data_length + index_length) FROM information_schema.tables"
+                " WHERE table_schema = DATABASE() AND table_name IN"
+                " ('publication_search', 'search_doc')"
+            )
+        ).scalar_one()
+        return int(row or 0)
+
+
+def measure_index(url: str, total: int) -> dict[str, float]:
+    engine = open_archive(url=url).engine
+    index = open_index(engine)
+    before = index_size(url, engine)
+    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    started = time.perf_counter()
+    done, _ = reindex(engine, index, PARSER_VERSION, batch=1000, stream=sys.stderr)
+    wall = time.perf_counter() - started
+    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu
+    after = index_size(url, engine)
+    return {
+        "indexed": done,
+        "rate": done / wall,
+        "cpu_rate": done / max(cpu, 1e-9),
+        "bytes": after - before if url.startswith("sqlite") else after,
+    }
+
+
+def measure_queries(
+    url: str, words: dict[str, list[str]]
+) -> dict[str, tuple[list[float], list[int]]]:
+    engine = open_archive(url=url).engine
+    index = open_index(engine)
+    timings: dict[str, list[float]] = {}
+    hits: dict[str, list[int]] = {}
+    for kind, queries in words.items():
+        for variant, options in (
+            ("", {}),
+            (" all-versions", {"all_versions": True}),
+            (" site", {"site_ids": (3,)}),
+        ):
+            name = kind + variant
+            for raw in queries:
+                request = SearchRequest(parse_query(raw), PARSER_VERSION, limit=20, **options)
+                for _ in range(2):
+                    started = time.perf_counter()
+                    found = index.search(request)
+                    timings.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+                hits.setdefault(name, []).append(found.total)
+    return {name: (times, hits[name]) for name, times in timings.items()}
+
+
+def p(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def parse_overhead(url_for: callable, copies: int) -> dict[str, float]:  # type: ignore[valid-type]
+    pages = sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz"))
+    results = {}
+    for label, hooked in (("without", False), ("with", True), ("without ", False), ("with ", True)):
+        url = url_for()
+        archive = open_archive(url=url)
+        spec = parse_spec(
+            {
+                "name": "b",
+                "url": "https://news.example/",
+                "type": "news",
+                "config": {"article": "/a"},
+            }
+        )
+        site_id = archive.sites.upsert(spec, START)[0]
+        urls = [f"https://news.example/a/{c}/{n}" for c in range(copies) for n in range(len(pages))]
+        archive.articles.add(site_id, "Article", urls, START)
+        with archive.engine.connect() as conn:
+            ids = dict(conn.execute(select(article.c.url, article.c.article_id)).all())
+        batch = []
+        for c in range(copies):
+            for n, path in enumerate(pages):
+                raw = gzip.decompress(path.read_bytes())
+                u = f"https://news.example/a/{c}/{n}"
+                batch.append(
+                    FetchedPage(
+                        article_id=ids[u],
+                        site_id=site_id,
+                        article_type="news",
+                        fetched_at=START,
+                        status=200,
+                        final_url=u,
+                        headers={"Content-Type": ["text/html"]},
+                        encoding=detect_encoding(raw),
+                        body=raw,
+                    )
+                )
+        archive.snapshots.save(batch)
+        hooks = (index_hook(open_index(archive.engine)),) if hooked else ()
+        started = time.perf_counter()
+        stats = parse_pending(archive.engine, ParseRunConfig(), now=START, hooks=hooks)
+        seconds = time.perf_counter() - started
+        results[label] = min(results.get(label.strip(), 1e9), seconds)
+        results[label.strip()] = min(results.get(label.strip(), 1e9), seconds)
+        assert stats["parser/new_publication"] >= copies * (len(pages) - 5), stats
+        close_archives()
+    return {"without": results["without"], "with": results["with"]}
+
+
+def fresh_mariadb() -> str:
+    name = f"zeroarchive_bench_{secrets.token_hex(4)}"
+    admin = create_engine(f"{MARIADB}/test")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+    admin.dispose()
+    return f"{MARIADB}/{name}"
+
+
+def drop_mariadb(url: str) -> None:
+    admin = create_engine(f"{MARIADB}/test")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]}"))
+    admin.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--publications", type=int, default=100_000)
+    parser.add_argument("--copies", type=int, default=5)
+    parser.add_argument("--skip-mariadb", action="store_true")
+    args = parser.parse_args()
+    docs = documents(args.publications)
+    words = query_words(docs)
+    print("query words:", json.dumps(words, ensure_ascii=False), file=sys.stderr)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
+    engines = {"sqlite": f"sqlite:///{tmp / 'archive.db'}"}
+    if not args.skip_mariadb:
+        engines["mariadb"] = fresh_mariadb()
+    built: dict[str, dict[str, float]] = {}
+    queries: dict[str, dict[str, tuple[list[float], list[int]]]] = {}
+    overhead: dict[str, dict[str, float]] = {}
+    try:
+        for name, url in engines.items():
+            started = time.perf_counter()
+            versions, size = load(url, docs)
+            print(
+                f"{name}: {versions} publication versions ({size / 1e6:.0f} MB of text) "
+                f"loaded in {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+            )
+            built[name] = {**measure_index(url, versions), "text": size, "versions": versions}
+            queries[name] = measure_queries(url, words)
+            close_archives()
+        made: list[str] = []
+        counter = iter(range(100))
+
+        def sqlite_url() -> str:
+            return f"sqlite:///{tmp / f'parse{next(counter)}.db'}"
+
+        def mariadb_url() -> str:
+            made.append(fresh_mariadb())
+            return made[-1]
+
+        for name in engines:
+            try:
+                overhead[name] = parse_overhead(
+                    sqlite_url if name == "sqlite" else mariadb_url, args.copies
+                )
+            finally:
+                for url in made:
+                    drop_mariadb(url)
+                made.clear()
+    finally:
+        close_archives()
+        if "mariadb" in engines:
+            drop_mariadb(engines["mariadb"])
+    names = list(engines)
+    print(
+        f"\n{args.publications:,} articles; per engine: "
+        + "; ".join(
+            f"{n} {built[n]['versions']:,} versions, {built[n]['text'] / 1e6:.0f} MB text"
+            for n in names
+        )
+    )
+    print(f"{'':34}" + "".join(f"{n:>22}" for n in names))
+    rows = [
+        ("index build, publications/s", lambda n: f"{built[n]['rate']:,.0f}"),
+        ("  per CPU second (this process)", lambda n: f"{built[n]['cpu_rate']:,.0f}"),
+        ("index size / text size", lambda n: f"{built[n]['bytes'] / built[n]['text']:.2f}"),
+        ("parse run, s without index", lambda n: f"{overhead[n]['without']:.1f}"),
+        ("parse run, s with index", lambda n: f"{overhead[n]['with']:.1f}"),
+        ("  indexing adds", lambda n: f"{overhead[n]['with'] / overhead[n]['without'] - 1:+.0%}"),
+    ]
+    for label, value in rows:
+        print(f"{label:34}" + "".join(f"{value(n):>22}" for n in names))
+    print("\nquery ms, first 20 hits and their total: p50 / p95 (median hits)")
+    for kind in queries[names[0]]:
+        cells = []
+        for n in names:
+            times, totals = queries[n][kind]
+            cells.append(
+                f"{p(times, 0.5):.0f} / {p(times, 0.95):.0f} ({statistics.median(totals):.0f})"
+            )
+        print(f"{kind:34}" + "".join(f"{c:>22}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,432 @@
+"""Full-text search on both engines (SQLite FTS5, MariaDB Mroonga): the same query
+language and the same answers, fed by the parser's hook; the real `scrapy search` CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import delete, select
+
+from tests.conftest import FIXTURES, REPO, scrapy
+from zeroarchive.core.items import FetchedPage, Parsed
+from zeroarchive.parser import PARSER_VERSION
+from zeroarchive.search import open_index
+from zeroarchive.search.fold import chinese_forms
+from zeroarchive.search.index import MAX_TOTAL, Hits, SearchIndex, SearchRequest, index_hook
+from zeroarchive.search.query import QueryError, parse_query
+from zeroarchive.search.reindex import reindex
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import Archive, open_archive
+from zeroarchive.storage.publications import ArticleInfo, PublicationStore
+from zeroarchive.storage.schema import publication, publication_mapping
+
+NOW = 1_700_000_000
+DAY = 86_400
+LTN_URL = "https://news.ltn.com.tw/news/politics/breakingnews/994343"
+LTN_PAGE = gzip.decompress(
+    (FIXTURES / "tw-news-2014" / "html" / "liberty_times_news_s1.html.gz").read_bytes()
+)
+LTN_EDIT = ("停止禁食".encode(), "結束禁食".encode())
+
+#: (site, article, title, text, published_at): a small archive of mixed scripts.
+DOCS = [
+    ("news", 1, "台海情勢升溫", "國防部說，台海周邊出現共機。專家分析統戰手法。", 9),
+    ("news", 2, "疫苗到貨", "第二批ＢＮＴ疫苗今天抵達，指揮中心說明接種順序。", 8),
+    ("news", 3, "台湾疫苗新闻", "简体中文的报道：台湾海峡局势与疫苗。", 7),
+    ("farm", 4, "Vaccine myths", "The vaccines do not alter DNA. A vaccine is tested.", 6),
+    ("farm", 5, "COVID-19 update", "New covid 19 cases; the covid-19 vaccine rollout.", 5),
+    ("farm", 6, "ワクチン接種", "東京都は新型コロナワクチンの接種を始めた。", 4),
+    ("news", 7, "백신 접종", "정부는 코로나19 백신 접종을 시작했다.", 3),
+    ("news", 8, "台", "台。單字標題與單字內文", 2),
+    ("farm", 9, "Ｆｕｌｌ　ｗｉｄｔｈ", "ＴＡＩＷＡＮ Strait and c++ (NEAR) OR * ^ : 'x'", 1),
+]
+
+
+def make_archive(url: str) -> tuple[Archive, SearchIndex, dict[int, int]]:
+    archive = open_archive(url=url)
+    index = open_index(archive.engine)
+    assert index.available() is None
+    sites = {}
+    for name in ("news", "farm"):
+        spec = parse_spec(
+            {
+                "name": name,
+                "url": f"https://{name}.example/",
+                "type": "news",
+                "config": {"article": "/a/"},
+            }
+        )
+        sites[name] = archive.sites.upsert(spec, NOW)[0]
+    articles = {}
+    for name, number, title, body, days_ago in DOCS:
+        published = NOW - days_ago * DAY
+        articles[number] = add(archive, index, sites[name], number, title, body, published)
+    return archive, index, articles
+
+
+def add(
+    archive: Archive,
+    index: SearchIndex,
+    site_id: int,
+    number: int,
+    title: str,
+    body: str,
+    published: int | None,
+    at: int = NOW,
+) -> int:
+    url = f"https://site{site_id}.example/a/{number}"
+    archive.articles.add(site_id, "news", [url], NOW)
+    article_id = (
+        archive.articles.ids_for_urls([url])[url]
+        if hasattr(archive.articles, "ids_for_urls")
+        else _article_id(archive, url)
+    )
+    store = PublicationStore(archive.engine, PARSER_VERSION)
+    parsed = Parsed(canonical_url=url, title=title, text=body, published_at=published)
+    info = ArticleInfo(article_id, site_id, "news", url)
+    store.add_version(info, at, parsed, parsed.digest(), at, (index_hook(index),))
+    return article_id
+
+
+def _article_id(archive: Archive, url: str) -> int:
+    from zeroarchive.storage.schema import article
+
+    with archive.engine.connect() as conn:
+        return int(
+            conn.execute(select(article.c.article_id).where(article.c.url == url)).scalar_one()
+        )
+
+
+@pytest.fixture
+def searched(db_url: str) -> Iterator[tuple[Archive, SearchIndex, dict[int, int]]]:
+    yield make_archive(db_url)
+
+
+def run(index: SearchIndex, raw: str, **options: object) -> Hits:
+    fold = chinese_forms if options.pop("fold", False) else None
+    request = SearchRequest(parse_query(raw, fold), PARSER_VERSION, **options)  # type: ignore[arg-type]
+    return index.search(request)
+
+
+def numbers(hits: Hits, articles: dict[int, int]) -> list[int]:
+    back = {article_id: number for number, article_id in articles.items()}
+    return sorted(back[hit.article_id] for hit in hits.hits)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("台海", [1]),  # two CJK characters
+        ("台", [1, 3, 8]),  # one character, also at the end of a run
+        ("疫苗", [2, 3]),
+        ("台湾海峡", [3]),  # four characters, contiguous
+        ("海峽", []),  # Traditional: only the Simplified text has the strait
+        ("統戰", [1]),
+        ("bnt疫苗", [2]),  # full-width Latin folded, CJK glued to it
+        ("vaccine", [4, 5]),  # whole words: not "vaccines"
+        ("VACCINE", [4, 5]),
+        ("vacc", []),
+        ("vaccines", [4]),
+        ("covid-19", [5]),
+        ('"covid 19"', [5]),
+        ("covid-19 -rollout", []),
+        ("疫苗 -台湾", [2]),
+        ("疫苗 -bnt", [3]),
+        ("ワクチン", [6]),
+        ("ン", [6]),
+        ("백신", [7]),
+        ("코로나19", [7]),
+        ("taiwan strait", [9]),
+        ('"taiwan strait"', [9]),
+        ('"strait taiwan"', []),
+        ("full width", [9]),
+        ("c++", [9]),
+        ("NEAR", [9]),
+        ("OR", [9]),
+        ("(near)", [9]),
+        ('"taiwan', [9]),  # unbalanced quote: the rest is the phrase
+        ("'x'", [9]),
+        ("x'; DROP TABLE publication; --", []),
+        ("NEAR OR ^ : *", [9]),  # each an operator somewhere; here all text, all there
+        ("taiwan*", []),  # no prefix search: "taiwan*" as written
+        ("strait:", []),
+        ("c++ -(near)", []),
+        ("DNA. -DNA", []),
+    ],
+)
+def test_both_engines_give_the_same_exact_answers(
+    searched: tuple[Archive, SearchIndex, dict[int, int]], query: str, expected: list[int]
+) -> None:
+    _, index, articles = searched
+    hits = run(index, query)
+    assert numbers(hits, articles) == expected
+    assert hits.total == len(expected) and not hits.capped
+
+
+def test_fold_chinese_finds_the_other_script(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    _, index, articles = searched
+    assert numbers(run(index, "臺灣疫苗"), articles) == []
+    assert numbers(run(index, "台灣 疫苗", fold=True), articles) == [3]
+    assert numbers(run(index, "海峽", fold=True), articles) == [3]
+    assert numbers(run(index, "统战", fold=True), articles) == [1]
+
+
+def test_filters_sites_dates_and_sort(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    archive, index, articles = searched
+    farm = archive.sites.get("farm")
+    assert farm is not None
+    assert numbers(run(index, "vaccine", site_ids=(farm.site_id,)), articles) == [4, 5]
+    news = archive.sites.get("news")
+    assert news is not None
+    assert numbers(run(index, "vaccine", site_ids=(news.site_id,)), articles) == []
+    assert numbers(run(index, "疫苗", since=NOW - 7 * DAY), articles) == [3]
+    assert numbers(run(index, "疫苗", until=NOW - 7 * DAY), articles) == [2]
+    dated = run(index, "台", sort="date")
+    assert [h.article_id for h in dated.hits] == [articles[8], articles[3], articles[1]]
+    # Relevance: the one with the word in its title and short text comes first.
+    ranked = run(index, "台")
+    assert ranked.hits[0].article_id == articles[8]
+    page = run(index, "台", sort="date", offset=1, limit=1)
+    assert [h.article_id for h in page.hits] == [articles[3]] and page.total == 3
+
+
+def test_snippet_marks_the_match_in_the_original_text(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    _, index, _ = searched
+    hit = run(index, "bnt").hits[0]
+    assert "«ＢＮＴ»" in hit.snippet.marked()
+    record = hit.as_json()
+    assert set(record) == {"article_id", "site", "url", "title", "published_at", "snippet", "score"}
+    assert record["site"] == "news" and record["published_at"] == NOW - 8 * DAY
+
+
+def test_versions_edited_out_are_found_with_their_spans(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    archive, index, _ = searched
+    news = archive.sites.get("news")
+    assert news is not None
+    first, second, third = NOW + 100, NOW + 200, NOW + 300
+    url_number = 20
+    add(archive, index, news.site_id, url_number, "聲明", "他說要停止禁食。", NOW, first)
+    article_id = add(archive, index, news.site_id, url_number, "聲明", "他說要結束。", NOW, second)
+    add(archive, index, news.site_id, url_number, "聲明", "他說要停止禁食並離開。", NOW, third)
+    assert run(index, "禁食").total == 1  # the latest version holds it again
+    assert run(index, "離開 -禁食").total == 0
+    hits = run(index, "停止禁食", all_versions=True)
+    assert [h.article_id for h in hits.hits] == [article_id]
+    spans = hits.hits[0].as_json()["versions"]
+    assert spans == [{"from": first, "to": second}, {"from": third, "to": None}]
+    # Edited out for good: only --all-versions finds it, its span closed.
+    add(archive, index, news.site_id, url_number, "聲明", "全部刪除。", NOW, NOW + 400)
+    assert run(index, "停止禁食").total == 0
+    spans = run(index, "停止禁食", all_versions=True).hits[0].as_json()["versions"]
+    assert spans == [{"from": first, "to": second}, {"from": third, "to": NOW + 400}]
+
+
+def test_deleted_publications_leave_no_hit_and_reused_ids_no_stale_match(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    archive, index, articles = searched
+    with archive.engine.begin() as conn:
+        # What a reparse does (PublicationStore.discard): the ids may be handed out again.
+        conn.execute(delete(publication).where(publication.c.article_id == articles[9]))
+        conn.execute(
+            delete(publication_mapping).where(publication_mapping.c.article_id == articles[9])
+        )
+    assert run(index, "taiwan").total == 0
+    farm = archive.sites.get("farm")
+    assert farm is not None
+    add(archive, index, farm.site_id, 9, "Other", "Nothing about the strait.", NOW)
+    assert run(index, "taiwan").total == 0
+    assert run(index, "strait").total == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("", "the query is empty"),
+        ("   ", "the query is empty"),
+        ("!!! ，。？ ***", "no letter, digit or CJK character"),
+        ("-疫苗", "only excludes"),
+        ("台" * 10_240, "too long"),
+        (" ".join(f"w{i}" for i in range(40)), "too many terms"),
+    ],
+)
+def test_bad_queries_are_refused_with_one_line(raw: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message) as caught:
+        parse_query(raw)
+    assert "\n" not in str(caught.value)
+
+
+def test_more_than_the_cap_says_so(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zeroarchive.search.index as index_module
+
+    _, index, _ = make_archive(db_url)
+    monkeypatch.setattr(index_module, "MAX_TOTAL", 2)
+    hits = run(index, "台")
+    assert hits.capped and hits.total == 2 and hits.total_line() == "2+ hits"
+    assert MAX_TOTAL == 10_000
+
+
+def test_search_cli(db_url: str, tmp_path: object) -> None:
+    make_archive(db_url)
+    done = scrapy("search", "疫苗", "--json", db_url=db_url, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {r["title"] for r in records} == {"疫苗到貨", "台湾疫苗新闻"}
+    assert done.stderr.strip().splitlines()[-1] == "2 hits"
+    readable = scrapy(
+        "search", "vaccine", "--site", "farm", "--sort", "date", db_url=db_url, cwd=REPO
+    )
+    assert "1. COVID-19 update" in readable.stdout and "«vaccine»" in readable.stdout
+    assert readable.stderr.strip().splitlines()[-1] == "2 hits"
+    for bad in ([""], ["***"], ["台" * 10_240], ['"unbalanced'], ["x", "--since", "yesterday"]):
+        done = scrapy("search", *bad, db_url=db_url, cwd=REPO)
+        assert "Traceback" not in done.stderr, done.stderr
+    done = scrapy("search", "***", db_url=db_url, cwd=REPO)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "error: the query has no letter, digit or CJK character to search for "
+        "(only punctuation or symbols)"
+    ]
+
+
+def test_reindex_rebuilds_and_resumes_where_it_stopped(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, index, articles = make_archive(db_url)
+    expected = numbers(run(index, "台"), articles)
+    with archive.engine.begin() as conn:
+        index.clear(conn)
+    assert run(index, "台").total == 0
+    calls = []
+    real = index.index_publications
+
+    def stop_on_the_third(conn: object, rows: list[tuple[int, str, str]]) -> None:
+        calls.append(len(rows))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        real(conn, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index, "index_publications", stop_on_the_third)
+    with pytest.raises(SystemExit) as stopped:
+        reindex(archive.engine, index, PARSER_VERSION, batch=2)
+    assert stopped.value.code == 130
+    monkeypatch.undo()
+    done, resumed = reindex(archive.engine, index, PARSER_VERSION, batch=2)
+    assert resumed and done == len(DOCS) - 4
+    assert numbers(run(index, "台"), articles) == expected
+    # Again from scratch: nothing twice, nothing left behind.
+    done, resumed = reindex(archive.engine, index, PARSER_VERSION)
+    assert (done, resumed) == (len(DOCS), False)
+    assert numbers(run(index, "台"), articles) == expected
+    farm = archive.sites.get("farm")
+    assert farm is not None
+    done, _ = reindex(archive.engine, index, PARSER_VERSION, site_id=farm.site_id)
+    assert done == 4
+    assert numbers(run(index, "vaccine"), articles) == [4, 5]
+    assert numbers(run(index, "台"), articles) == expected
+
+
+def test_parse_snapshots_feeds_the_index_and_the_cli_finds_edits(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A real page (Liberty Times, 2014) and its edit, through the real commands."""
+    archive = open_archive(url=db_url)
+    spec = parse_spec(
+        {
+            "name": "ltn",
+            "url": "https://news.ltn.com.tw/",
+            "type": "news",
+            "config": {"article": "/news/"},
+        }
+    )
+    site_id = archive.sites.upsert(spec, NOW)[0]
+    archive.articles.add(site_id, "Article", [LTN_URL], NOW)
+    article_id = _article_id(archive, LTN_URL)
+    for at, body in ((NOW, LTN_PAGE), (NOW + 3600, LTN_PAGE.replace(*LTN_EDIT))):
+        archive.snapshots.save(
+            [
+                FetchedPage(
+                    article_id=article_id,
+                    site_id=site_id,
+                    article_type="news",
+                    fetched_at=at,
+                    status=200,
+                    final_url=LTN_URL,
+                    headers={"Content-Type": ["text/html; charset=utf-8"]},
+                    encoding="utf-8",
+                    body=body,
+                )
+            ]
+        )
+    parsed = scrapy("parse_snapshots", db_url=db_url, cwd=tmp_path)
+    assert parsed.returncode == 0, parsed.output
+    found = scrapy("search", "停止禁食", "--json", db_url=db_url, cwd=tmp_path)
+    assert found.stdout == "" and found.stderr.splitlines()[-1] == "0 hits"
+    found = scrapy("search", "結束禁食", "--json", db_url=db_url, cwd=tmp_path)
+    [hit] = [json.loads(line) for line in found.stdout.splitlines()]
+    assert hit["article_id"] == article_id and "«結束禁食»" in hit["title"] + hit["snippet"]
+    found = scrapy("search", "停止禁食", "--all-versions", "--json", db_url=db_url, cwd=tmp_path)
+    [hit] = [json.loads(line) for line in found.stdout.splitlines()]
+    assert hit["versions"] == [{"from": NOW, "to": NOW + 3600}]
+    assert found.stderr.splitlines()[-1] == "1 hits"
+    again = scrapy("reindex", db_url=db_url, cwd=tmp_path)
+    assert again.returncode == 0 and "2 publication(s) indexed" in again.stderr
+    found = scrapy("search", "林義雄", "--all-versions", db_url=db_url, cwd=tmp_path)
+    assert found.stderr.splitlines()[-1] == "1 hits"
+
+
+def test_snippets_of_long_texts_mark_the_match_where_it_is() -> None:
+    from zeroarchive.search.match import Matcher
+
+    matcher = Matcher(parse_query("vaccine 疫苗"))
+    body = "ｘ" * 3000 + " a Vaccine and 疫苗 " + "y" * 3000 + " vaccines VACCINE"
+    marked = matcher.snippet("title", body).marked()
+    assert marked.startswith("…") and marked.endswith("…")
+    assert "a «Vaccine» and «疫苗»" in marked
+    # Only a part of the text is folded to find it; a word cut at that part's edge is no
+    # match (vaccines), a whole one at the end still is.
+    tail = matcher.snippet("t", "z" * 200 + " vaccines VACCINE").marked()
+    assert tail.endswith("vaccines «VACCINE»")
+    assert matcher.snippet("疫苗", "").marked() == "«疫苗»"
+
+
+def test_search_migration_goes_down_and_up_again(db_url: str) -> None:
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
+
+    engine = make_engine(db_url)
+    migrate(engine)
+    config = _alembic_config(engine)
+    command.downgrade(config, "0011")
+    tables = set(inspect(engine).get_table_names())
+    assert not {"search_doc", "search_reindex", "publication_search"} & tables
+    command.upgrade(config, "heads")
+    assert {"search_doc", "search_reindex", "publication_search"} <= set(
+        inspect(engine).get_table_names()
+    )
+    engine.dispose()
+
+
+@given(st.text(max_size=60))
+def test_the_fast_fold_is_nfkc_casefold(text: str) -> None:
+    import unicodedata
+
+    from zeroarchive.search.text import normalize
+
+    reference = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    assert normalize(text) == " ".join(reference.split())

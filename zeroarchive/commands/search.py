@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+from sqlalchemy import or_, select
+
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.parser import PARSER_VERSION
+from zeroarchive.search import open_index
+from zeroarchive.search.index import SORTS, Hit, SearchRequest
+from zeroarchive.search.query import QueryError, parse_query
+from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.schema import site
+
+MAX_LIMIT = 10_000
+
+
+def day(value: str, option: str) -> int:
+    """A YYYY-MM-DD day as the unix time of its start (UTC)."""
+    try:
+        date = dt.date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"{option} takes a day as YYYY-MM-DD, not {value!r}") from None
+    return int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
+
+
+def site_ids(engine: object, names: list[str]) -> tuple[int, ...]:
+    """The ids of the sites named (by id or name; a name several sites share: all)."""
+    found: list[int] = []
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        for name in names:
+            clause = site.c.name == name
+            if name.isdigit():
+                clause = or_(clause, site.c.site_id == int(name))
+            ids = conn.execute(select(site.c.site_id).where(clause)).scalars().all()
+            if not ids:
+                raise UsageError(f"no site {name!r}")
+            found.extend(ids)
+    return tuple(sorted(set(found)))
+
+
+def readable(hit: Hit, number: int) -> str:
+    when = (
+        dt.datetime.fromtimestamp(hit.published_at, dt.UTC).strftime("%Y-%m-%d")
+        if hit.published_at is not None
+        else "undated"
+    )
+    lines = [
+        f"{number}. {hit.title or '(no title)'}",
+        f"   {hit.site} · {when} · {hit.url}",
+        f"   {hit.snippet.marked()}",
+    ]
+    if hit.versions is not None:
+        spans = ", ".join(
+            f"{_date(s.start)} – {_date(s.end) if s.end is not None else 'now'}"
+            for s in hit.versions
+        )
+        lines.append(f"   held the query: {spans}")
+    return "\n".join(lines)
+
+
+def _date(unix: int) -> str:
+    return dt.datetime.fromtimestamp(unix, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return (
+            "QUERY [--site NAME]... [--since YYYY-MM-DD] [--until YYYY-MM-DD] "
+            "[--all-versions] [--sort relevance|date] [--limit N] [--fold-chinese] [--json]"
+        )
+
+    def short_desc(self) -> str:
+        return "Search the publications' titles and text (CJK-aware full text)"
+
+    def long_desc(self) -> str:
+        return (
+            'Search the archive\'s publications. Words are ANDed; "a quoted phrase" is one '
+            "term; -word excludes. Matching ignores case and full-/half-width forms (NFKC). "
+            "CJK text matches as written, as a contiguous string (one- and two-character "
+            "words too); Latin-script words match whole words, without stemming. By default "
+            "each article's latest version is searched and hits are ranked by relevance "
+            "(newest first on ties). The last line on stderr is the number of hits "
+            '("N hits", or "10000+ hits"). The index is fed by parse_snapshots; '
+            "scrapy reindex rebuilds it."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--site",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="only this site (name or id); repeat for several",
+        )
+        parser.add_argument(
+            "--since", metavar="YYYY-MM-DD", help="published on or after this UTC day"
+        )
+        parser.add_argument(
+            "--until", metavar="YYYY-MM-DD", help="published on or before this UTC day"
+        )
+        parser.add_argument(
+            "--all-versions",
+            action="store_true",
+            help="search every version of each article (text later edited out, or of "
+            "deleted articles, too); each hit lists when its text held the query",
+        )
+        parser.add_argument(
+            "--sort",
+            choices=SORTS,
+            default="relevance",
+            help="relevance (default; newest first on ties) or date (newest first)",
+        )
+        parser.add_argument(
+            "--limit",
+            type=int,
+            default=20,
+            metavar="N",
+            help=f"show N hits (default 20, at most {MAX_LIMIT})",
+        )
+        parser.add_argument(
+            "--fold-chinese",
+            action="store_true",
+            help="also find the other Chinese script's form (Simplified <-> Traditional)",
+        )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="one JSON object per hit, best first: article_id, site, url, title, "
+            "published_at, snippet, score (and versions with --all-versions)",
+        )
+
+    @one_line_errors
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not 1 <= opts.limit <= MAX_LIMIT:
+            raise UsageError(f"--limit takes 1 to {MAX_LIMIT}, not {opts.limit}")
+        since = day(opts.since, "--since") if opts.since else None
+        until = day(opts.until, "--until") + 86400 if opts.until else None
+        fold = None
+        if opts.fold_chinese:
+            from zeroarchive.search.fold import chinese_forms
+
+            fold = chinese_forms
+        try:
+            query = parse_query(" ".join(args), fold)
+        except QueryError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        archive = open_archive(self.settings)
+        index = open_index(archive.engine)
+        missing = index.available()
+        if missing:
+            print(f"error: {missing}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        request = SearchRequest(
+            query=query,
+            parser_version=PARSER_VERSION,
+            site_ids=site_ids(archive.engine, opts.site),
+            since=since,
+            until=until,
+            all_versions=opts.all_versions,
+            sort=opts.sort,
+            limit=opts.limit,
+        )
+        hits = index.search(request)
+        for number, hit in enumerate(hits.hits, 1):
+            if opts.json:
+                print(json.dumps(hit.as_json(), ensure_ascii=False))
+            else:
+                print(readable(hit, number))
+        sys.stdout.flush()
+        print(hits.total_line(), file=sys.stderr)

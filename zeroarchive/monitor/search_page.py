@@ -1,0 +1,83 @@
+"""The monitor's /search page: a box, filters, hits with highlighted snippets, links to
+each article and its versions, next and previous pages. The same search as the GraphQL
+``search`` (search_api.run_search); server-side HTML, no script."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from graphql import GraphQLError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from zeroarchive.monitor.pages import render, templates
+from zeroarchive.monitor.search_api import run_search, snippet_html
+from zeroarchive.search.index import SORTS
+
+PER_PAGE = 20
+MAX_PAGE = 500
+
+templates.env.filters["snippet_html"] = snippet_html
+
+
+def _int(value: str | None, default: int) -> int:
+    return int(value) if value and value.isdigit() and len(value) < 6 else default
+
+
+async def search_page(request: Request) -> Response:
+    params = request.query_params
+    q, site = params.get("q", ""), params.get("site", "").strip()
+    since, until = params.get("since", ""), params.get("until", "")
+    all_versions, fold = params.get("all") == "1", params.get("fold") == "1"
+    sort = params.get("sort", "relevance")
+    form: dict[str, Any] = {
+        "q": q,
+        "site": site,
+        "since": since,
+        "until": until,
+        "all": all_versions,
+        "fold": fold,
+        "sort": sort,
+    }
+    page = min(max(_int(params.get("page"), 1), 1), MAX_PAGE)
+    context: dict[str, Any] = {"form": form, "sorts": SORTS, "page": page, "error": None}
+    context["result"] = None
+    status = 200
+    if q.strip():
+        try:
+            result = await run_in_threadpool(
+                run_search,
+                request.app.state.engine,
+                q,
+                sites=[site] if site else [],
+                since=since or None,
+                until=until or None,
+                all_versions=all_versions,
+                sort=sort,
+                fold_chinese=fold,
+                first=PER_PAGE,
+                offset=(page - 1) * PER_PAGE,
+            )
+        except GraphQLError as exc:
+            context["error"] = exc.message
+            status = 400
+        else:
+            context["result"] = result
+            keep = {k: v for k, v in form.items() if v and v is not True}
+            keep.update({k: "1" for k in ("all", "fold") if form[k]})
+
+            def link(number: int) -> str:
+                return "/search?" + urlencode({**keep, "page": number})
+
+            shown = result.offset + len(result.hits.hits)
+            context["previous"] = link(page - 1) if page > 1 else None
+            context["next"] = link(page + 1) if shown < result.hits.total else None
+            context["first_number"] = result.offset + 1
+    return render(request, "search.html", context, status)
+
+
+def routes() -> list[Route]:
+    return [Route("/search", search_page, name="search")]

@@ -1,0 +1,143 @@
+"""Text as the search sees it: NFKC-normalised, case folded, whitespace collapsed, and cut
+into runs — CJK runs (matched as contiguous strings) and word runs (matched whole).
+
+The same functions normalise what is indexed, what is queried and what is checked, so the
+three always agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+import unicodedata
+
+#: Han, kana, Hangul and Bopomofo: written without spaces, matched as contiguous strings.
+CJK = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c"
+    "\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31bf\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0003134f"
+)
+#: A character of a word run: a letter, digit or underscore that is not CJK.
+WORD = rf"[^\W{CJK}]"
+RUN = re.compile(rf"[{CJK}]+|{WORD}+")
+_CJK_RUN = re.compile(rf"[{CJK}]+")
+_SPLIT = re.compile(rf"([{CJK}]+)|({WORD}+)")
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """``text`` NFKC-normalised, case folded, every run of whitespace one space.
+
+    >>> normalize("Ｔａｉｗａｎ  海峽\\nＡＢＣ")
+    'taiwan 海峽 abc'
+    """
+    return " ".join(_fold(text).split())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _fold_char(char: str) -> str:
+    # NFKC turns a few characters (e.g. U+3000's relatives) into spaces.
+    return _SPACE.sub(" ", _fold(char))
+
+
+@functools.cache
+def _nfkc_table() -> dict[int, str]:
+    """Each BMP character that NFKC changes, mapped to what it becomes alone."""
+    table = {}
+    for code in range(0x10000):
+        char = chr(code)
+        if 0xD800 <= code < 0xE000:
+            continue
+        folded = unicodedata.normalize("NFKC", char)
+        if folded != char:
+            table[code] = folded
+    return table
+
+
+def _nfkc(text: str) -> str:
+    """NFKC, fast for most texts: character by character through a table (C speed),
+    which is the answer whenever its result is normalised (it is then the normal form of
+    a string equivalent to ``text``); the whole normalisation otherwise."""
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    mapped = text.translate(_nfkc_table())
+    if unicodedata.is_normalized("NFKC", mapped):
+        return mapped
+    return unicodedata.normalize("NFKC", text)
+
+
+def _fold(text: str) -> str:
+    folded = _nfkc(text).casefold()
+    # Folding case can undo NFKC (a few characters fold to non-normalised ones): again.
+    if not unicodedata.is_normalized("NFKC", folded):
+        folded = unicodedata.normalize("NFKC", folded)
+    return folded
+
+
+def fold_with_origins(text: str) -> tuple[str, list[int]]:
+    """``text`` folded character by character as ``normalize`` folds it whole (the same
+    but where NFKC composes across characters), and for each character of the result the
+    index in ``text`` (after NFC) it came from — to mark a match in the original text.
+
+    >>> fold_with_origins("Ａ  ß")
+    ('a ss', [0, 1, 3, 3])
+    """
+    text = unicodedata.normalize("NFC", text)
+    out: list[str] = []
+    origins: list[int] = []
+    space = False
+    for index, char in enumerate(text):
+        if char.isspace():
+            if not space and out:
+                out.append(" ")
+                origins.append(index)
+            space = True
+            continue
+        space = False
+        folded = _fold_char(char)
+        out.append(folded)
+        origins.extend([index] * len(folded))
+    result = "".join(out)
+    if result.endswith(" "):
+        result = result[:-1]
+        origins.pop()
+    return result, origins
+
+
+def nfc(text: str) -> str:
+    """The form of ``text`` whose indexes ``fold_with_origins`` reports."""
+    return unicodedata.normalize("NFC", text)
+
+
+def runs(folded: str) -> list[str]:
+    """The CJK runs and word runs of normalised text, in order.
+
+    >>> runs("covid-19疫苗 c++ 台")
+    ['covid', '19', '疫苗', 'c', '台']
+    """
+    return RUN.findall(folded)
+
+
+def is_cjk(run: str) -> bool:
+    return bool(_CJK_RUN.fullmatch(run))
+
+
+def index_text(folded: str) -> str:
+    """The tokens SQLite's index holds for normalised text, one space apart: each word
+    run whole, each CJK run as its overlapping pairs of characters and its last character
+    alone, so a one- or two-character CJK word is one token (or a token's prefix) and a
+    longer one a phrase of pairs.
+
+    >>> index_text("在台灣 vaccine")
+    '在台 台灣 灣 vaccine'
+    """
+    parts = []
+    for cjk, word in _SPLIT.findall(folded):
+        if cjk:
+            parts.append(" ".join(map(operator.add, cjk, cjk[1:])))
+            parts.append(cjk[-1])
+        else:
+            parts.append(word)
+    return " ".join(p for p in parts if p)
