@@ -20,7 +20,11 @@ Differences from stock scrapy-redis, each for a reason:
 - a worker rides out a Redis that stops answering: it logs once, keeps what it has not
   pushed, tries again with growing pauses and stays open (idle, not finished) meanwhile;
   what it still holds when it closes is logged and counted, and the database's leases
-  queue those articles again.
+  queue those articles again;
+- a worker beats a heartbeat (zeroarchive/distributed/heartbeat.py) under its own lease
+  owner and says what it takes from the queue and puts back (``work_taken``,
+  ``work_returned``), so the spider can record what it holds and `scrapy schedule` can
+  take back at once what a dead worker held.
 """
 
 from __future__ import annotations
@@ -39,7 +43,10 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy_redis.scheduler import Scheduler
 
+from zeroarchive.core.owners import worker_owner
 from zeroarchive.core.services import FIRST_PAUSE, next_pause, reason, safe_url
+from zeroarchive.core.signals import work_returned, work_taken
+from zeroarchive.distributed.heartbeat import Heartbeat
 from zeroarchive.distributed.queue import (
     QUEUE_KEY,
     JsonSerializer,
@@ -76,6 +83,10 @@ class RedisScheduler(Scheduler):
         self._flush_later = CallLaterOnce(self.flush_pending)
         self.prefetch = 1
         self._taken: deque[tuple[bytes, float]] = deque()
+        # Taken requests already decoded and announced, by entry, until handed out.
+        self._decoded: dict[bytes, Request] = {}
+        self.owner = worker_owner()
+        self.heartbeat: Heartbeat | None = None
         self._away_since: float | None = None
         self._retry_at = 0.0
         self._pause = FIRST_PAUSE
@@ -101,6 +112,12 @@ class RedisScheduler(Scheduler):
             raise ValueError(
                 f"ZEROARCHIVE_QUEUE_POLL_SECONDS must be positive, not {scheduler.poll_seconds}"
             )
+        scheduler.heartbeat = Heartbeat(
+            connect(settings),
+            scheduler.owner,
+            settings.getfloat("ZEROARCHIVE_HEARTBEAT_SECONDS"),
+            crawler.spider.name if crawler.spider is not None else "?",
+        )
         scheduler.prefetch = settings.getint("ZEROARCHIVE_QUEUE_PREFETCH")
         if scheduler.prefetch < 1:
             raise ValueError(
@@ -121,6 +138,9 @@ class RedisScheduler(Scheduler):
                 "only every 5 s"
             )
         self.queue = request_queue(self.server, spider)
+        if self.heartbeat is not None:
+            # Before the first take: what this worker takes is never held by no one alive.
+            self.heartbeat.start()
         if hasattr(self.df, "open"):
             self.df.open()
         logger.info(
@@ -148,6 +168,8 @@ class RedisScheduler(Scheduler):
         self._put_back_taken()
         if hasattr(self.df, "close"):
             self.df.close(reason)
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
 
     def enqueue_request(self, request: Request) -> bool:
         """Accept ``request`` into the pending batch; True even for a duplicate, which is
@@ -251,7 +273,30 @@ class RedisScheduler(Scheduler):
             )
         else:
             logger.info("Put %d taken request(s) back in %s", len(self._taken), self.queue.key)
+            returned = [self._decoded[e] for e, _ in self._taken if e in self._decoded]
+            if returned:
+                self.crawler.signals.send_catch_log(
+                    work_returned, requests=returned, owner=self.owner
+                )
         self._taken.clear()
+        self._decoded.clear()
+
+    def _announce_taken(self) -> None:
+        """Decode what was just taken (skipping malformed entries, logged and counted) and
+        say that this worker holds it."""
+        taken: list[Request] = []
+        for entry, _score in self._taken:
+            try:
+                request = self.queue.decode(entry)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                logger.error("Skipping a malformed entry in %s: %s", self.queue.key, exc)
+                if self.stats:
+                    self.stats.inc_value("scheduler/redis/malformed")
+                continue
+            self._decoded[entry] = request
+            taken.append(request)
+        if taken:
+            self.crawler.signals.send_catch_log(work_taken, requests=taken, owner=self.owner)
 
     def has_pending_requests(self) -> bool:
         if self._pending or self._checked or self._taken or self._away_since is not None:
@@ -277,13 +322,10 @@ class RedisScheduler(Scheduler):
                 self._redis_answered()
                 if not self._taken:
                     return None
+                self._announce_taken()
             entry, _score = self._taken.popleft()
-            try:
-                request = self.queue.decode(entry)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                logger.error("Skipping a malformed entry in %s: %s", self.queue.key, exc)
-                if self.stats:
-                    self.stats.inc_value("scheduler/redis/malformed")
+            request = self._decoded.pop(entry, None)
+            if request is None:
                 continue
             if self.stats:
                 self.stats.inc_value("scheduler/dequeued/redis")
