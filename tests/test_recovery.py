@@ -24,6 +24,7 @@ from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
 from zeroarchive.crawl.recovery import take_up_dead_runs
 from zeroarchive.crawl.runlock import SiteRunLocks
 from zeroarchive.distributed.heartbeat import Heartbeat, alive, heartbeat_key
+from zeroarchive.distributed.queue import held_key, request_queue
 from zeroarchive.distributed.redis_client import connect
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
@@ -285,3 +286,32 @@ def test_a_heartbeat_lives_while_renewed_and_goes_when_stopped(server: redis.Red
     assert alive(server, {beat.owner}) == set()
     with pytest.raises(ValueError, match="at least 1"):
         Heartbeat(server, worker_owner(), 0.5, "generic")
+
+
+def test_what_a_dead_worker_took_before_recording_it_is_put_back_once(
+    archive: Archive, server: redis.Redis
+) -> None:
+    add_site(archive, "one")
+    rounds = dispatcher(archive, server)
+    first = rounds.run_once(NOW)["generic"]
+    queue = request_queue(server, rounds.spiders[0])
+    assert len(queue) == first.queued == first.list_requests + first.snapshots
+    # Killed between its pop and recording what it took: the database still says queued.
+    dead = worker_owner()
+    taken = queue.take(3, dead)
+    assert len(queue) == first.queued - 3
+    assert server.hlen(held_key(queue.key, dead)) == 3
+    live = Heartbeat(server, worker_owner(), HEARTBEAT, "generic")
+    live.beat()
+    kept = queue.take(2, live.owner)
+    report = rounds.run_once(NOW + 1)["generic"]
+    # The dead worker's three are back under their own scores, once; the live one's two
+    # stay with it, and nothing is claimed twice.
+    assert report.snapshots == 0 and report.list_sites == 0
+    assert len(queue) == first.queued - 2
+    assert not server.exists(held_key(queue.key, dead))
+    back = dict(server.zrange(queue.key, 0, -1, withscores=True))
+    assert all(back[entry] == score for entry, score in taken)
+    # Recorded in the database: the live worker's hash empties.
+    queue.release_held(live.owner, [entry for entry, _ in kept])
+    assert not server.exists(held_key(queue.key, live.owner))

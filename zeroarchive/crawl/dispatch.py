@@ -23,7 +23,7 @@ from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.distributed.heartbeat import alive
-from zeroarchive.distributed.queue import push_requests, request_queue
+from zeroarchive.distributed.queue import held_keys, push_requests, request_queue, requeue_held
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.leases import Released, holders, release_in_flight, release_owners
 
@@ -94,7 +94,10 @@ class Dispatcher:
     def recover(self, now: int) -> Released:
         """Make due again, now, what was queued in lost queues or held by dead workers."""
         engine = self.archive.engine
-        workers = holders(engine, WORKER, now)
+        # Owners holding leases or walks, and workers that took entries the database may
+        # not know of yet (held hashes, zeroarchive/distributed/queue.py).
+        held = held_keys(self.server)
+        workers = holders(engine, WORKER, now) | set(held)
         if self._queues_lost():
             # The queues went with the old data: hand the work out again now instead of
             # waiting for the leases (and the next list interval) to run out. Workers'
@@ -116,15 +119,18 @@ class Dispatcher:
                 )
         elif now >= self._grace_until and workers:
             dead = workers - alive(self.server, workers)
+            requeued = sum(requeue_held(self.server, key) for o in dead for key in held.get(o, []))
             released = release_owners(engine, dead, now)
-            if released:
+            if released or requeued:
                 logger.warning(
                     "Worker(s) %s gone (no heartbeat): %d leased article(s) and %d list "
-                    "walk(s) of %d site(s) they held queued again",
+                    "walk(s) of %d site(s) they held queued again, %d request(s) they had "
+                    "taken put back in the queue",
                     ", ".join(sorted(dead)),
                     released.articles,
                     released.walks,
                     len(released.by_site),
+                    requeued,
                 )
         else:
             released = Released()

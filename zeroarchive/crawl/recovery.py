@@ -114,12 +114,13 @@ class HeldWork:
         deferred.addCallbacks(self._written, self._failed, errbackArgs=(what,))
         return deferred
 
-    def _written(self, _result: object) -> None:
+    def _written(self, _result: object) -> bool:
         if self._failing:
             logger.info("Recording held work works again")
         self._failing = False
+        return True
 
-    def _failed(self, failure: Any, what: str) -> None:
+    def _failed(self, failure: Any, what: str) -> bool:
         # The work is done all the same; only its recovery after a kill may wait for the
         # lease (or the next walk) instead.
         count(self.stats, "errors/held_work")
@@ -128,6 +129,7 @@ class HeldWork:
                 "Could not %s in the database (%s); crawling on", what, failure.getErrorMessage()
             )
         self._failing = True
+        return False
 
 
 def take_up_dead_runs(

@@ -29,6 +29,7 @@ Differences from stock scrapy-redis, each for a reason:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import deque
@@ -42,6 +43,7 @@ from scrapy.http import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy_redis.scheduler import Scheduler
+from twisted.internet.defer import Deferred, DeferredList
 
 from zeroarchive.core.owners import worker_owner
 from zeroarchive.core.services import FIRST_PAUSE, next_pause, reason, safe_url
@@ -166,6 +168,10 @@ class RedisScheduler(Scheduler):
             if self.stats:
                 self.stats.inc_value("scheduler/redis/unpushed", unpushed)
         self._put_back_taken()
+        # What it took is back in the queue or done (or leased in the database, which
+        # takes it back once this worker's heartbeat is gone).
+        with contextlib.suppress(redis.RedisError):
+            self.queue.release_held(self.owner)
         if hasattr(self.df, "close"):
             self.df.close(reason)
         if self.heartbeat is not None:
@@ -295,8 +301,30 @@ class RedisScheduler(Scheduler):
                 continue
             self._decoded[entry] = request
             taken.append(request)
-        if taken:
+        entries = [entry for entry, _score in self._taken]
+        results = (
             self.crawler.signals.send_catch_log(work_taken, requests=taken, owner=self.owner)
+            if taken
+            else []
+        )
+        waiting = [result for _, result in results if isinstance(result, Deferred)]
+        if not waiting:
+            self._release_held(entries, [(True, True)])
+            return
+        DeferredList(waiting, consumeErrors=True).addCallback(
+            lambda outcome: self._release_held(entries, outcome)
+        )
+
+    def _release_held(self, entries: list[bytes], outcome: list[tuple[bool, Any]]) -> None:
+        """The database knows what this worker took (every recorder said so): a kill no
+        longer needs the held hash to put it back."""
+        if not all(ok and result is not False for ok, result in outcome):
+            return
+        try:
+            self.queue.release_held(self.owner, entries)
+        except redis.RedisError as exc:
+            # Left held: put back only if this worker dies, and deleted when it closes.
+            logger.debug("Could not release held entries: %s", exc)
 
     def has_pending_requests(self) -> bool:
         if self._pending or self._checked or self._taken or self._away_since is not None:
@@ -315,7 +343,7 @@ class RedisScheduler(Scheduler):
                 if not self._redis_may_answer():
                     return None
                 try:
-                    self._taken.extend(self.queue.take(self.prefetch))
+                    self._taken.extend(self.queue.take(self.prefetch, self.owner))
                 except redis.RedisError as exc:
                     self._redis_lost(exc)
                     return None
