@@ -148,6 +148,8 @@ class Dispatcher:
             for request in requests:
                 # The Bloom filter keeps list pages per round, so each round walks them again.
                 request.meta[META_KEY]["round"] = now
+                # The walk is begun when a worker takes these, done when they are answered.
+                request.meta[META_KEY]["walk_start"] = request.url
             report.list_requests += push_requests(self.server, spider, requests)
             # Only once queued: a redis cut before this leaves the walk due for next round.
             begin_walk(self.archive, site, now, queued_owner())

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from scrapy.crawler import Crawler
 from scrapy.http import Request
 from scrapy.statscollectors import StatsCollector
 from sqlalchemy.exc import SQLAlchemyError
@@ -39,43 +40,57 @@ from zeroarchive.storage.leases import (
 logger = logging.getLogger(__name__)
 
 
-def held_work(requests: Iterable[Request]) -> tuple[set[int], set[int]]:
-    """(article ids of snapshot requests, site ids of list requests) among ``requests``."""
+def walk_start_of(request: Request) -> tuple[int, str] | None:
+    """(site id, first URL) of a walk's first request: the dispatcher names its URL in
+    ``walk_start``, which a redirect keeps."""
+    meta = request.meta.get(META_KEY)
+    if not isinstance(meta, dict) or not isinstance(meta.get("site_id"), int):
+        return None
+    start = meta.get("walk_start")
+    return (int(meta["site_id"]), str(start)) if start else None
+
+
+def held_work(requests: Iterable[Request]) -> tuple[set[int], list[tuple[int, str]]]:
+    """(article ids of snapshot requests, (site id, url) of walk starts)."""
     articles: set[int] = set()
-    sites: set[int] = set()
+    starts: list[tuple[int, str]] = []
     for request in requests:
         meta = request.meta.get(META_KEY)
         if not isinstance(meta, dict):
             continue
         if meta.get("kind") == "snapshot" and isinstance(meta.get("article_id"), int):
             articles.add(meta["article_id"])
-        elif meta.get("kind") == "list" and isinstance(meta.get("site_id"), int):
-            sites.add(meta["site_id"])
-    return articles, sites
+        elif (start := walk_start_of(request)) is not None:
+            starts.append(start)
+    return articles, starts
 
 
 class HeldWork:
     """A distributed worker's record of the work it holds (writes off the reactor)."""
 
     def __init__(
-        self, archive: Archive, stats: StatsCollector | None, lease: int, clock: Callable[[], int]
+        self, archive: Archive, crawler: Crawler, lease: int, clock: Callable[[], int]
     ) -> None:
         self.archive = archive
-        self.stats = stats
+        self.crawler = crawler
         self.lease = lease
         self.clock = clock
         self.owner: str | None = None
-        #: Sites whose walk this worker may hold (it took a list page of theirs).
-        self.walks: set[int] = set()
+        #: Per site whose walk this worker may hold, the URLs of its first requests not
+        #: answered yet (a URL, not a count: a 404 is both a response and a failure).
+        self.starts: dict[int, set[str]] = {}
         self._failing = False
 
-    def taken(self, requests: list[Request], owner: str) -> Any:
+    def taken(self, requests: list[Request], owner: str, confirm: Callable[[], None]) -> None:
+        """Record that ``owner`` holds these snapshots and walks, then ``confirm``."""
         self.owner = owner
-        articles, sites = held_work(requests)
-        if not (articles or sites):
-            return None
-        self.walks |= sites
-        return self._write(
+        articles, starts = held_work(requests)
+        if not (articles or starts):
+            confirm()
+            return
+        for site_id, url in starts:
+            self.starts.setdefault(site_id, set()).add(url)
+        self._write(
             "record the work it took",
             take,
             self.archive.engine,
@@ -83,16 +98,18 @@ class HeldWork:
             self.clock(),
             self.lease,
             articles,
-            sites,
-        )
+            {site_id for site_id, _ in starts},
+        ).addCallback(lambda ok: confirm() if ok else None)
 
     def returned(self, requests: list[Request], owner: str) -> None:
         """At close, on the way out: written at once."""
-        articles, sites = held_work(requests)
-        if not (articles or sites):
+        articles, starts = held_work(requests)
+        if not (articles or starts):
             return
+        for site_id, url in starts:
+            self.starts.get(site_id, set()).discard(url)
         try:
-            give_back(self.archive.engine, owner, articles, sites)
+            give_back(self.archive.engine, owner, articles, {site_id for site_id, _ in starts})
         except SQLAlchemyError as exc:
             logger.warning(
                 "Could not record %d request(s) as queued again (their leases are taken "
@@ -101,12 +118,20 @@ class HeldWork:
                 exc,
             )
 
+    def responded(self, request: Request) -> None:
+        """A response (or a failure) came for ``request``; if it starts a walk, one fewer
+        of the walk's first requests waits (signal ``response_received``)."""
+        start = walk_start_of(request)
+        if start is not None:
+            self.starts.get(start[0], set()).discard(start[1])
+
     def walk_answered(self, site_id: int) -> Any:
-        """A list page of the site was answered (or failed): the walk, if this worker held
-        it, is done; its other pages are in the shared queue."""
-        if site_id not in self.walks or self.owner is None:
+        """A list page of the site was handled: once every first request of a walk this
+        worker holds was answered, the walk is done (its further pages are in the shared
+        queue, for any worker)."""
+        if self.starts.get(site_id) != set() or self.owner is None:
             return None
-        self.walks.discard(site_id)
+        del self.starts[site_id]
         return self._write("end its walk", end_walks, self.archive.engine, [site_id], self.owner)
 
     def _write(self, what: str, function: Callable[..., Any], *args: Any) -> Any:
@@ -123,7 +148,7 @@ class HeldWork:
     def _failed(self, failure: Any, what: str) -> bool:
         # The work is done all the same; only its recovery after a kill may wait for the
         # lease (or the next walk) instead.
-        count(self.stats, "errors/held_work")
+        count(self.crawler.stats, "errors/held_work")
         if not self._failing:
             logger.warning(
                 "Could not %s in the database (%s); crawling on", what, failure.getErrorMessage()

@@ -105,9 +105,10 @@ class ArchiveSpider(scrapy.Spider):
         crawler.signals.connect(spider._on_closed, signals.spider_closed)
         crawler.signals.connect(spider._on_activity, signals.request_reached_downloader)
         if spider.distributed:
-            spider.held = HeldWork(spider.archive, crawler.stats, spider.lease, now)
+            spider.held = HeldWork(spider.archive, crawler, spider.lease, now)
             crawler.signals.connect(spider.held.taken, work_taken)
             crawler.signals.connect(spider.held.returned, work_returned)
+            crawler.signals.connect(spider.held.responded, signals.response_received)
         return spider
 
     # --- hooks for source spiders -------------------------------------------------------
@@ -328,6 +329,7 @@ class ArchiveSpider(scrapy.Spider):
         count(self.crawler.stats, f"errors/{kind}", site_id)
         count(self.crawler.stats, "list_page_failures", site_id)
         if self.held is not None:
+            self.held.responded(request)
             self.held.walk_answered(site_id)
         logger.warning("List page %s failed: %s", request.url, kind)
 

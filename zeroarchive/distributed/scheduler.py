@@ -43,9 +43,9 @@ from scrapy.http import Request
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy_redis.scheduler import Scheduler
-from twisted.internet.defer import Deferred, DeferredList
 
 from zeroarchive.core.owners import worker_owner
+from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import FIRST_PAUSE, next_pause, reason, safe_url
 from zeroarchive.core.signals import work_returned, work_taken
 from zeroarchive.distributed.heartbeat import Heartbeat
@@ -87,6 +87,8 @@ class RedisScheduler(Scheduler):
         self._taken: deque[tuple[bytes, float]] = deque()
         # Taken requests already decoded and announced, by entry, until handed out.
         self._decoded: dict[bytes, Request] = {}
+        # Held entries of requests released once they leave the downloader, by request.
+        self._downloading: dict[int, bytes] = {}
         self.owner = worker_owner()
         self.heartbeat: Heartbeat | None = None
         self._away_since: float | None = None
@@ -143,6 +145,7 @@ class RedisScheduler(Scheduler):
         if self.heartbeat is not None:
             # Before the first take: what this worker takes is never held by no one alive.
             self.heartbeat.start()
+        self.crawler.signals.connect(self._left_downloader, signals.request_left_downloader)
         if hasattr(self.df, "open"):
             self.df.open()
         logger.info(
@@ -170,6 +173,7 @@ class RedisScheduler(Scheduler):
         self._put_back_taken()
         # What it took is back in the queue or done (or leased in the database, which
         # takes it back once this worker's heartbeat is gone).
+        self._downloading.clear()
         with contextlib.suppress(redis.RedisError):
             self.queue.release_held(self.owner)
         if hasattr(self.df, "close"):
@@ -289,8 +293,16 @@ class RedisScheduler(Scheduler):
 
     def _announce_taken(self) -> None:
         """Decode what was just taken (skipping malformed entries, logged and counted) and
-        say that this worker holds it."""
-        taken: list[Request] = []
+        say that this worker holds it.
+
+        Each entry stays in this worker's held hash until a kill no longer loses it: a
+        snapshot or a walk's first request once the spider recorded it in the database
+        (``work_taken``'s ``confirm``), any other request (a later list page, a feed)
+        once it has left the downloader, its links found.
+        """
+        recorded: list[Request] = []
+        recorded_entries: list[bytes] = []
+        malformed: list[bytes] = []
         for entry, _score in self._taken:
             try:
                 request = self.queue.decode(entry)
@@ -298,27 +310,41 @@ class RedisScheduler(Scheduler):
                 logger.error("Skipping a malformed entry in %s: %s", self.queue.key, exc)
                 if self.stats:
                     self.stats.inc_value("scheduler/redis/malformed")
+                malformed.append(entry)
                 continue
             self._decoded[entry] = request
-            taken.append(request)
-        entries = [entry for entry, _score in self._taken]
-        results = (
-            self.crawler.signals.send_catch_log(work_taken, requests=taken, owner=self.owner)
-            if taken
-            else []
-        )
-        waiting = [result for _, result in results if isinstance(result, Deferred)]
-        if not waiting:
-            self._release_held(entries, [(True, True)])
+            meta = request.meta.get(META_KEY)
+            if not isinstance(meta, dict):
+                meta = {}
+            if meta.get("kind") == "snapshot" or meta.get("walk_start"):
+                recorded.append(request)
+                recorded_entries.append(entry)
+            else:
+                self._downloading[id(request)] = entry
+        self._release_held(malformed)
+        if not recorded:
             return
-        DeferredList(waiting, consumeErrors=True).addCallback(
-            lambda outcome: self._release_held(entries, outcome)
-        )
+        confirmed: list[bool] = []
 
-    def _release_held(self, entries: list[bytes], outcome: list[tuple[bool, Any]]) -> None:
-        """The database knows what this worker took (every recorder said so): a kill no
-        longer needs the held hash to put it back."""
-        if not all(ok and result is not False for ok, result in outcome):
+        def confirm() -> None:
+            if not confirmed:
+                confirmed.append(True)
+                self._release_held(recorded_entries)
+
+        receivers = self.crawler.signals.send_catch_log(
+            work_taken, requests=recorded, owner=self.owner, confirm=confirm
+        )
+        if not receivers:
+            confirm()  # nobody records them: nothing to wait for
+
+    def _left_downloader(self, request: Request) -> None:
+        entry = self._downloading.pop(id(request), None)
+        if entry is not None:
+            self._release_held([entry])
+
+    def _release_held(self, entries: list[bytes]) -> None:
+        """A kill no longer loses these entries: out of the held hash."""
+        if not entries:
             return
         try:
             self.queue.release_held(self.owner, entries)
