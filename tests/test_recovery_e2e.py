@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,13 +19,16 @@ from sqlalchemy import create_engine, select
 
 from tests.conftest import REPO, scrapy
 from tests.replay import LIST_PATH, ReplayServer, tw_news_pages, tw_news_routes
+from tests.tcp_forwarder import TcpForwarder
 from tests.test_distributed import (
     counts,
+    env_for,
     finish,
     load_sites,
     news_site,
     schedule_once,
     start_worker,
+    wait_for_text,
     wait_until,
 )
 from zeroarchive.storage.schema import article, site
@@ -187,3 +191,68 @@ def test_an_embedded_crawl_killed_and_started_again_takes_up_what_it_held(
         assert not lease_owners(db_url) - {o for o in lease_owners(db_url) if o[0] == "q"}
         # Counted per site for site_stats and the monitor: each walk and lease taken back.
         assert recoveries(db_url, tmp_path) == walks + leases
+
+
+def test_a_killed_worker_a_flushed_redis_and_a_database_cut_at_once(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """The operator's day (issue 26): a worker SIGKILLed holding the walk, redis flushed a
+    few seconds later, then the database cut for 10 s under `scrapy schedule` and a second
+    worker. Every article is archived, each once, and the scheduler lives on."""
+    pages = tw_news_pages()
+    routes = tw_news_routes()
+    front = routes[LIST_PATH]
+    routes[LIST_PATH] = replace(front, delay=120)
+    with (
+        TcpForwarder(3306) as database,
+        ReplayServer(routes) as server,
+    ):
+        db_via = database.via(mariadb_url)
+        load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.3)])
+        schedule_log = tmp_path / "schedule.log"
+        with schedule_log.open("wb") as handle:
+            schedule = subprocess.Popen(
+                [sys.executable, "-m", "scrapy", "schedule", "--interval", "1", "-s", HEARTBEAT],
+                cwd=tmp_path,
+                env=env_for(db_via, redis_url),
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+            )
+        doomed_log, log = tmp_path / "doomed.log", tmp_path / "worker.log"
+        doomed = start_worker(db_via, redis_url, tmp_path, doomed_log, HEARTBEAT)
+        worker = None
+        try:
+            wait_until(
+                lambda: walk_owner(mariadb_url).startswith("w"), 90, "the worker to take the walk"
+            )
+            worker = start_worker(
+                db_via, redis_url, tmp_path, log, HEARTBEAT, "ZEROARCHIVE_IDLE_LIMIT=15"
+            )
+            wait_for_text(log, "heartbeat every", 60)
+            doomed.send_signal(signal.SIGKILL)
+            doomed.wait(timeout=10)
+            server.routes[LIST_PATH] = front
+            time.sleep(4)
+            redis.Redis.from_url(redis_url).flushdb()
+            database.cut()
+            wait_for_text(schedule_log, "Round failed", 30)
+            time.sleep(10)
+            database.restore()
+            wait_for_text(schedule_log, "Round succeeded again", 60)
+            output = finish(worker, log, timeout=300)
+            assert schedule.poll() is None, schedule_log.read_text(errors="replace")[-3000:]
+        finally:
+            schedule.send_signal(signal.SIGTERM)
+            schedule.wait(timeout=60)
+            doomed.kill()
+            if worker is not None:
+                worker.kill()
+    scheduled = schedule_log.read_text(errors="replace")
+    assert schedule.returncode == 0, scheduled[-3000:]
+    assert "Traceback" not in scheduled, scheduled[-3000:]
+    # The walk came back, whichever fault took it back first (the flush or the heartbeat).
+    assert "Redis lost its queues" in scheduled or "gone (no heartbeat)" in scheduled
+    articles, snapshots, covered = counts(mariadb_url)
+    assert covered == articles == len(pages), output[-3000:]
+    assert snapshots >= len(pages)
+    assert walk_owner(mariadb_url) == ""
