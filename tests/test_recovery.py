@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -20,6 +21,7 @@ from spiders.generic import GenericSpider
 from tests.conftest import project_settings
 from tests.tcp_forwarder import TcpForwarder
 from zeroarchive.core.owners import host_prefix, queued_owner, run_owner, worker_owner
+from zeroarchive.crawl import dispatch
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
 from zeroarchive.crawl.recovery import take_up_dead_runs
 from zeroarchive.crawl.runlock import SiteRunLocks
@@ -315,3 +317,30 @@ def test_what_a_dead_worker_took_before_recording_it_is_put_back_once(
     # Recorded in the database: the live worker's hash empties.
     queue.release_held(live.owner, [entry for entry, _ in kept])
     assert not server.exists(held_key(queue.key, live.owner))
+
+
+def test_a_flush_followed_by_a_database_cut_is_recovered_by_the_round_after_the_cut(
+    mariadb_url: str, server: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with TcpForwarder(3306) as forwarder:
+        archive = open_archive(url=forwarder.via(mariadb_url))
+        add_site(archive, "one")
+        rounds = dispatcher(archive, server)
+        assert rounds.run_once(NOW)["generic"].snapshots == 4
+        server.flushdb()
+        release = dispatch.release_in_flight
+
+        def cut_then_release(*args: Any, **kwargs: Any) -> Any:
+            forwarder.cut()  # the round saw the flush; the database goes before it releases
+            return release(*args, **kwargs)
+
+        monkeypatch.setattr(dispatch, "release_in_flight", cut_then_release)
+        with pytest.raises(OperationalError):
+            rounds.run_once(NOW + 1)
+        monkeypatch.setattr(dispatch, "release_in_flight", release)
+        forwarder.restore()
+        # The failed round released nothing: the next one does, in full.
+        report = rounds.run_once(NOW + 2)["generic"]
+        assert (report.list_sites, report.snapshots) == (1, 4)
+        assert rounds.run_once(NOW + 3)["generic"].snapshots == 0
+        archive.engine.dispose()

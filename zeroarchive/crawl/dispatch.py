@@ -81,9 +81,10 @@ class Dispatcher:
 
     def _queues_lost(self) -> bool:
         """True when redis no longer holds what earlier rounds pushed (restarted empty,
-        flushed): the marker key set by every round is gone. Also true on the first round
-        ever, when there are no leases to release."""
-        return bool(self.server.set(MARKER_KEY, "1", nx=True))
+        flushed): the marker key is gone. Also true on the first round ever, when there
+        are no leases to release. The marker is set again only once the lost work was
+        released, so a round that fails on the database in between tries again."""
+        return not self.server.exists(MARKER_KEY)
 
     def run_once(self, now: int) -> dict[str, RoundReport]:
         """One round: take back lost work, then queue every due list page and due article;
@@ -104,6 +105,7 @@ class Dispatcher:
             # heartbeats went too; what they hold is theirs until they fail to beat again.
             types = tuple(t for spider in self.spiders for t in spider.site_types)
             released = release_in_flight(engine, types, now, keep=workers)
+            self.server.set(MARKER_KEY, "1")
             self._grace_until = now + self.config.heartbeat
             if released:
                 logger.warning(
