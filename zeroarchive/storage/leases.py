@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, bindparam, func, not_, or_, select, update
 from sqlalchemy.engine import Engine
 
-from zeroarchive.core.owners import QUEUED, prefix_range, queued_owner
+from zeroarchive.core.owners import QUEUED, WORKER, prefix_range, queued_owner
 from zeroarchive.storage.schema import article, site
 
 logger = logging.getLogger(__name__)
@@ -168,16 +168,25 @@ def release_in_flight(
     engine: Engine, site_types: Sequence[str], now: int, keep: Collection[str] = ()
 ) -> Released:
     """The queues were lost: make every leased article and every walk of sites of these
-    types due again now, but for what the owners in ``keep`` (live workers) hold."""
-    of_types = select(site.c.site_id).where(site.c.type.in_(list(site_types)))
-    articles_held: ColumnElement[bool] = article.c.site_id.in_(of_types)
-    walks_held = and_(site.c.type.in_(list(site_types)), site.c.walk_owner.is_not(None))
+    types due again now, but for what the owners in ``keep`` (live workers) hold.
+
+    Leases are found by their owners (queued or a worker's) in ``ix_Article_lease_owner``:
+    over the sites' subquery MariaDB scanned every article (1M: 44 s, not 0.1 s).
+    """
+    with engine.connect() as conn:
+        site_ids = list(
+            conn.execute(select(site.c.site_id).where(site.c.type.in_(list(site_types)))).scalars()
+        )
+    if not site_ids:
+        return Released()
+    in_flight = or_(
+        _in_range(article.c.lease_owner, QUEUED), _in_range(article.c.lease_owner, WORKER)
+    )
+    articles_held: ColumnElement[bool] = and_(in_flight, article.c.site_id.in_(site_ids))
+    walks_held = and_(site.c.site_id.in_(site_ids), site.c.walk_owner.is_not(None))
     if keep:
         kept = sorted(keep)
-        articles_held = and_(
-            articles_held,
-            or_(article.c.lease_owner.is_(None), not_(article.c.lease_owner.in_(kept))),
-        )
+        articles_held = and_(articles_held, not_(article.c.lease_owner.in_(kept)))
         walks_held = and_(walks_held, not_(site.c.walk_owner.in_(kept)))
     return _release(engine, now, articles_held, walks_held)
 
