@@ -156,6 +156,9 @@ BLOOMFILTER_KEY_BITS = 2**32
 BLOOMFILTER_LIST_CAPACITY = 100_000
 BLOOMFILTER_LIST_TTL = 7200
 ZEROARCHIVE_DISTRIBUTED_DUPEFILTER = "zeroarchive.distributed.dupefilter.BloomDupeFilter"
+# A worker's heartbeat key expires this many seconds after its last renewal (renewed every
+# third of it); `scrapy schedule` then takes back at once what the worker held.
+ZEROARCHIVE_HEARTBEAT_SECONDS = 30
 # A worker waits for work for ever (scrapyd), unless this many idle seconds pass (0 = never).
 ZEROARCHIVE_IDLE_LIMIT = 0
 ZEROARCHIVE_QUEUE_HIGH_WATER = 20000

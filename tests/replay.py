@@ -55,6 +55,9 @@ class Route:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes
+    #: Seconds the answer waits (a slow page); cut short once the route is replaced by
+    #: one without a delay.
+    delay: float = 0.0
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
@@ -83,6 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
         route = replay.routes.get(key)
         if route is None:
             route = Route(404, (("Content-Type", "text/html"),), _NOT_FOUND)
+        deadline = time.monotonic() + route.delay
+        while time.monotonic() < deadline and replay.routes.get(key, route).delay:
+            time.sleep(0.05)
         # send_response() would add its own Server and Date next to the recorded ones.
         self.send_response_only(route.status)
         for name, value in route.headers:

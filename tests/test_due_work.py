@@ -15,6 +15,7 @@ from spiders.generic import GenericSpider
 from spiders.ptt import PttSpider
 from tests.conftest import project_settings
 from zeroarchive.core.clock import FAKE_NOW_ENV
+from zeroarchive.core.owners import queued_owner
 from zeroarchive.core.urls import url_hash
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
@@ -106,7 +107,7 @@ def test_claims_are_leased_and_never_handed_out_twice(archive: Archive) -> None:
 def test_a_walk_is_marked_with_its_plans_next_time(archive: Archive) -> None:
     news = archive.sites.get("news")
     assert news is not None
-    begin_walk(archive, news, NOW)
+    begin_walk(archive, news, NOW, queued_owner())
     due = due_sites(archive, ("news",), NOW, snapshots=False)
     assert due.walk == frozenset()
     assert due_sites(archive, ("news",), NOW + 600, snapshots=False).walk == {news.site_id}
@@ -116,7 +117,7 @@ def _embedded(archive: Archive, spider: ArchiveSpider) -> tuple[set[int], set[st
     """What the embedded crawl hands out: the sites it walks, then its idle batches."""
     _, sites, walk = spider._choose_sites()
     for site_id in sorted(walk):
-        begin_walk(archive, next(s for s in sites if s.site_id == site_id), NOW)
+        begin_walk(archive, next(s for s in sites if s.site_id == site_id), NOW, queued_owner())
     claimed: set[str] = set()
     while batch := claim_due(archive, [s.site_id for s in sites], NOW, 2, 3600):
         claimed |= {a.url for a in batch}

@@ -3,8 +3,11 @@
 Each round it selects the due list pages and due articles of all active sites with the
 one selection of due work (zeroarchive/crawl/due_work.py, which the embedded mode uses too) and
 pushes them to the right spider's shared queue.
-Articles are pushed under a lease, so nothing is queued twice while in flight, and work a
-dead worker held comes due again when its lease runs out.
+Articles and walks are pushed under a lease, so nothing is queued twice while in flight.
+Before each round it takes back lost work (zeroarchive/storage/leases.py): everything
+queued when redis lost its queues (restarted empty, flushed), and at once what a worker
+whose heartbeat is gone held (zeroarchive/distributed/heartbeat.py); a live worker's work
+is never taken back. Each recovery is logged once with its counts and counted per site.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from dataclasses import dataclass, field
 import redis
 from scrapy.settings import BaseSettings
 
+from zeroarchive.core.owners import WORKER, queued_owner
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.crawl.spider import ArchiveSpider
-from zeroarchive.distributed.queue import push_requests, request_queue
+from zeroarchive.distributed.heartbeat import alive
+from zeroarchive.distributed.queue import held_keys, push_requests, request_queue, requeue_held
 from zeroarchive.storage.archive import Archive
+from zeroarchive.storage.leases import Released, holders, release_in_flight, release_owners
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +37,7 @@ class DispatchConfig:
     batch: int
     lease: int
     high_water: int
+    heartbeat: int = 30
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DispatchConfig:
@@ -38,8 +45,9 @@ class DispatchConfig:
             batch=settings.getint("ZEROARCHIVE_DUE_BATCH"),
             lease=settings.getint("ZEROARCHIVE_LEASE_SECONDS"),
             high_water=settings.getint("ZEROARCHIVE_QUEUE_HIGH_WATER"),
+            heartbeat=settings.getint("ZEROARCHIVE_HEARTBEAT_SECONDS"),
         )
-        if min(config.batch, config.lease, config.high_water) < 1:
+        if min(config.batch, config.lease, config.high_water, config.heartbeat) < 1:
             raise ValueError(f"dispatch settings must be positive: {config}")
         return config
 
@@ -65,23 +73,71 @@ class Dispatcher:
         self.server = server
         self.spiders = spiders
         self.config = config
+        # After redis lost its queues (and heartbeats), live workers get one heartbeat
+        # period to beat again before any of them is taken for dead.
+        self._grace_until = 0
+        #: Everything taken back since this dispatcher started.
+        self.recovered = Released()
 
     def _queues_lost(self) -> bool:
         """True when redis no longer holds what earlier rounds pushed (restarted empty,
-        flushed): the marker key set by every round is gone. Also true on the first round
-        ever, when there are no leases to release."""
-        return bool(self.server.set(MARKER_KEY, "1", nx=True))
+        flushed): the marker key is gone. Also true on the first round ever, when there
+        are no leases to release. The marker is set again only once the lost work was
+        released, so a round that fails on the database in between tries again."""
+        return not self.server.exists(MARKER_KEY)
 
     def run_once(self, now: int) -> dict[str, RoundReport]:
-        """One round: queue every due list page and due article; a report per spider."""
-        if self._queues_lost():
-            # The queues went with the old data: hand the leased work out again now
-            # instead of waiting for the leases to run out.
-            types = tuple(t for spider in self.spiders for t in spider.site_types)
-            released = self.archive.articles.release_leases(types, now)
-            if released:
-                logger.warning("Redis lost its queues: %d leased article(s) queued again", released)
+        """One round: take back lost work, then queue every due list page and due article;
+        a report per spider."""
+        self.recover(now)
         return {spider.name: self._dispatch(spider, now) for spider in self.spiders}
+
+    def recover(self, now: int) -> Released:
+        """Make due again, now, what was queued in lost queues or held by dead workers."""
+        engine = self.archive.engine
+        # Owners holding leases or walks, and workers that took entries the database may
+        # not know of yet (held hashes, zeroarchive/distributed/queue.py).
+        held = held_keys(self.server)
+        workers = holders(engine, WORKER, now) | set(held)
+        if self._queues_lost():
+            # The queues went with the old data: hand the work out again now instead of
+            # waiting for the leases (and the next list interval) to run out. Workers'
+            # heartbeats went too; what they hold is theirs until they fail to beat again.
+            types = tuple(t for spider in self.spiders for t in spider.site_types)
+            released = release_in_flight(engine, types, now, keep=workers)
+            self.server.set(MARKER_KEY, "1")
+            self._grace_until = now + self.config.heartbeat
+            if released:
+                logger.warning(
+                    "Redis lost its queues (restarted empty or flushed): %d leased article(s) "
+                    "and %d list walk(s) of %d site(s) queued again; the Bloom filter starts "
+                    "again empty (list pages are walked again, the Article table keeps each "
+                    "article once); %d worker(s) holding work get %d s to beat again",
+                    released.articles,
+                    released.walks,
+                    len(released.by_site),
+                    len(workers),
+                    self.config.heartbeat,
+                )
+        elif now >= self._grace_until and workers:
+            dead = workers - alive(self.server, workers)
+            requeued = sum(requeue_held(self.server, key) for o in dead for key in held.get(o, []))
+            released = release_owners(engine, dead, now)
+            if released or requeued:
+                logger.warning(
+                    "Worker(s) %s gone (no heartbeat): %d leased article(s) and %d list "
+                    "walk(s) of %d site(s) they held queued again, %d request(s) they had "
+                    "taken put back in the queue",
+                    ", ".join(sorted(dead)),
+                    released.articles,
+                    released.walks,
+                    len(released.by_site),
+                    requeued,
+                )
+        else:
+            released = Released()
+        self.recovered += released
+        return released
 
     def _dispatch(self, spider: ArchiveSpider, now: int) -> RoundReport:
         report = RoundReport()
@@ -94,9 +150,11 @@ class Dispatcher:
             for request in requests:
                 # The Bloom filter keeps list pages per round, so each round walks them again.
                 request.meta[META_KEY]["round"] = now
+                # The walk is begun when a worker takes these, done when they are answered.
+                request.meta[META_KEY]["walk_start"] = request.url
             report.list_requests += push_requests(self.server, spider, requests)
             # Only once queued: a redis cut before this leaves the walk due for next round.
-            begin_walk(self.archive, site, now)
+            begin_walk(self.archive, site, now, queued_owner())
             report.list_sites += 1
         while due.sites and len(queue) < self.config.high_water:
             claimed = claim_due(

@@ -60,15 +60,21 @@ def due_sites(
     return DueSites(sites, frozenset(walk), tuple(bad))
 
 
-def begin_walk(archive: Archive, site: Site, now: int) -> None:
-    """Record that a walk of the site's list pages starts at ``now``, and when the next
-    one is due by its plan."""
-    archive.sites.mark_list_crawl(site.site_id, now, next_list_crawl_at(site.plan, now))
+def begin_walk(archive: Archive, site: Site, now: int, owner: str) -> None:
+    """Record that a walk of the site's list pages starts at ``now``, held by ``owner``
+    (queued, or an embedded run: zeroarchive/core/owners.py), and when the next one is due
+    by its plan."""
+    archive.sites.mark_list_crawl(site.site_id, now, next_list_crawl_at(site.plan, now), owner)
 
 
 def claim_due(
-    archive: Archive, site_ids: Sequence[int], now: int, limit: int, lease: int
+    archive: Archive,
+    site_ids: Sequence[int],
+    now: int,
+    limit: int,
+    lease: int,
+    owner: str | None = None,
 ) -> list[DueArticle]:
     """Up to ``limit`` due articles of these sites, oldest due first, leased until
-    ``now + lease``."""
-    return archive.articles.claim_due(site_ids, now, limit, lease)
+    ``now + lease`` to ``owner`` (default: queued)."""
+    return archive.articles.claim_due(site_ids, now, limit, lease, owner)

@@ -54,6 +54,12 @@ class SiteRunLocks:
     def held(self) -> list[int]:
         return sorted(self._held)
 
+    def release(self, site_id: int) -> None:
+        handle = self._held.pop(site_id, None)
+        if handle is not None:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
     def release_all(self) -> None:
         for handle in self._held.values():
             fcntl.flock(handle, fcntl.LOCK_UN)

@@ -20,17 +20,20 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Request, Response
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from twisted.python.failure import Failure
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.db_retry import write_with_retry
 from zeroarchive.core.errors import error_kind
 from zeroarchive.core.items import ArticleLinks, FailedFetch
+from zeroarchive.core.owners import run_owner
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import is_unreachable
+from zeroarchive.core.signals import work_returned, work_taken
 from zeroarchive.core.stats import count, site_metrics
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.recovery import HeldWork, give_back_leftovers, take_up_dead_runs
 from zeroarchive.crawl.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.distributed.redis_client import redis_url_from
 from zeroarchive.sites.record import Site
@@ -67,6 +70,10 @@ class ArchiveSpider(scrapy.Spider):
         self.idle_limit = 0
         self._idle_since: float | None = None
         self._list_ok_at: dict[int, float] = {}
+        #: An embedded run's owner of its walks (zeroarchive/core/owners.py).
+        self.run_owner = run_owner()
+        #: What a distributed worker holds (None when embedded).
+        self.held: HeldWork | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -97,6 +104,11 @@ class ArchiveSpider(scrapy.Spider):
         crawler.signals.connect(spider._on_item_scraped, signals.item_scraped)
         crawler.signals.connect(spider._on_closed, signals.spider_closed)
         crawler.signals.connect(spider._on_activity, signals.request_reached_downloader)
+        if spider.distributed:
+            spider.held = HeldWork(spider.archive, crawler, spider.lease, now)
+            crawler.signals.connect(spider.held.taken, work_taken)
+            crawler.signals.connect(spider.held.returned, work_returned)
+            crawler.signals.connect(spider.held.responded, signals.response_received)
         return spider
 
     # --- hooks for source spiders -------------------------------------------------------
@@ -180,6 +192,10 @@ class ArchiveSpider(scrapy.Spider):
                 f"{self.idle_limit} s" if self.idle_limit else "none",
             )
             return
+        # Before the due work is chosen: what a killed run held is due again at once.
+        await asyncio.to_thread(
+            take_up_dead_runs, self.archive, self.locks, now(), self.crawler.stats
+        )
         explicit, sites, walk = await asyncio.to_thread(self._choose_sites)
         for site in sites:
             if not self.locks.acquire(site.site_id):
@@ -201,6 +217,9 @@ class ArchiveSpider(scrapy.Spider):
                 count(self.crawler.stats, "sites_skipped_locked", site.site_id)
                 continue
             self.sites[site.site_id] = site
+        for site_id in self.locks.held:
+            if site_id not in self.sites:
+                self.locks.release(site_id)
         logger.info(
             "Working on %d site(s), mode %s: %s",
             len(self.sites),
@@ -212,7 +231,7 @@ class ArchiveSpider(scrapy.Spider):
         for site in list(self.sites.values()):
             if site.site_id not in walk:
                 continue
-            await asyncio.to_thread(begin_walk, self.archive, site, now())
+            await asyncio.to_thread(begin_walk, self.archive, site, now(), self.run_owner)
             for request in self.discovery_requests(site):
                 yield request
 
@@ -229,12 +248,19 @@ class ArchiveSpider(scrapy.Spider):
         # On MariaDB a claim can deadlock with a batch of snapshot writes; retried like any
         # transient write.
         due = await write_with_retry(
-            lambda: claim_due(self.archive, [item.site_id], now(), self.due_batch, self.lease),
+            lambda: claim_due(
+                self.archive, [item.site_id], now(), self.due_batch, self.lease, self._owner()
+            ),
             "article leases",
             self.crawler.settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
             self.crawler.stats,
         )
         self._crawl_due(due)
+
+    def _owner(self) -> str | None:
+        """The owner of a claim: queued when its requests go to the shared queue, else this
+        run (a fresh one per claim, so concurrent claims never take each other's rows)."""
+        return None if self.distributed else run_owner()
 
     def _crawl_due(self, due: list[DueArticle]) -> None:
         if due:
@@ -258,7 +284,9 @@ class ArchiveSpider(scrapy.Spider):
         if self.mode == "discover" or self._snapshots_exhausted or not self.sites:
             return
         try:
-            due = claim_due(self.archive, list(self.sites), now(), self.due_batch, self.lease)
+            due = claim_due(
+                self.archive, list(self.sites), now(), self.due_batch, self.lease, self._owner()
+            )
         except DBAPIError as exc:
             if not is_unreachable(exc):
                 raise
@@ -286,6 +314,8 @@ class ArchiveSpider(scrapy.Spider):
         """What every list page callback calls once the page is what it should be: counts
         it, and records for the monitor that the site's list pages answer."""
         count(self.crawler.stats, "list_pages", site.site_id)
+        if self.held is not None:
+            self.held.walk_answered(site.site_id)
         clock = time.monotonic()
         if clock - self._list_ok_at.get(site.site_id, -LIST_OK_EVERY) >= LIST_OK_EVERY:
             self._list_ok_at[site.site_id] = clock
@@ -298,9 +328,21 @@ class ArchiveSpider(scrapy.Spider):
         site_id = request.meta[META_KEY]["site_id"]
         count(self.crawler.stats, f"errors/{kind}", site_id)
         count(self.crawler.stats, "list_page_failures", site_id)
+        if self.held is not None:
+            self.held.responded(request)
+            self.held.walk_answered(site_id)
         logger.warning("List page %s failed: %s", request.url, kind)
 
     def _on_closed(self, reason: str) -> None:
+        if self.locks.held:
+            try:
+                give_back_leftovers(self.archive, self.locks.held, now())
+            except SQLAlchemyError as exc:
+                logger.warning(
+                    "Could not give back this run's unfinished leases (the next run takes "
+                    "them up): %s",
+                    exc,
+                )
         self.locks.release_all()
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         for site in self.sites.values():

@@ -28,7 +28,13 @@ from zeroarchive.distributed.bloom import (
     list_round,
     shape,
 )
-from zeroarchive.distributed.redis_bloom import BloomEstimate, RedisBloom, list_key_of, shape_key_of
+from zeroarchive.distributed.redis_bloom import (
+    BloomEstimate,
+    RedisBloom,
+    list_key_of,
+    shape_json,
+    shape_key_of,
+)
 from zeroarchive.distributed.redis_client import connect, redis_url_from
 
 if TYPE_CHECKING:
@@ -199,6 +205,7 @@ class BloomDupeFilter(BaseDupeFilter):
         """Estimate fill and false-positive rate; warn when past twice the configured rate."""
         self._next_check = time.monotonic() + self.config.check_seconds
         try:
+            self._check_not_lost()
             estimate = self.bloom.estimate()
         except redis.RedisError as exc:
             logger.error("Bloom dupefilter %s: cannot read its size: %s", self.base, exc)
@@ -223,6 +230,18 @@ class BloomDupeFilter(BaseDupeFilter):
         elif not estimate.overfull:
             self._warned = False
         return estimate
+
+    def _check_not_lost(self) -> None:
+        """Redis restarted empty or was flushed: the filter's shape went with its bits.
+        Record the shape again (the bits fill again as requests come), once per loss."""
+        if self.server.set(shape_key_of(self.base), shape_json(self.bloom.shape), nx=True):
+            self._inc("lost")
+            logger.warning(
+                "Bloom filter %s was lost (redis restarted empty or was flushed): it starts "
+                "again empty; list pages are walked again, and the Article table keeps each "
+                "article once",
+                self.base,
+            )
 
     def _inc(self, metric: str, n: int = 1) -> None:
         if self.stats is not None and n:

@@ -8,7 +8,11 @@ Differences from stock scrapy-redis's priority queue, each for a reason:
   while the worker's other slots stay empty;
 - requests are stored as JSON, not pickles: an entry someone else pushed cannot execute
   code, and a malformed one is logged, counted and skipped instead of killing the worker;
-- a pop is one ZPOPMIN, not a MULTI/EXEC of ZRANGE and ZREMRANGEBYRANK.
+- a pop is one ZPOPMIN, not a MULTI/EXEC of ZRANGE and ZREMRANGEBYRANK;
+- a worker's pop moves what it takes into a hash of its own (``<queue>:held:<owner>``)
+  in the same atomic script, so a worker killed before it recorded what it took loses
+  nothing: `scrapy schedule` puts a dead worker's held entries back (``requeue_held``).
+  The worker empties its hash once the database knows what it holds.
 """
 
 from __future__ import annotations
@@ -30,6 +34,21 @@ from zeroarchive.core.request_meta import META_KEY
 logger = logging.getLogger(__name__)
 
 QUEUE_KEY = "zeroarchive:%(spider)s:requests"
+HELD_MATCH = "zeroarchive:*:requests:held:*"
+
+# ZPOPMIN and remember what was taken under the taker's name, atomically.
+_TAKE = """
+local taken = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
+for i = 1, #taken, 2 do redis.call('HSET', KEYS[2], taken[i], taken[i + 1]) end
+return taken
+"""
+# Put every entry of a held hash back into its queue under its own score, atomically.
+_REQUEUE = """
+local held = redis.call('HGETALL', KEYS[1])
+for i = 1, #held, 2 do redis.call('ZADD', KEYS[2], held[i + 1], held[i]) end
+redis.call('DEL', KEYS[1])
+return #held / 2
+"""
 # A site's n-th request of a push waits behind the others' first by n / SITE_SPREAD of a
 # priority step (never a whole step: priorities still come first).
 SITE_SPREAD = 1000
@@ -88,10 +107,24 @@ class SharedQueue(PriorityQueue):
             return None
         return self.decode(taken[0][0])
 
-    def take(self, count: int) -> list[tuple[bytes, float]]:
-        """Remove and return up to ``count`` raw entries with their scores, best first."""
-        taken: list[tuple[bytes, float]] = self.server.zpopmin(self.key, count)
-        return taken
+    def take(self, count: int, owner: str | None = None) -> list[tuple[bytes, float]]:
+        """Remove and return up to ``count`` raw entries with their scores, best first;
+        with ``owner``, kept in its held hash until ``release_held``."""
+        if owner is None:
+            taken: list[tuple[bytes, float]] = self.server.zpopmin(self.key, count)
+            return taken
+        flat = self.server.eval(_TAKE, 2, self.key, held_key(self.key, owner), count)
+        return [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+    def release_held(self, owner: str, entries: Iterable[bytes] | None = None) -> None:
+        """``owner`` recorded elsewhere that it holds ``entries`` (None: all of them, or it
+        closes having put them back): no longer to be put back if it dies."""
+        key = held_key(self.key, owner)
+        names = list(entries) if entries is not None else None
+        if names is None:
+            self.server.delete(key)
+        elif names:
+            self.server.hdel(key, *names)
 
     def push_nth_of_site(self, request: Request, nth: int) -> None:
         """Push ``request``, the ``nth`` (from 0) of its site in this push, behind the
@@ -108,6 +141,29 @@ class SharedQueue(PriorityQueue):
     def decode(self, entry: bytes) -> Request:
         request: Request = self._decode_request(entry)
         return request
+
+
+def held_key(queue_key: str, owner: str) -> str:
+    """
+    >>> held_key("zeroarchive:generic:requests", "w0123456789abcde")
+    'zeroarchive:generic:requests:held:w0123456789abcde'
+    """
+    return f"{queue_key}:held:{owner}"
+
+
+def held_keys(server: redis.Redis) -> dict[str, list[str]]:
+    """Every worker's held hashes, by owner."""
+    found: dict[str, list[str]] = {}
+    for raw in server.scan_iter(match=HELD_MATCH, count=1000):
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        found.setdefault(key.rsplit(":", 1)[1], []).append(key)
+    return found
+
+
+def requeue_held(server: redis.Redis, key: str) -> int:
+    """Put what a dead worker held (its hash ``key``) back in its queue; return how many."""
+    queue_key = key.split(":held:", 1)[0]
+    return int(server.eval(_REQUEUE, 2, key, queue_key))
 
 
 def request_queue(server: redis.Redis, spider: Spider) -> SharedQueue:

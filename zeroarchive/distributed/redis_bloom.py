@@ -57,7 +57,7 @@ class BloomEstimate:
         return self.false_positive_rate > 2 * self.shape.error_rate
 
 
-def _shape_json(s: BloomShape) -> str:
+def shape_json(s: BloomShape) -> str:
     return json.dumps(
         {
             "capacity": s.capacity,
@@ -105,7 +105,7 @@ class RedisBloom:
         meaningless), and say so.
         """
         shape_key = shape_key_of(base)
-        server.set(shape_key, _shape_json(wanted), nx=True)
+        server.set(shape_key, shape_json(wanted), nx=True)
         stored = server.get(shape_key)
         actual = _shape_from_json(stored) if stored else wanted
         if actual != wanted:

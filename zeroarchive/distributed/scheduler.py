@@ -20,11 +20,16 @@ Differences from stock scrapy-redis, each for a reason:
 - a worker rides out a Redis that stops answering: it logs once, keeps what it has not
   pushed, tries again with growing pauses and stays open (idle, not finished) meanwhile;
   what it still holds when it closes is logged and counted, and the database's leases
-  queue those articles again.
+  queue those articles again;
+- a worker beats a heartbeat (zeroarchive/distributed/heartbeat.py) under its own lease
+  owner and says what it takes from the queue and puts back (``work_taken``,
+  ``work_returned``), so the spider can record what it holds and `scrapy schedule` can
+  take back at once what a dead worker held.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import deque
@@ -39,7 +44,11 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy_redis.scheduler import Scheduler
 
+from zeroarchive.core.owners import worker_owner
+from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import FIRST_PAUSE, next_pause, reason, safe_url
+from zeroarchive.core.signals import work_returned, work_taken
+from zeroarchive.distributed.heartbeat import Heartbeat
 from zeroarchive.distributed.queue import (
     QUEUE_KEY,
     JsonSerializer,
@@ -76,6 +85,12 @@ class RedisScheduler(Scheduler):
         self._flush_later = CallLaterOnce(self.flush_pending)
         self.prefetch = 1
         self._taken: deque[tuple[bytes, float]] = deque()
+        # Taken requests already decoded and announced, by entry, until handed out.
+        self._decoded: dict[bytes, Request] = {}
+        # Held entries of requests released once they leave the downloader, by request.
+        self._downloading: dict[int, bytes] = {}
+        self.owner = worker_owner()
+        self.heartbeat: Heartbeat | None = None
         self._away_since: float | None = None
         self._retry_at = 0.0
         self._pause = FIRST_PAUSE
@@ -101,6 +116,12 @@ class RedisScheduler(Scheduler):
             raise ValueError(
                 f"ZEROARCHIVE_QUEUE_POLL_SECONDS must be positive, not {scheduler.poll_seconds}"
             )
+        scheduler.heartbeat = Heartbeat(
+            connect(settings),
+            scheduler.owner,
+            settings.getfloat("ZEROARCHIVE_HEARTBEAT_SECONDS"),
+            crawler.spider.name if crawler.spider is not None else "?",
+        )
         scheduler.prefetch = settings.getint("ZEROARCHIVE_QUEUE_PREFETCH")
         if scheduler.prefetch < 1:
             raise ValueError(
@@ -121,6 +142,10 @@ class RedisScheduler(Scheduler):
                 "only every 5 s"
             )
         self.queue = request_queue(self.server, spider)
+        if self.heartbeat is not None:
+            # Before the first take: what this worker takes is never held by no one alive.
+            self.heartbeat.start()
+        self.crawler.signals.connect(self._left_downloader, signals.request_left_downloader)
         if hasattr(self.df, "open"):
             self.df.open()
         logger.info(
@@ -146,8 +171,15 @@ class RedisScheduler(Scheduler):
             if self.stats:
                 self.stats.inc_value("scheduler/redis/unpushed", unpushed)
         self._put_back_taken()
+        # What it took is back in the queue or done (or leased in the database, which
+        # takes it back once this worker's heartbeat is gone).
+        self._downloading.clear()
+        with contextlib.suppress(redis.RedisError):
+            self.queue.release_held(self.owner)
         if hasattr(self.df, "close"):
             self.df.close(reason)
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
 
     def enqueue_request(self, request: Request) -> bool:
         """Accept ``request`` into the pending batch; True even for a duplicate, which is
@@ -251,7 +283,74 @@ class RedisScheduler(Scheduler):
             )
         else:
             logger.info("Put %d taken request(s) back in %s", len(self._taken), self.queue.key)
+            returned = [self._decoded[e] for e, _ in self._taken if e in self._decoded]
+            if returned:
+                self.crawler.signals.send_catch_log(
+                    work_returned, requests=returned, owner=self.owner
+                )
         self._taken.clear()
+        self._decoded.clear()
+
+    def _announce_taken(self) -> None:
+        """Decode what was just taken (skipping malformed entries, logged and counted) and
+        say that this worker holds it.
+
+        Each entry stays in this worker's held hash until a kill no longer loses it: a
+        snapshot or a walk's first request once the spider recorded it in the database
+        (``work_taken``'s ``confirm``), any other request (a later list page, a feed)
+        once it has left the downloader, its links found.
+        """
+        recorded: list[Request] = []
+        recorded_entries: list[bytes] = []
+        malformed: list[bytes] = []
+        for entry, _score in self._taken:
+            try:
+                request = self.queue.decode(entry)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                logger.error("Skipping a malformed entry in %s: %s", self.queue.key, exc)
+                if self.stats:
+                    self.stats.inc_value("scheduler/redis/malformed")
+                malformed.append(entry)
+                continue
+            self._decoded[entry] = request
+            meta = request.meta.get(META_KEY)
+            if not isinstance(meta, dict):
+                meta = {}
+            if meta.get("kind") == "snapshot" or meta.get("walk_start"):
+                recorded.append(request)
+                recorded_entries.append(entry)
+            else:
+                self._downloading[id(request)] = entry
+        self._release_held(malformed)
+        if not recorded:
+            return
+        confirmed: list[bool] = []
+
+        def confirm() -> None:
+            if not confirmed:
+                confirmed.append(True)
+                self._release_held(recorded_entries)
+
+        receivers = self.crawler.signals.send_catch_log(
+            work_taken, requests=recorded, owner=self.owner, confirm=confirm
+        )
+        if not receivers:
+            confirm()  # nobody records them: nothing to wait for
+
+    def _left_downloader(self, request: Request) -> None:
+        entry = self._downloading.pop(id(request), None)
+        if entry is not None:
+            self._release_held([entry])
+
+    def _release_held(self, entries: list[bytes]) -> None:
+        """A kill no longer loses these entries: out of the held hash."""
+        if not entries:
+            return
+        try:
+            self.queue.release_held(self.owner, entries)
+        except redis.RedisError as exc:
+            # Left held: put back only if this worker dies, and deleted when it closes.
+            logger.debug("Could not release held entries: %s", exc)
 
     def has_pending_requests(self) -> bool:
         if self._pending or self._checked or self._taken or self._away_since is not None:
@@ -270,20 +369,17 @@ class RedisScheduler(Scheduler):
                 if not self._redis_may_answer():
                     return None
                 try:
-                    self._taken.extend(self.queue.take(self.prefetch))
+                    self._taken.extend(self.queue.take(self.prefetch, self.owner))
                 except redis.RedisError as exc:
                     self._redis_lost(exc)
                     return None
                 self._redis_answered()
                 if not self._taken:
                     return None
+                self._announce_taken()
             entry, _score = self._taken.popleft()
-            try:
-                request = self.queue.decode(entry)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                logger.error("Skipping a malformed entry in %s: %s", self.queue.key, exc)
-                if self.stats:
-                    self.stats.inc_value("scheduler/redis/malformed")
+            request = self._decoded.pop(entry, None)
+            if request is None:
                 continue
             if self.stats:
                 self.stats.inc_value("scheduler/dequeued/redis")

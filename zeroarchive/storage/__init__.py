@@ -1,5 +1,6 @@
 """The database: the archive's tables (``schema``) and their migrations, one store per
-table (``sites``, ``articles``, ``snapshots``, ``publications``, ``site_stats``), reading
+table (``sites``, ``articles``, ``snapshots``, ``publications``, ``site_stats``), who
+holds which lease and taking back what dead holders or lost queues held (``leases``), reading
 for people (``browse``), compression of raw pages, rotation of old months, imports of
 outside records (``imports``; a whole 0archive database, ``from_0archive``), and the
 ``Archive`` facade every stage opens (``archive``).

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -10,10 +9,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, bindparam, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from zeroarchive.core.owners import queued_owner
 from zeroarchive.core.schedule import STOP
 from zeroarchive.core.urls import url_hash
 from zeroarchive.storage.dialect import insert_ignore
-from zeroarchive.storage.schema import article, site
+from zeroarchive.storage.schema import article
 
 DEFAULT_LEASE = 3600
 
@@ -136,12 +136,19 @@ class ArticleStore:
         return len(unique) - len(before)
 
     def claim_due(
-        self, site_ids: Sequence[int], now: int, limit: int, lease: int = DEFAULT_LEASE
+        self,
+        site_ids: Sequence[int],
+        now: int,
+        limit: int,
+        lease: int = DEFAULT_LEASE,
+        owner: str | None = None,
     ) -> list[DueArticle]:
-        """Due articles of these sites, oldest due first, leased until ``now + lease``.
+        """Due articles of these sites, oldest due first, leased until ``now + lease`` to
+        ``owner`` (zeroarchive/core/owners.py; default: queued).
 
         The one selection of due snapshots; a leased article is not handed out again until
-        its snapshot is recorded or the lease runs out (a worker died holding it).
+        its snapshot is recorded, its holder is found dead (zeroarchive/storage/leases.py)
+        or the lease runs out.
         """
         if not site_ids:
             return []
@@ -152,7 +159,7 @@ class ArticleStore:
                 return []
             # Only the rows this claim's UPDATE actually leased are returned: a concurrent
             # claim that read the same rows finds its token absent from them.
-            token = secrets.token_hex(8)
+            token = owner or queued_owner()
             ids = [row.article_id for row in rows]
             leased = conn.execute(
                 update(article)
@@ -191,18 +198,3 @@ class ArticleStore:
                     )
                 ).scalar_one()
             )
-
-    def release_leases(self, site_types: Sequence[str], now: int) -> int:
-        """Make every article leased out to sites of these types due again; return how many.
-
-        For when the work they were leased for is known to be lost (the queue's redis came
-        back empty): re-queueing now beats waiting for the leases to run out.
-        """
-        sites_of_types = select(site.c.site_id).where(site.c.type.in_(list(site_types)))
-        with self.engine.begin() as conn:
-            result = conn.execute(
-                update(article)
-                .where(article.c.lease_until > now, article.c.site_id.in_(sites_of_types))
-                .values(lease_until=0, lease_owner=None)
-            )
-        return int(result.rowcount)

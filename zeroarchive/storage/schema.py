@@ -51,6 +51,11 @@ site = Table(
     Column("last_list_ok_at", BigInteger, nullable=False, default=0, server_default="0"),
     # The researchers' category: the Airtable label or 0archive type name it came with.
     Column("category", String(64), nullable=True),
+    # Who holds the list walk (zeroarchive/core/owners.py): queued, begun by a worker or a
+    # run, NULL once walked; recoveries of lost work on this site (migration 0014).
+    Column("walk_owner", String(16), nullable=True),
+    Column("recoveries", Integer, nullable=False, server_default="0"),
+    Column("last_recovery_at", BigInteger, nullable=False, server_default="0"),
     Index("ix_Site_name", "name"),
 )
 
@@ -94,6 +99,8 @@ article = Table(
         "stop_reason",
     ),
     Index("ix_Article_site_created", "site_id", "created_at"),
+    # The owners holding leases, for recovery to find the dead ones (migration 0014).
+    Index("ix_Article_lease_owner", "lease_owner", "lease_until"),
 )
 
 # Kept by triggers on Article (migration 0008), read by `site_stats` instead of Article.

@@ -17,6 +17,7 @@ from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.errors import BLOCKED
+from zeroarchive.core.owners import kind_of
 from zeroarchive.core.schedule import DAY, STOP
 from zeroarchive.storage.schema import article, site, site_article_days, site_article_totals
 
@@ -63,11 +64,27 @@ class SiteStats:
     last_list_ok_at: int  # a list page answered
     last_new_article_at: int
     quiet: bool  # active, and no new article for quiet_days
+    # The list walk: "queued", "begun" (a worker or run holds it) or "" (walked; owners.py).
+    walk: str = ""
+    recoveries: int = 0  # walks and leases taken back from dead holders or lost queues
+    last_recovery_at: int = 0
 
     def as_json(self) -> dict[str, Any]:
         record = dict(self.__dict__)
         record["new"] = {f"{days}d": n for days, n in self.new.items()}
         return record
+
+
+def walk_state(owner: str | None) -> str:
+    """What a site's ``walk_owner`` says of its list walk.
+
+    >>> [walk_state(o) for o in (None, "q" + "0" * 15, "w" + "1" * 15, "r" + "2" * 15)]
+    ['', 'queued', 'begun', 'begun']
+    """
+    kind = kind_of(owner)
+    if kind is None:
+        return ""
+    return "queued" if kind == "queued" else "begun"
 
 
 def _sum(condition: Any) -> Any:
@@ -165,6 +182,9 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 site.c.created_at,
                 site.c.last_crawl_at,
                 site.c.last_list_ok_at,
+                site.c.walk_owner,
+                site.c.recoveries,
+                site.c.last_recovery_at,
             ).order_by(site.c.site_id)
         ).all()
     quiet_since = now - config.quiet_days * DAY
@@ -202,6 +222,9 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 quiet=bool(row.is_active)
                 and row.created_at < quiet_since
                 and last_new < quiet_since,
+                walk=walk_state(row.walk_owner),
+                recoveries=int(row.recoveries),
+                last_recovery_at=int(row.last_recovery_at),
             )
         )
     return stats

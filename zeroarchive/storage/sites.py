@@ -218,12 +218,16 @@ class SiteStore:
             )
             return list(conn.execute(query).mappings())
 
-    def mark_list_crawl(self, site_id: int, now: int, next_at: int) -> None:
+    def mark_list_crawl(
+        self, site_id: int, now: int, next_at: int, walk_owner: str | None = None
+    ) -> None:
+        """A walk starts at ``now`` (queued or begun by ``walk_owner``); the next is due at
+        ``next_at``."""
         with self.engine.begin() as conn:
             conn.execute(
                 update(site)
                 .where(site.c.site_id == site_id)
-                .values(last_crawl_at=now, next_crawl_at=next_at)
+                .values(last_crawl_at=now, next_crawl_at=next_at, walk_owner=walk_owner)
             )
 
     def names(self) -> dict[int, str]:

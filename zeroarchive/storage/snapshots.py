@@ -113,6 +113,7 @@ _RESCHEDULE = (
         stop_reason=bindparam("p_stop_reason"),
         last_content_hash=bindparam("p_last_content_hash"),
         lease_until=0,
+        lease_owner=None,
     )
 )
 _RESCHEDULED = (
@@ -259,6 +260,7 @@ class SnapshotStore:
                 next_snapshot_at=STOP,
                 stop_reason="moved",
                 lease_until=0,
+                lease_owner=None,
             )
         )
         return target, page.article_id
@@ -287,6 +289,7 @@ class SnapshotStore:
                         next_snapshot_at=next_at,
                         stop_reason=stop_reason or f"last_error:{failure.reason}",
                         lease_until=0,
+                        lease_owner=None,
                     )
                 )
                 results.append((failure.article_id, stop_reason))
