@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from graphql import print_type
+from sqlalchemy import update
 from starlette.testclient import TestClient
 
 from tests.conftest import REPO, scrapy
@@ -33,6 +34,7 @@ from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.sites_api import build_schema
 from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.schema import site as site_table
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
 # 0archive's technical spec, "GraphQL schema", as published.
@@ -249,6 +251,23 @@ def test_site_page_hides_credentials(client: TestClient, built: Built) -> None:
     assert client.get("/sites/999").status_code == 404
     graph = graphql(client, "{ sites { items { url } } }")
     assert PROXY_PASSWORD not in str(graph)
+
+
+def test_site_page_shows_the_sites_recoveries(db_url: str, built: Built) -> None:
+    ltn = built.sites["ltn"]
+    engine = open_archive(url=db_url).engine
+    with engine.begin() as conn:
+        conn.execute(
+            update(site_table)
+            .where(site_table.c.site_id == ltn)
+            .values(recoveries=3, last_recovery_at=NOW - 60, walk_owner="w" + "1" * 15)
+        )
+    with make_client(db_url) as client:
+        page = client.get(f"/sites/{ltn}").text
+        quiet = client.get(f"/sites/{built.sites['farm']}").text
+    assert re.search(r"<dt>recoveries</dt><dd>3, the last [^<]*\d", page)
+    assert "a walk is begun" in page
+    assert "<dt>recoveries</dt><dd>0</dd>" in quiet and "a walk is" not in quiet
 
 
 def test_article_page_and_diff(client: TestClient, built: Built) -> None:
