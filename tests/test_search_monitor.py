@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from tests.monitor_archive import NOW, Built, build
 from tests.test_monitor import config, graphql
-from tests.test_monitor_browser import WIDTH, browser_config, free_port, shoot
+from tests.test_monitor_browser import DESKTOP, browser_config, free_port, shoot
 from zeroarchive.monitor.app import create_app
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
@@ -51,7 +51,7 @@ def client(db_url: str) -> Iterator[tuple[TestClient, Built]]:
     built = indexed(db_url)
     engine = open_archive(url=db_url).engine
     app = create_app(engine, config(), SiteStatsConfig(3, 3600), clock=lambda: NOW)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         yield client, built
 
 
@@ -150,22 +150,22 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Built]]:
 
 
 def test_search_page_in_chromium(served: tuple[str, Built]) -> None:
-    base, built = served
+    base, _ = served
     chromium = browser_config()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=chromium.chromium, args=list(chromium.chromium_args), headless=True
         )
         try:
-            page = browser.new_page(viewport={"width": WIDTH, "height": 800})
+            page = browser.new_page(viewport=DESKTOP)
             page.goto(f"{base}/")
-            page.click("header a.search")
+            page.click('nav.main a[href="/search"]')
             page.fill("input[name=q]", "禁食")
             page.click("#search button")
             expect(page.locator("#hits li.hit")).to_have_count(1)
             expect(page.locator("#hits mark").first).to_have_text("禁食")
             expect(page.locator("#total")).to_have_text("1 hits")
-            shoot(page, "6-search")
+            shoot(page, "search")
             page.fill("input[name=q]", "停止禁食")
             page.click("#search button")
             expect(page.locator("#total")).to_have_text("0 hits")
@@ -173,9 +173,9 @@ def test_search_page_in_chromium(served: tuple[str, Built]) -> None:
             page.click("#search button")
             expect(page.locator("#hits li.hit")).to_have_count(1)
             expect(page.locator("#hits .spans")).to_contain_text("held the query")
-            shoot(page, "7-search-all-versions")
+            shoot(page, "search-all-versions")
             page.click("#hits a.versions")
-            expect(page.locator("h1")).to_have_text(f"Article {built.article_id}")
+            expect(page.locator("h1#title")).to_contain_text("結束禁食")
             expect(page.locator("#versions tr.version")).to_have_count(2)
         finally:
             browser.close()
