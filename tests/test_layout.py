@@ -19,6 +19,7 @@ LAYERS = (
     "sources",
     "sites",
     "storage",
+    "events",
     "distributed",
     "crawl",
     "parser",
@@ -32,11 +33,12 @@ ALLOWED = {
     "sources": {"core"},
     "sites": {"core", "sources"},
     "storage": {"core", "sources", "sites"},
+    "events": {"core", "sources", "sites", "storage"},
     "distributed": {"core"},
-    "crawl": {"core", "sources", "sites", "storage", "distributed"},
+    "crawl": {"core", "sources", "sites", "storage", "events", "distributed"},
     "parser": {"core", "sources", "storage"},
     "publish": {"core", "sources", "sites", "storage"},
-    "monitor": {"core", "sources", "storage"},
+    "monitor": {"core", "sources", "storage", "events"},
     "commands": set(LAYERS),
 }
 

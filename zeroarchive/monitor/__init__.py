@@ -2,6 +2,6 @@
 0archive GraphQL sites API at /graphql and the site monitor's pages, from server-side
 templates with no script and nothing loaded from elsewhere.
 
-May import: ``storage``, ``sources``, ``core``.
+May import: ``storage``, ``events`` (reading events), ``sources``, ``core``.
 Never imported by: anything but ``commands``.
 """
