@@ -42,6 +42,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.events.edits import edit_hook
         from zeroarchive.parser.run import ParseRunConfig, parse_pending
 
         if opts.reparse and opts.since is not None:
@@ -62,7 +63,8 @@ class Command(ScrapyCommand):
             workers=opts.workers,
             timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
         )
-        stats = parse_pending(archive.engine, config)
+        # Each new publication version is checked for a silent edit (zeroarchive/events/).
+        stats = parse_pending(archive.engine, config, hooks=(edit_hook,))
         seconds = stats.pop("parser/seconds_x1000") / 1000
         for key, value in sorted(stats.items()):
             print(f"{key}: {value}", file=sys.stderr)
