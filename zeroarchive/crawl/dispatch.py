@@ -105,7 +105,9 @@ class Dispatcher:
             if not claimed:
                 break
             sites = {article.site_id: due.sites[article.site_id] for article in claimed}
-            push_requests(self.server, spider, spider.probe_requests(sites.values()))
+            push_requests(
+                self.server, spider, spider.probe_requests(sites.values(), self.archive.engine)
+            )
             report.snapshots += push_requests(
                 self.server,
                 spider,

@@ -20,6 +20,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Request, Response
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from twisted.python.failure import Failure
 
@@ -34,7 +35,7 @@ from zeroarchive.core.stats import count, site_metrics
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.crawl.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.distributed.redis_client import redis_url_from
-from zeroarchive.events.probe import probe_url, probes_due, record_probe
+from zeroarchive.events.probe import PROBE_EVERY, probe_url, probes_due, record_probe
 from zeroarchive.events.watch import promote_watch
 from zeroarchive.sites.record import Site
 from zeroarchive.sources import Source
@@ -70,7 +71,8 @@ class ArchiveSpider(scrapy.Spider):
         self.idle_limit = 0
         self._idle_since: float | None = None
         self._list_ok_at: dict[int, float] = {}
-        self._probed: set[int] = set()
+        #: When this process last asked for each site's soft-404 probe (time.monotonic()).
+        self._probed: dict[int, float] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -260,20 +262,23 @@ class ArchiveSpider(scrapy.Spider):
                 request.headers.setdefault(name, value)
         return request
 
-    def probe_requests(self, sites: Iterable[Site]) -> list[Request]:
+    def probe_requests(self, sites: Iterable[Site], engine: Engine | None = None) -> list[Request]:
         """The known soft-404 probe (zeroarchive/events/probe.py): a made-up URL of each
-        open-web site not probed lately, at most once a run."""
+        open-web site not probed lately, asked at most once per probe interval by this
+        process (the scheduler's spiders have no archive: it passes its ``engine``)."""
+        clock = time.monotonic()
         fresh = [
             site
             for site in sites
             if site.source.name == "generic"
             and not site.config.render
-            and site.site_id not in self._probed
+            and clock - self._probed.get(site.site_id, -PROBE_EVERY) >= PROBE_EVERY
         ]
         if not fresh:
             return []
-        self._probed.update(site.site_id for site in fresh)
-        due = probes_due(self.archive.engine, [site.site_id for site in fresh], now())
+        for site in fresh:
+            self._probed[site.site_id] = clock
+        due = probes_due(engine or self.archive.engine, [site.site_id for site in fresh], now())
         return [
             Request(
                 probe_url(site),
