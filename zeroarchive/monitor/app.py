@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from zeroarchive.monitor import pages
+from zeroarchive.monitor import events_page, pages
 from zeroarchive.monitor.auth import AuthMiddleware
 from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.sites_api import Context, build_schema
@@ -110,6 +110,7 @@ def create_app(
     app = Starlette(
         routes=[
             *pages.routes(),
+            *events_page.routes(),
             Route("/graphql", graphql_endpoint, methods=["GET", "POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],

@@ -275,9 +275,12 @@ for _field, _attr in {
 
 
 def build_schema() -> GraphQLSchema:
+    from zeroarchive.monitor.events_api import BINDABLES, EVENTS_SCHEMA
+
     return make_executable_schema(
-        SCHEMA,
+        [SCHEMA, EVENTS_SCHEMA],
         query,
+        *BINDABLES,
         site_type,
         articles_result,
         article_type,
