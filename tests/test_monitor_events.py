@@ -12,8 +12,10 @@ from tests.test_monitor import make_client
 from zeroarchive.core.items import Parsed
 from zeroarchive.events.edits import edit_hook
 from zeroarchive.events.store import GoneAnswer, record_gone
+from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.publications import ArticleInfo, PublicationStore
 from zeroarchive.storage.schema import article_event
+from zeroarchive.storage.site_stats import SiteStatsConfig, site_stats
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -72,3 +74,13 @@ def test_atom_feeds_and_the_diff_view(db_url: str) -> None:
     edit = client.get(f"/events/{event_id}")
     assert "<del>漲</del><ins>降</ins>" in edit.text
     assert client.get("/events/99999").status_code == 404
+
+
+def test_site_stats_count_events_per_site_and_month(db_url: str) -> None:
+    with_events(db_url)
+    engine = open_archive(url=db_url).engine
+    (row,) = site_stats(engine, T0 + 1000, SiteStatsConfig(3, 3600))
+    assert row.events == {"2027-01": {"deleted": 1, "edited": 1, "restored": 0}}
+    assert row.events_this_month(T0 + 1000) == {"deleted": 1, "edited": 1, "restored": 0}
+    assert row.as_json()["events"] == row.events
+    assert "deleted / edited" in make_client(db_url).get("/").text
