@@ -11,6 +11,7 @@ failures and back off as before.
 from __future__ import annotations
 
 import difflib
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import lxml.html
 from zeroarchive.core.encoding import decode_body
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.core.urls import UrlRejected, canonicalize_url
-from zeroarchive.events.notices import removal_notice
+from zeroarchive.events.notices import might_be_notice, removal_notice
 from zeroarchive.sites.record import Site
 
 #: HTTP statuses that say the page is gone.
@@ -36,6 +37,7 @@ SOFT_404_SIMILARITY = 0.9
 _YOUTUBE_STATUS = re.compile(
     r'"playabilityStatus"\s*:\s*\{\s*"status"\s*:\s*"([A-Z_]+)"\s*(?:,\s*"reason"\s*:\s*"([^"]*)")?'
 )
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 _PATH = re.compile(r"\S*/\S*")
 _FACEBOOK_UNAVAILABLE = (
     "this content isn't available",
@@ -101,12 +103,34 @@ def page_sign(page: FetchedPage, site: Site, probe: Probe | None = None) -> str 
         return platform
     if page.article_type in ("Dcard", "YTVideo"):
         return None  # JSON and player pages: only their platform's signs count
-    text = page_text(page.body, page.encoding)
-    if probe is not None and is_soft_404(text, probe):
+    # Every page comes through here: the text is parsed only when the title is the
+    # probe's or a removal notice's words are somewhere in the page (a regex, then substrings).
+    head = page.body[:TEXT_BYTES]
+    if (
+        probe is not None
+        and _title(head, page.encoding) == probe.title
+        and is_soft_404(page_text(page.body, page.encoding), probe)
+    ):
         return "soft-404"
-    if removal_notice(text.text):
+    if might_be_notice(head, page.encoding) and removal_notice(
+        page_text(page.body, page.encoding).text
+    ):
         return "removed-notice"
     return None
+
+
+def _title(head: bytes, encoding: str) -> str:
+    """The page's first title, entities resolved, spaces collapsed (as ``page_text``).
+
+    >>> _title(b"<head><TITLE lang=x> Not&nbsp;found </TITLE>", "utf-8")
+    'Not found'
+    """
+    if encoding.lower().startswith(("utf-16", "utf-32")):
+        head, encoding = decode_body(head, encoding).encode("utf-8"), "utf-8"
+    found = _TITLE.search(head)
+    if found is None:
+        return ""
+    return " ".join(html.unescape(decode_body(found.group(1), encoding)).split())
 
 
 def redirect_sign(page: FetchedPage, site: Site) -> str | None:
