@@ -78,6 +78,12 @@ def test_a_transient_404_is_cleared_and_a_confirmed_one_is_one_event(db_url: str
     record_answered(archive.engine, [Answered(gone, site_id, T0 + 3 * HOUR, 200)])
     events = [(e.kind, e.article_id, e.evidence) for e in iter_events(archive.engine)]
     assert events == [("deleted", gone, "410"), ("restored", gone, "answered:200")]
+    assert [e.kind for e in iter_events(archive.engine, kinds=["restored"])] == ["restored"]
+    assert [e.kind for e in iter_events(archive.engine, since=T0 + 2 * HOUR)] == ["restored"]
+    assert list(iter_events(archive.engine, site_id=2)) == []
+    # Recording the same answers again adds no event.
+    record_answered(archive.engine, [Answered(gone, site_id, T0 + 3 * HOUR, 200)])
+    assert len(list(iter_events(archive.engine))) == 2
 
 
 def test_the_watch_takes_the_longest_waiting_first_within_the_daily_budget(db_url: str) -> None:
