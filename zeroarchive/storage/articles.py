@@ -149,6 +149,19 @@ class ArticleStore:
                 conn.execute(_SET_PUBLISHED, dated)
         return len(unique) - len(before)
 
+    def make_due(self, urls: Sequence[str], now: int) -> int:
+        """Make these (canonical) articles due now, whatever their schedule (`scrapy save`);
+        how many there were."""
+        hashes = [url_hash(url) for url in urls]
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    update(article)
+                    .where(article.c.url_hash.in_(hashes), article.c.redirect_to.is_(None))
+                    .values(next_snapshot_at=now, lease_until=0)
+                ).rowcount
+            )
+
     def claim_due(
         self, site_ids: Sequence[int], now: int, limit: int, lease: int = DEFAULT_LEASE
     ) -> list[DueArticle]:
