@@ -6,6 +6,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
 from zeroarchive.storage.archive import open_archive
@@ -63,8 +64,10 @@ class Command(ScrapyCommand):
             workers=opts.workers,
             timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
         )
-        # Each new publication version is checked for a silent edit (zeroarchive/events/).
-        stats = parse_pending(archive.engine, config, hooks=(edit_hook,))
+        resume = "run parse_snapshots again: it goes on where this run stopped"
+        with Progress("parse_snapshots", unit="snapshot", resume=resume) as progress:
+            # Each new publication version is checked for a silent edit (zeroarchive/events/).
+            stats = parse_pending(archive.engine, config, progress=progress, hooks=(edit_hook,))
         seconds = stats.pop("parser/seconds_x1000") / 1000
         for key, value in sorted(stats.items()):
             print(f"{key}: {value}", file=sys.stderr)

@@ -42,7 +42,7 @@ async def events_list(request: Request) -> Response:
 
     events, months = await run_in_threadpool(load)
     names = {e.site_id: e.site for e in events}
-    return pages._render(
+    return pages.render(
         request,
         "events.html",
         {"events": events, "months": months, "names": names, "kinds": kinds, "site_id": site_id},
@@ -54,7 +54,7 @@ async def event_page(request: Request) -> Response:
     event = await run_in_threadpool(get_event, request.app.state.engine, event_id)
     if event is None:
         return pages._not_found(request, f"event {event_id}")
-    return pages._render(request, "event.html", {"event": event})
+    return pages.render(request, "event.html", {"event": event})
 
 
 def _iso(ts: int) -> str:

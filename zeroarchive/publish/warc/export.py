@@ -34,6 +34,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
@@ -44,7 +45,7 @@ from zeroarchive.publish.warc.records import (
     status_line,
     warc_date,
 )
-from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
+from zeroarchive.storage.snapshots import ExportedSnapshot, count_snapshots, iter_snapshots
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -260,16 +261,22 @@ def export_warc(
     site_id: int | None = None,
     since: int | None = None,
     until: int | None = None,
+    progress: Progress | None = None,
 ) -> WarcExport:
-    """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``."""
+    """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``;
+    ``progress``, when given, is told the total and each snapshot written."""
     directory.mkdir(parents=True, exist_ok=True)
     selection = ", ".join(
         f"{name} {value}"
         for name, value in (("site", site_id), ("since", since), ("until", until))
         if value is not None
     )
+    snapshots = iter_snapshots(engine, site_id=site_id, since=since, until=until)
+    if progress is not None:
+        progress.set_total(count_snapshots(engine, site_id, since, until))
+        snapshots = progress.track(snapshots)
     files, counts = write_warcs(
-        iter_snapshots(engine, site_id=site_id, since=since, until=until),
+        snapshots,
         directory,
         prefix,
         config.roll_bytes,
