@@ -23,6 +23,10 @@ from scrapy.settings import BaseSettings
 from zeroarchive.core.db_retry import write_with_retry
 from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.core.stats import count
+from zeroarchive.events.answers import SortedAnswers, last_hashes, sort_answers
+from zeroarchive.events.probe import load_probes
+from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
+from zeroarchive.sites.record import Site
 from zeroarchive.storage.archive import Archive, open_archive
 
 logger = logging.getLogger(__name__)
@@ -61,6 +65,7 @@ class SnapshotsPipeline:
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
         self._writes: list[asyncio.Task[None]] = []
+        self._sites: dict[int, Site | None] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SnapshotsPipeline:
@@ -127,9 +132,15 @@ class SnapshotsPipeline:
             return
         # asyncio.Lock wakes its waiters in order, so batches are written in order.
         async with self._lock:
-            pages = [item for item in batch if isinstance(item, FetchedPage)]
-            failures = [item for item in batch if isinstance(item, FailedFetch)]
+            try:
+                answers = await asyncio.to_thread(self._sort, batch)
+            except Exception:
+                logger.exception("Could not sort %d answer(s); they will be retaken", len(batch))
+                count(self.crawler.stats, "errors/db_write", n=len(batch))
+                return
+            pages, failures = answers.pages, answers.failures
             store = self.archive.snapshots
+            engine = self.archive.engine
             deadline = self.config.db_retry_seconds
             try:
                 results = await write_with_retry(
@@ -144,6 +155,35 @@ class SnapshotsPipeline:
                     )
                     if failures
                     else []
+                )
+                gone = (
+                    await write_with_retry(
+                        lambda: record_gone(engine, answers.gone),
+                        "deletions",
+                        deadline,
+                        self.crawler.stats,
+                    )
+                    if answers.gone
+                    else []
+                )
+                if answers.not_modified:
+                    at = max(item.failed_at for item in batch if isinstance(item, FailedFetch))
+                    await write_with_retry(
+                        lambda: record_not_modified(engine, answers.not_modified, at),
+                        "not modified",
+                        deadline,
+                        self.crawler.stats,
+                    )
+                answered = [
+                    Answered(result.article_id, page.site_id, page.fetched_at, page.status)
+                    for page, result in zip(pages, results, strict=True)
+                    if result.outcome != "duplicate" and result.moved_from is None
+                ]
+                cleared = await write_with_retry(
+                    lambda: record_answered(engine, answered),
+                    "restorations",
+                    deadline,
+                    self.crawler.stats,
                 )
             except Exception:
                 # The articles stay leased, so they are due again when the lease runs out.
@@ -160,3 +200,28 @@ class SnapshotsPipeline:
         for failure, (_, stop_reason) in zip(failures, stopped, strict=True):
             if stop_reason:
                 count(stats, "articles_stopped", failure.site_id)
+        for answer, outcome in zip(answers.gone, gone, strict=True):
+            count(stats, f"events/{outcome}", answer.site_id)
+            if outcome == "suspected":
+                logger.info(
+                    "Article %d looks gone (%s); confirming in 10 minutes",
+                    answer.article_id,
+                    answer.evidence,
+                )
+        for _, site_id in answers.not_modified:
+            count(stats, "watch/not_modified", site_id)
+        for _, outcome in cleared:
+            count(stats, f"events/{outcome}")
+
+    def _sort(self, batch: list[FetchedPage | FailedFetch]) -> SortedAnswers:
+        """The batch's answers sorted by what they say (zeroarchive/events/answers.py)."""
+        pages = [item for item in batch if isinstance(item, FetchedPage)]
+        failures = [item for item in batch if isinstance(item, FailedFetch)]
+        site_ids = {item.site_id for item in batch}
+        for site_id in site_ids - self._sites.keys():
+            self._sites[site_id] = self.archive.sites.get(site_id)
+        sites = {k: v for k, v in self._sites.items() if v is not None}
+        engine = self.archive.engine
+        probes = load_probes(engine, {page.site_id for page in pages})
+        hashes = last_hashes(engine, [page.article_id for page in pages])
+        return sort_answers(pages, failures, sites, probes, hashes)

@@ -83,12 +83,20 @@ class _Handler(BaseHTTPRequestHandler):
                 replay.last_hit_at = time.perf_counter()
                 if replay.first_hit_at is None:
                     replay.first_hit_at = replay.last_hit_at
-        route = replay.routes.get(key)
+        route = replay.routes.get(key) or replay.fallback
         if route is None:
             route = Route(404, (("Content-Type", "text/html"),), _NOT_FOUND)
         deadline = time.monotonic() + route.delay
         while time.monotonic() < deadline and replay.routes.get(key, route).delay:
             time.sleep(0.05)
+        etag = route.header("ETag")
+        if etag is not None and self.headers.get("If-None-Match") == etag:
+            # A conditional request for an unchanged page, as real servers answer it.
+            self.send_response_only(304)
+            self.send_header("ETag", etag)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         # send_response() would add its own Server and Date next to the recorded ones.
         self.send_response_only(route.status)
         for name, value in route.headers:
@@ -121,6 +129,8 @@ class ReplayServer:
     """A threaded HTTP server on 127.0.0.1 serving ``routes`` (path+query -> Route).
 
     ``routes`` is served live: a test may add or replace entries while it runs.
+    ``fallback`` answers unknown paths (default: a 404 page); a route with an ETag answers
+    a request whose If-None-Match names it with 304 Not Modified.
     ``hits`` counts GET requests per requested path+query, unknown paths included;
     ``first_hit_at`` and ``last_hit_at`` are the ``time.perf_counter()`` of the first and
     the latest GET (benchmarks time crawls by them, without process start-up).
@@ -128,6 +138,7 @@ class ReplayServer:
 
     def __init__(self, routes: dict[str, Route]) -> None:
         self.routes = routes
+        self.fallback: Route | None = None
         self.hits: Counter[str] = Counter()
         self.first_hit_at: float | None = None
         self.last_hit_at: float | None = None

@@ -39,7 +39,14 @@ MAX_README_LINES = 250
 #: Folders whose code may read a ZEROARCHIVE_* environment variable or setting.
 CODE = ("zeroarchive", "spiders", "pipelines", "middlewares", "settings", "bench")
 #: Commands that take positional arguments, and how many (None: one or more).
-POSITIONAL = {"crawl": 1, "load_sites": 1, "import_warc": None, "import_0archive": 1, "search": 1}
+POSITIONAL = {
+    "crawl": 1,
+    "load_sites": 1,
+    "import_warc": None,
+    "import_0archive": 1,
+    "search": 1,
+    "save": None,
+}
 
 
 @dataclass(frozen=True)

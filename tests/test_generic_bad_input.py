@@ -297,9 +297,10 @@ def test_500_twice_then_200_is_retried_and_archived(bad: BadCrawl) -> None:
     assert times[2] - times[0] >= 0.25
 
 
-def test_404_article_stops_as_gone(bad: BadCrawl) -> None:
+def test_404_article_is_suspected_gone_not_stopped(bad: BadCrawl) -> None:
     row = bad.row("/a/gone")
-    assert (row["next_snapshot_at"], row["stop_reason"]) == (0, "gone:http_404")
+    # Confirmed (an event) only by a second answer 10 minutes later: zeroarchive/events/.
+    assert (row["gone_evidence"], row["next_snapshot_at"]) == ("404", row["gone_at"] + 600)
     assert f"Snapshot of {bad.server.url('/a/gone')} failed: http_404" in bad.run.output
 
 

@@ -19,6 +19,7 @@ LAYERS = (
     "sources",
     "sites",
     "storage",
+    "events",
     "distributed",
     "crawl",
     "parser",
@@ -33,12 +34,13 @@ ALLOWED = {
     "sources": {"core"},
     "sites": {"core", "sources"},
     "storage": {"core", "sources", "sites"},
+    "events": {"core", "sources", "sites", "storage"},
     "distributed": {"core"},
-    "crawl": {"core", "sources", "sites", "storage", "distributed"},
+    "crawl": {"core", "sources", "sites", "storage", "events", "distributed"},
     "parser": {"core", "sources", "storage"},
     "search": {"core", "storage"},
     "publish": {"core", "sources", "sites", "storage"},
-    "monitor": {"core", "sources", "storage", "search"},
+    "monitor": {"core", "sources", "storage", "search", "events"},
     "commands": set(LAYERS),
 }
 

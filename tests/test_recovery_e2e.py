@@ -197,7 +197,7 @@ def test_a_killed_worker_a_flushed_redis_and_a_database_cut_at_once(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     """The operator's day (issue 26): a worker SIGKILLed holding the walk, redis flushed a
-    few seconds later, then the database cut for 10 s under `scrapy schedule` and a second
+    few seconds later, then the database cut for 30 s under `scrapy schedule` and a second
     worker. Every article is archived, each once, and the scheduler lives on."""
     pages = tw_news_pages()
     routes = tw_news_routes()
@@ -236,7 +236,7 @@ def test_a_killed_worker_a_flushed_redis_and_a_database_cut_at_once(
             redis.Redis.from_url(redis_url).flushdb()
             database.cut()
             wait_for_text(schedule_log, "Round failed", 30)
-            time.sleep(10)
+            time.sleep(30)
             database.restore()
             wait_for_text(schedule_log, "Round succeeded again", 60)
             output = finish(worker, log, timeout=300)

@@ -49,8 +49,13 @@ class GatedStore:
 
 
 class FakeArchive:
-    def __init__(self) -> None:
+    """The gated snapshot store over a real (empty) archive's sites and engine, which the
+    pipeline reads for the deletion signs of each batch (zeroarchive/events/answers.py)."""
+
+    def __init__(self, real: Any) -> None:
         self.snapshots = GatedStore()
+        self.sites = real.sites
+        self.engine = real.engine
 
 
 def fetched(article_id: int) -> FetchedPage:
@@ -79,7 +84,7 @@ def make_pipeline(tmp_path: Path) -> tuple[SnapshotsPipeline, GatedStore, Any]:
     )
     pipeline = SnapshotsPipeline.from_crawler(crawler)
     assert pipeline.config == CONFIG
-    archive = FakeArchive()
+    archive = FakeArchive(pipeline.archive)
     pipeline.archive = archive  # type: ignore[assignment]
     return pipeline, archive.snapshots, crawler
 

@@ -43,6 +43,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.events.edits import edit_hook
         from zeroarchive.parser.run import ParseRunConfig, parse_pending
 
         if opts.reparse and opts.since is not None:
@@ -74,6 +75,8 @@ class Command(ScrapyCommand):
                 print(f"warning: not indexing for search: {missing}", file=sys.stderr)
             else:
                 hooks.append(index_hook(index))
+        # Each new publication version is also checked for a silent edit (events/).
+        hooks.append(edit_hook)
         resume = "run parse_snapshots again: it goes on where this run stopped"
         with Progress("parse_snapshots", unit="snapshot", resume=resume) as progress:
             stats = parse_pending(archive.engine, config, hooks=hooks, progress=progress)

@@ -46,7 +46,8 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         archive = open_archive(self.settings)
-        rows = site_stats(archive.engine, int(time.time()), config)
+        now = int(time.time())
+        rows = site_stats(archive.engine, now, config)
         if opts.json:
             for row in rows:
                 print(json.dumps(row.as_json(), ensure_ascii=False))
@@ -54,14 +55,17 @@ class Command(ScrapyCommand):
         new_heads = " ".join(f"{f'{d}d':>6}" for d in NEW_ARTICLE_DAYS)
         print(
             f"{'id':>5} {'articles':>8} {new_heads} {'snaps':>8} {'due':>6} {'overdue':>7} "
-            f"{'failing':>7} {'blocked':>7} {'stopped':>7}  {'last list ok':16}  {'quiet':5}  "
+            f"{'failing':>7} {'blocked':>7} {'stopped':>7} {'del/ed':>7}  {'last list ok':16}  "
+            f"{'quiet':5}  "
             f"{'type':12} {'category':14} name"
         )
         for row in rows:
             new = " ".join(f"{row.new[d]:>6}" for d in NEW_ARTICLE_DAYS)
+            month = row.events_this_month(now)
+            events = f"{month['deleted']}/{month['edited']}"
             print(
                 f"{row.site_id:>5} {row.articles:>8} {new} {row.snapshots:>8} {row.due:>6} "
-                f"{row.overdue:>7} {row.failing:>7} {row.blocked:>7} {row.stopped:>7}  "
+                f"{row.overdue:>7} {row.failing:>7} {row.blocked:>7} {row.stopped:>7} {events:>7}  "
                 f"{_when(row.last_list_ok_at):16}  {'QUIET' if row.quiet else '':5}  "
                 f"{row.type:12} {row.category or '-':14} {row.name}"
             )

@@ -276,3 +276,17 @@ def next_after_failure(
         return STOP, f"failed_{failures}_times:{last}"
     delay = min(FAILURE_BACKOFF_BASE * 2 ** (failures - 1), FAILURE_BACKOFF_MAX)
     return now + delay, None
+
+
+def next_watch_at(ages: tuple[int, ...], first_snapshot_at: int, now: int) -> int:
+    """When the long-tail watch next checks an article whose plan has ended: the first of
+    ``ages`` (seconds after its first snapshot) still ahead of ``now``; STOP when none is
+    (or the watch is off, ``ages`` empty).
+
+    >>> ages = (7 * DAY, 30 * DAY)
+    >>> next_watch_at(ages, 0, DAY) // DAY, next_watch_at(ages, 0, 8 * DAY) // DAY
+    (7, 30)
+    >>> next_watch_at(ages, 0, 31 * DAY), next_watch_at((), 0, DAY)
+    (0, 0)
+    """
+    return next((first_snapshot_at + age for age in ages if first_snapshot_at + age > now), STOP)

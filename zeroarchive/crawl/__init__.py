@@ -6,7 +6,8 @@ queues (``dispatch``), recording what a worker holds and taking up what a killed
 (``canonical``), block pages (``blocks``), the browser (``browser``), logins (``login``)
 and one run per site (``runlock``).
 
-May import: ``storage``, ``distributed``, ``sites``, ``sources``, ``core``.
+May import: ``storage``, ``events`` (the watch and the soft-404 probe), ``distributed``,
+``sites``, ``sources``, ``core``.
 Never imported by: those packages, nor ``parser``, ``publish`` or ``monitor``: reading the
 archive never needs the crawler. Spiders, pipelines and middlewares (top level) use it.
 """

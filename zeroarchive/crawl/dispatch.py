@@ -162,13 +162,14 @@ class Dispatcher:
             )
             if not claimed:
                 break
+            sites = {article.site_id: due.sites[article.site_id] for article in claimed}
+            push_requests(
+                self.server, spider, spider.probe_requests(sites.values(), self.archive.engine)
+            )
             report.snapshots += push_requests(
                 self.server,
                 spider,
-                (
-                    spider.snapshot_request(due.sites[article.site_id], article)
-                    for article in claimed
-                ),
+                (spider.due_request(due.sites[article.site_id], article) for article in claimed),
             )
         report.queued = len(queue)
         return report

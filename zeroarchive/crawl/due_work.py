@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zeroarchive.core.schedule import next_list_crawl_at
+from zeroarchive.events.watch import promote_watch, validators
 from zeroarchive.sites.record import Site, SiteConfigError
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.articles import DueArticle
@@ -46,6 +47,8 @@ def due_sites(
     sites: dict[int, Site] = {}
     walk: set[int] = set()
     bad: list[str] = []
+    if snapshots:
+        watch_checks(archive, site_types, now)
     rows = archive.sites.due_rows(tuple(site_types), now, lists=lists, snapshots=snapshots)
     for row in rows:
         try:
@@ -58,6 +61,21 @@ def due_sites(
         if lists and row["next_crawl_at"] <= now:
             walk.add(site.site_id)
     return DueSites(sites, frozenset(walk), tuple(bad))
+
+
+def watch_checks(archive: Archive, site_types: Sequence[str], now: int) -> dict[int, int]:
+    """Make the long-tail watch checks of active sites of these types due now, within each
+    site's daily budget (zeroarchive/events/watch.py); how many per site."""
+    watched = []
+    for row in archive.sites.active_rows(tuple(site_types)):
+        try:
+            watched.append(site_from_row(row))
+        except SiteConfigError:
+            continue  # due_sites logs it
+    promoted = promote_watch(archive.engine, watched, now)
+    if promoted:
+        logger.info("Long-tail watch: %d check(s) due now", sum(promoted.values()))
+    return promoted
 
 
 def begin_walk(archive: Archive, site: Site, now: int, owner: str) -> None:
@@ -76,5 +94,11 @@ def claim_due(
     owner: str | None = None,
 ) -> list[DueArticle]:
     """Up to ``limit`` due articles of these sites, oldest due first, leased until
-    ``now + lease`` to ``owner`` (default: queued)."""
-    return archive.articles.claim_due(site_ids, now, limit, lease, owner)
+    ``now + lease`` to ``owner`` (default: queued); a watch check carries the conditional
+    headers of its last snapshot."""
+    due = archive.articles.claim_due(site_ids, now, limit, lease, owner)
+    found = validators(archive.engine, {a.article_id: a.last_snapshot_at for a in due if a.watched})
+    return [
+        replace(a, conditional=tuple(found[a.article_id].items())) if a.article_id in found else a
+        for a in due
+    ]

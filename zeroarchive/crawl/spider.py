@@ -20,11 +20,13 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Request, Response
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from twisted.python.failure import Failure
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.db_retry import write_with_retry
+from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.core.errors import error_kind
 from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.owners import run_owner
@@ -36,6 +38,8 @@ from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.crawl.recovery import HeldWork, give_back_leftovers, take_up_dead_runs
 from zeroarchive.crawl.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.distributed.redis_client import redis_url_from
+from zeroarchive.events.probe import PROBE_EVERY, probe_url, probes_due, record_probe
+from zeroarchive.events.watch import promote_watch
 from zeroarchive.sites.record import Site
 from zeroarchive.sources import Source
 from zeroarchive.storage.archive import Archive, open_archive
@@ -74,6 +78,8 @@ class ArchiveSpider(scrapy.Spider):
         self.run_owner = run_owner()
         #: What a distributed worker holds (None when embedded).
         self.held: HeldWork | None = None
+        #: When this process last asked for each site's soft-404 probe (time.monotonic()).
+        self._probed: dict[int, float] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -169,6 +175,8 @@ class ArchiveSpider(scrapy.Spider):
                     self.site_key,
                 )
                 raise CloseSpider("unknown_site")
+            if self.mode != "discover":
+                promote_watch(self.archive.engine, [site], now())
             return True, [site], {site.site_id}
         due = due_sites(
             self.archive,
@@ -265,8 +273,72 @@ class ArchiveSpider(scrapy.Spider):
     def _crawl_due(self, due: list[DueArticle]) -> None:
         if due:
             logger.info("Snapshotting %d due article(s)", len(due))
+        sites = {article.site_id: self.sites[article.site_id] for article in due}
+        for request in self.probe_requests(sites.values()):
+            self.crawler.engine.crawl(request)
         for article in due:
-            self.crawler.engine.crawl(self.snapshot_request(self.sites[article.site_id], article))
+            self.crawler.engine.crawl(self.due_request(self.sites[article.site_id], article))
+
+    def due_request(self, site: Site, article: DueArticle) -> Request:
+        """The snapshot request of a due article; a long-tail watch check is conditional
+        (If-None-Match / If-Modified-Since), so an unchanged page answers 304."""
+        request = self.snapshot_request(site, article)
+        if article.conditional and not site.config.render:
+            for name, value in article.conditional:
+                request.headers.setdefault(name, value)
+        return request
+
+    def probe_requests(self, sites: Iterable[Site], engine: Engine | None = None) -> list[Request]:
+        """The known soft-404 probe (zeroarchive/events/probe.py): a made-up URL of each
+        open-web site not probed lately, asked at most once per probe interval by this
+        process (the scheduler's spiders have no archive: it passes its ``engine``)."""
+        clock = time.monotonic()
+        fresh = [
+            site
+            for site in sites
+            if site.source.name == "generic"
+            and not site.config.render
+            and clock - self._probed.get(site.site_id, -PROBE_EVERY) >= PROBE_EVERY
+        ]
+        if not fresh:
+            return []
+        for site in fresh:
+            self._probed[site.site_id] = clock
+        due = probes_due(engine or self.archive.engine, [site.site_id for site in fresh], now())
+        return [
+            Request(
+                probe_url(site),
+                callback=self.probe_answered,
+                errback=self.probe_failed,
+                meta={**self.request_meta(site, "probe"), "handle_httpstatus_all": True},
+                dont_filter=True,
+            )
+            for site in fresh
+            if site.site_id in due
+        ]
+
+    async def probe_answered(self, response: Response) -> None:
+        site = self.response_site(response)
+        content_type = response.headers.get("Content-Type")
+        encoding = detect_encoding(
+            response.body, content_type.decode("latin-1") if content_type else None
+        )
+        at = now()
+        await asyncio.to_thread(
+            record_probe,
+            self.archive.engine,
+            site.site_id,
+            at,
+            response.status,
+            response.body,
+            encoding,
+        )
+        count(self.crawler.stats, "events/probes", site.site_id)
+
+    def probe_failed(self, failure: Failure) -> None:
+        kind, _ = error_kind(failure)
+        count(self.crawler.stats, "events/probe_failures")
+        logger.info("Soft-404 probe %s failed: %s", failure.request.url, kind)  # type: ignore[attr-defined]
 
     def _on_idle(self) -> None:
         """Hand out the next batch of due articles once discovery is done.
@@ -305,6 +377,11 @@ class ArchiveSpider(scrapy.Spider):
         request = failure.request  # type: ignore[attr-defined]
         meta = request.meta[META_KEY]
         kind, status = error_kind(failure)
+        if status == 304:
+            # A watch check's conditional request: unchanged, nothing to store.
+            logger.debug("Watch check of %s: not modified", request.url)
+            yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
+            return
         count(self.crawler.stats, f"errors/{kind}", meta["site_id"])
         count(self.crawler.stats, "snapshot_failures", meta["site_id"])
         logger.warning("Snapshot of %s failed: %s", request.url, kind)

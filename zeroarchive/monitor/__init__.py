@@ -2,6 +2,6 @@
 0archive GraphQL sites API and search at /graphql, and the site monitor's pages and the
 /search page, from server-side templates with no script and nothing loaded from elsewhere.
 
-May import: ``search``, ``storage``, ``sources``, ``core``.
+May import: ``search``, ``storage``, ``events`` (reading events), ``sources``, ``core``.
 Never imported by: anything but ``commands``.
 """

@@ -20,7 +20,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from zeroarchive.monitor import deadline, graphql_api, pages, search_page
+from zeroarchive.monitor import deadline, events_page, graphql_api, pages, search_page
 from zeroarchive.monitor.auth import AuthMiddleware
 from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.guard import GuardMiddleware
@@ -107,6 +107,7 @@ def create_app(
         routes=[
             *pages.routes(),
             *search_page.routes(),
+            *events_page.routes(),
             graphql_api.route(graphql),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],

@@ -294,10 +294,13 @@ def list_sizes(stats: StatsCache) -> ListSizes:
 
 
 def build_schema() -> GraphQLSchema:
+    from zeroarchive.monitor.events_api import BINDABLES, EVENTS_SCHEMA
+
     return make_executable_schema(
-        [SCHEMA, search_api.SCHEMA],
+        [SCHEMA, search_api.SCHEMA, EVENTS_SCHEMA],
         query,
         *search_api.BINDABLES,
+        *BINDABLES,
         site_type,
         articles_result,
         article_type,

@@ -23,6 +23,11 @@ from zeroarchive.sites.proxies import check_proxy
 from zeroarchive.sources import SiteUrlError, Source, UnknownSiteType
 
 DEFAULT_TYPE = "news"
+#: The long-tail watch: ages (seconds after the first snapshot) at which an article whose
+#: plan has ended is checked again, and how many such checks a site gets per UTC day.
+DEFAULT_WATCH = (7 * DAY, 30 * DAY, 90 * DAY, 180 * DAY, 365 * DAY)
+DEFAULT_WATCH_BUDGET = 1000
+MAX_WATCH_AGES = 20
 DEFAULT_DEPTH = 3
 DEFAULT_DELAY = 1.0
 MAX_DEPTH = 50
@@ -44,6 +49,8 @@ CONFIG_KEYS = (
     "robots",
     "url_rules",
     "schedule",
+    "watch",
+    "watch_budget",
 )
 #: 0archive's names of config keys.
 CONFIG_ALIASES = {"selenium": "render"}
@@ -88,6 +95,10 @@ class SiteConfig:
     url_rules: UrlRules = field(default_factory=UrlRules)
     # Overrides of the site type's schedule plan (zeroarchive.core.schedule.plan_with_overrides).
     schedule: Mapping[str, Any] = field(default_factory=dict)
+    #: Long-tail watch ages in seconds after the first snapshot, ascending (() = off).
+    watch: tuple[int, ...] = DEFAULT_WATCH
+    #: Long-tail watch checks per UTC day at most.
+    watch_budget: int = DEFAULT_WATCH_BUDGET
 
     def is_article(self, url: str, as_found: str | None = None) -> bool:
         """Whether a link is an article: its canonical ``url``, or the link ``as_found`` on
@@ -207,9 +218,9 @@ def number_from_text(value: Any) -> Any:
     return number if math.isfinite(number) else value
 
 
-def _whole(value: float, site: str) -> int:
+def _whole(value: float, site: str, name: str = "depth") -> int:
     if value != int(value):
-        raise SiteConfigError(site, "depth", f"must be a whole number, got {value!r}")
+        raise SiteConfigError(site, name, f"must be a whole number, got {value!r}")
     return int(value)
 
 
@@ -276,7 +287,35 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         robots=_flag(raw.get("robots", True), site, "robots"),
         url_rules=rules,
         schedule=_schedule(raw.get("schedule"), site),
+        watch=_watch(raw.get("watch", DEFAULT_WATCH), site),
+        watch_budget=int(
+            _whole(
+                _number(
+                    raw.get("watch_budget", DEFAULT_WATCH_BUDGET), site, "watch_budget", 0, 10**7
+                ),
+                site,
+                "watch_budget",
+            )
+        ),
     )
+
+
+def _watch(value: Any, site: str) -> tuple[int, ...]:
+    """The watch ages: a list of whole seconds (numbers or numeric text), any order.
+
+    >>> _watch([30 * DAY, 7 * DAY, 7 * DAY], "demo")
+    (604800, 2592000)
+    >>> _watch([], "demo")
+    ()
+    """
+    if not isinstance(value, list | tuple):
+        raise SiteConfigError(site, "watch", f"must be a list of ages in seconds, got {value!r}")
+    if len(value) > MAX_WATCH_AGES:
+        raise SiteConfigError(site, "watch", f"at most {MAX_WATCH_AGES} ages")
+    ages = {
+        _whole(_number(age, site, "watch", 60, 100 * 365 * DAY), site, "watch") for age in value
+    }
+    return tuple(sorted(ages))
 
 
 def _unalias(raw: Mapping[str, Any], site: str) -> Mapping[str, Any]:

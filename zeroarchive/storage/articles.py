@@ -26,6 +26,12 @@ class DueArticle:
     site_id: int
     url: str
     article_type: str
+    #: A long-tail watch check of an article that still answered (zeroarchive/events/):
+    #: its request may be conditional on the last snapshot's validators.
+    watched: bool = False
+    last_snapshot_at: int = 0
+    #: Conditional request headers (If-None-Match, If-Modified-Since) for a watch check.
+    conditional: tuple[tuple[str, str], ...] = ()
 
 
 def due_for_snapshot(now: int) -> ColumnElement[bool]:
@@ -44,7 +50,15 @@ def claim_query(site_ids: Sequence[int], now: int, limit: int) -> Select[Any]:
     """The locking read of a claim: up to ``limit`` due articles of these sites, in claim
     order (oldest due first)."""
     query = (
-        select(article.c.article_id, article.c.site_id, article.c.url, article.c.article_type)
+        select(
+            article.c.article_id,
+            article.c.site_id,
+            article.c.url,
+            article.c.article_type,
+            article.c.watch_at,
+            article.c.deleted_at,
+            article.c.last_snapshot_at,
+        )
         .where(article.c.site_id.in_(list(site_ids)), due_for_snapshot(now))
         .order_by(article.c.next_snapshot_at, article.c.article_id)
         .limit(limit)
@@ -135,6 +149,19 @@ class ArticleStore:
                 conn.execute(_SET_PUBLISHED, dated)
         return len(unique) - len(before)
 
+    def make_due(self, urls: Sequence[str], now: int) -> int:
+        """Make these (canonical) articles due now, whatever their schedule (`scrapy save`);
+        how many there were."""
+        hashes = [url_hash(url) for url in urls]
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    update(article)
+                    .where(article.c.url_hash.in_(hashes), article.c.redirect_to.is_(None))
+                    .values(next_snapshot_at=now, lease_until=0)
+                ).rowcount
+            )
+
     def claim_due(
         self,
         site_ids: Sequence[int],
@@ -179,7 +206,14 @@ class ArticleStore:
                 )
             )
         return [
-            DueArticle(row.article_id, row.site_id, row.url, row.article_type)
+            DueArticle(
+                row.article_id,
+                row.site_id,
+                row.url,
+                row.article_type,
+                watched=bool(row.watch_at) and not row.deleted_at,
+                last_snapshot_at=row.last_snapshot_at,
+            )
             for row in rows
             if row.article_id in mine
         ]

@@ -84,7 +84,16 @@ article = Table(
     Column("lease_owner", String(16), nullable=True),
     # When the source says it was published, as found with its link (migration 0007).
     Column("published_at", BigInteger, nullable=True),
+    # Events (migration 0013): when the long-tail watch next checks the article after its
+    # plan ended (0 = not watched); the first answer that looked like a deletion, not yet
+    # confirmed, and why; when the deletion was confirmed (0 while the article answers).
+    Column("watch_at", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("gone_at", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("deleted_at", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("gone_evidence", String(255), nullable=True),
     Index("ix_Article_site_next", "site_id", "next_snapshot_at"),
+    # A site's finished articles whose watch check is due, longest waiting first (0013).
+    Index("ix_Article_watch", "site_id", "next_snapshot_at", "watch_at"),
     # Scheduled articles in due order, covering the due-work selection's filters and
     # `site_stats`' counts of them (migration 0010); the newest article of a site (0008).
     Index(
@@ -288,4 +297,47 @@ search_reindex = Table(
     Column("parser_version", String(32), nullable=False),
     Column("last_publication_id", BigInteger, nullable=False),
     Column("started_at", BigInteger, nullable=False),
+)
+
+# --- Events (zeroarchive/events/, migration 0013) ---
+
+# One row per change: unique per article, kind and the answer that showed it, so crawling
+# or parsing again adds none.
+article_event = Table(
+    "ArticleEvent",
+    metadata,
+    Column("event_id", Id, primary_key=True, autoincrement=True),
+    Column("article_id", Id, nullable=False),
+    Column("site_id", Id, nullable=False),
+    Column("kind", String(16), nullable=False),  # deleted, edited, restored
+    Column("detected_at", BigInteger, nullable=False),
+    Column("evidence", Text, nullable=False),
+    Column("before_snapshot_at", BigInteger, nullable=True),
+    Column("after_snapshot_at", BigInteger, nullable=False),
+    # An edit's diff as JSON: {"title": [[op, text], ...], "text": [...]}.
+    Column("diff", LongText, nullable=True),
+    UniqueConstraint("article_id", "kind", "after_snapshot_at", name="uq_ArticleEvent_change"),
+    Index("ix_ArticleEvent_detected", "detected_at", "event_id"),
+    Index("ix_ArticleEvent_site", "site_id", "detected_at"),
+)
+
+# Long-tail watch checks handed out per site and UTC day (day = unix seconds // 86400).
+watch_usage = Table(
+    "WatchUsage",
+    metadata,
+    Column("site_id", Id, nullable=False),
+    Column("day", Integer, nullable=False),
+    Column("checks", Integer, nullable=False),
+    PrimaryKeyConstraint("site_id", "day"),
+)
+
+# A site's answer to a made-up URL: its own "not found" page, to recognise soft 404s.
+site_probe = Table(
+    "SiteProbe",
+    metadata,
+    Column("site_id", Id, primary_key=True, autoincrement=False),
+    Column("probed_at", BigInteger, nullable=False),
+    Column("status", SmallInteger, nullable=False),
+    Column("title", String(512), nullable=False),
+    Column("text", Text, nullable=False),
 )

@@ -10,16 +10,23 @@ day a window starts in are index lookups per site.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, case, func, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.core.errors import BLOCKED
 from zeroarchive.core.owners import kind_of
 from zeroarchive.core.schedule import DAY, STOP
-from zeroarchive.storage.schema import article, site, site_article_days, site_article_totals
+from zeroarchive.storage.schema import (
+    article,
+    article_event,
+    site,
+    site_article_days,
+    site_article_totals,
+)
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -68,6 +75,13 @@ class SiteStats:
     walk: str = ""
     recoveries: int = 0  # walks and leases taken back from dead holders or lost queues
     last_recovery_at: int = 0
+    #: Events (zeroarchive/events/) per UTC month "YYYY-MM" of the last year, newest first:
+    #: {"deleted": n, "edited": n, "restored": n}.
+    events: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def events_this_month(self, now: int) -> dict[str, int]:
+        """This UTC month's deletions, edits and restorations."""
+        return self.events.get(_month(now), dict.fromkeys(EVENT_KINDS, 0))
 
     def as_json(self) -> dict[str, Any]:
         record = dict(self.__dict__)
@@ -85,6 +99,30 @@ def walk_state(owner: str | None) -> str:
     if kind is None:
         return ""
     return "queued" if kind == "queued" else "begun"
+
+
+EVENT_KINDS = ("deleted", "edited", "restored")
+
+
+def _month(ts: int) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m")
+
+
+def monthly_events(conn: Connection, now: int) -> dict[int, dict[str, dict[str, int]]]:
+    """Per site, the events of each UTC month of the last year, newest month first."""
+    rows = conn.execute(
+        select(article_event.c.site_id, article_event.c.kind, article_event.c.detected_at).where(
+            article_event.c.detected_at >= now - 366 * DAY
+        )
+    )
+    found: dict[int, dict[str, dict[str, int]]] = {}
+    for row in rows:
+        months = found.setdefault(row.site_id, {})
+        counts = months.setdefault(_month(row.detected_at), dict.fromkeys(EVENT_KINDS, 0))
+        counts[row.kind] = counts.get(row.kind, 0) + 1
+    return {
+        site_id: dict(sorted(months.items(), reverse=True)) for site_id, months in found.items()
+    }
 
 
 def _sum(condition: Any) -> Any:
@@ -167,6 +205,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
         totals = {row.site_id: row for row in conn.execute(select(site_article_totals))}
         whole_days = {row.site_id: row for row in conn.execute(_whole_days_since(now))}
         newest = {row.site_id: row.last for row in conn.execute(_newest_articles())}
+        events = monthly_events(conn, now)
         site_ids = list(newest)
         part_days: dict[int, dict[int, int]] = {
             n: {r.site_id: r.articles for r in conn.execute(_start_of_window(site_ids, start))}
@@ -225,6 +264,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 walk=walk_state(row.walk_owner),
                 recoveries=int(row.recoveries),
                 last_recovery_at=int(row.last_recovery_at),
+                events=events.get(row.site_id, {}),
             )
         )
     return stats

@@ -19,7 +19,9 @@ from zeroarchive.core.schedule import (
     Plan,
     next_adaptive_snapshot,
     next_after_failure,
+    next_watch_at,
 )
+from zeroarchive.sites.record import Site
 from zeroarchive.storage.articles import insert_new
 from zeroarchive.storage.compression import compress, compress_against, decompress
 from zeroarchive.storage.schema import article, article_snapshot, site
@@ -112,6 +114,7 @@ _RESCHEDULE = (
         failure_count=0,
         stop_reason=bindparam("p_stop_reason"),
         last_content_hash=bindparam("p_last_content_hash"),
+        watch_at=bindparam("p_watch_at"),
         lease_until=0,
         lease_owner=None,
     )
@@ -125,6 +128,7 @@ _RESCHEDULED = (
     "snapshot_count",
     "stop_reason",
     "last_content_hash",
+    "watch_at",
 )
 
 
@@ -135,17 +139,20 @@ def _reschedule_params(row: dict[str, Any]) -> dict[str, Any]:
 class SnapshotStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        # Plans by (site id, type, config as stored): a site edited mid-run gets its new plan.
-        self._plans: dict[tuple[int, str, str], Plan] = {}
+        # Sites and plans by (site id, type, config as stored): a site edited mid-run gets
+        # its new plan.
+        self._plans: dict[tuple[int, str, str], tuple[Plan, Site]] = {}
 
-    def _site_plans(self, conn: Connection, site_ids: set[int]) -> dict[int, Plan]:
-        """The schedule plan of each site, from the site itself (its type and overrides)."""
+    def _site_plans(self, conn: Connection, site_ids: set[int]) -> dict[int, tuple[Plan, Site]]:
+        """The schedule plan of each site, from the site itself (its type and overrides),
+        and the site (for its long-tail ``watch``)."""
         rows = conn.execute(select(site).where(site.c.site_id.in_(sorted(site_ids)))).mappings()
         plans = {}
         for row in rows:
             key = (row["site_id"], row["type"], row["config"])
             if key not in self._plans:
-                self._plans[key] = site_from_row(row).plan
+                record = site_from_row(row)
+                self._plans[key] = (record.plan, record)
             plans[row["site_id"]] = self._plans[key]
         missing = site_ids - plans.keys()
         if missing:
@@ -197,21 +204,27 @@ class SnapshotStore:
                 frame = _Frame(None, None) if unchanged else _frame(page, references, article_id)
                 inserts.append(_snapshot_row(article_id, page, digest, frame))
                 # The first snapshot counts as a change: it starts at the plan step's interval.
+                plan, record = plans[page.site_id]
                 upcoming = next_adaptive_snapshot(
-                    plans[page.site_id],
+                    plan,
                     row["created_at"],
                     page.fetched_at,
                     row["snapshot_interval"],
                     not unchanged,
                 )
+                first = row["first_snapshot_at"] or page.fetched_at
                 row.update(
-                    first_snapshot_at=row["first_snapshot_at"] or page.fetched_at,
+                    first_snapshot_at=first,
                     last_snapshot_at=page.fetched_at,
                     next_snapshot_at=upcoming.at,
                     snapshot_interval=upcoming.interval,
                     snapshot_count=row["snapshot_count"] + 1,
                     stop_reason="plan_complete" if upcoming.at == STOP else None,
                     last_content_hash=digest,
+                    # After the plan, the long-tail watch (zeroarchive/events/watch.py).
+                    watch_at=next_watch_at(record.config.watch, first, page.fetched_at)
+                    if upcoming.at == STOP
+                    else 0,
                 )
                 updates[article_id] = row
                 results.append(
@@ -269,18 +282,22 @@ class SnapshotStore:
         """Back off or stop articles whose fetch failed; return (article_id, stop_reason)."""
         results = []
         with self.engine.begin() as conn:
+            plans = self._site_plans(conn, {failure.site_id for failure in failures})
             for failure in failures:
-                count = (
-                    conn.execute(
-                        select(article.c.failure_count).where(
-                            article.c.article_id == failure.article_id
-                        )
-                    ).scalar_one()
-                    + 1
-                )
+                row = conn.execute(
+                    select(
+                        article.c.failure_count, article.c.watch_at, article.c.first_snapshot_at
+                    ).where(article.c.article_id == failure.article_id)
+                ).one()
+                count = row.failure_count + 1
                 next_at, stop_reason = next_after_failure(
                     count, failure.failed_at, failure.status, failure.reason
                 )
+                watch_at = row.watch_at
+                if next_at == STOP and watch_at:
+                    # A watch check that keeps failing waits for the next watch age.
+                    ages = plans[failure.site_id][1].config.watch
+                    watch_at = next_watch_at(ages, row.first_snapshot_at, failure.failed_at)
                 conn.execute(
                     update(article)
                     .where(article.c.article_id == failure.article_id)
@@ -288,6 +305,7 @@ class SnapshotStore:
                         failure_count=count,
                         next_snapshot_at=next_at,
                         stop_reason=stop_reason or f"last_error:{failure.reason}",
+                        watch_at=watch_at,
                         lease_until=0,
                         lease_owner=None,
                     )

@@ -1,0 +1,234 @@
+"""Events: choosing the long-tail watch's articles on a large archive, the cost of deletion
+detection per snapshot batch, and the watch's requests per day against its budget.
+
+1. Fills a database (SQLite file, or a MariaDB database of its own) with ``--sites`` news
+   sites and ``--articles`` articles by bulk ``INSERT ... SELECT`` (a recursive CTE on
+   SQLite, the sequence engine on MariaDB): a tenth still on their plan, the rest finished
+   with a watch check due at times spread over the last year and the next (about half due
+   now). Then times ``watch_query`` (the choice of one site's due watch checks, longest
+   waiting first, ``LIMIT`` the default budget of 1000) for ``--probes`` sites, and a full
+   ``promote_watch`` (choose, make due, spend the budget) over every site.
+2. Times ``sort_answers`` (every deletion sign of zeroarchive/events/signs.py, soft-404
+   probe comparison included) against ``SnapshotStore.save`` on the same batch of 500
+   real pages (tests/fixtures/cjk-news), side by side: the share detection adds.
+3. The watch's requests per day: the default cadence's demand for the filled archive's
+   finished articles against what ``promote_watch`` hands out in one day (the budget).
+
+    python bench/events.py [--articles 2000000] [--sites 200] [--db sqlite|mariadb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sqlalchemy import create_engine, func, select, text  # noqa: E402
+
+from zeroarchive.core.items import FetchedPage  # noqa: E402
+from zeroarchive.core.schedule import DAY, STOP  # noqa: E402
+from zeroarchive.events.answers import last_hashes, sort_answers  # noqa: E402
+from zeroarchive.events.signs import Probe  # noqa: E402
+from zeroarchive.events.watch import promote_watch, watch_query  # noqa: E402
+from zeroarchive.sites.record import DEFAULT_WATCH  # noqa: E402
+from zeroarchive.storage.archive import open_archive  # noqa: E402
+from zeroarchive.storage.engine import make_engine, migrate  # noqa: E402
+from zeroarchive.storage.schema import article  # noqa: E402
+from zeroarchive.storage.sites import site_from_row  # noqa: E402
+
+MARIADB = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
+BENCH_DB = "zeroarchive_bench_events"
+NOW = 1_800_000_000
+SPAN = 365 * DAY
+CHUNK = 500_000
+
+
+def _numbers(dialect: str, start: int, end: int) -> str:
+    if dialect == "sqlite":
+        return (
+            f"(WITH RECURSIVE s(seq) AS (SELECT {start} UNION ALL SELECT seq + 1 FROM s"
+            f" WHERE seq < {end}) SELECT seq FROM s)"
+        )
+    return f"(SELECT seq FROM seq_{start}_to_{end})"
+
+
+def fill(url: str, sites: int, articles: int) -> float:
+    engine = make_engine(url)
+    migrate(engine)
+    dialect = engine.dialect.name
+    concat = "||" if dialect == "sqlite" else None
+    started = time.perf_counter()
+
+    def cat(*parts: str) -> str:
+        return f" {concat} ".join(parts) if concat else f"CONCAT({', '.join(parts)})"
+
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO Site (site_id, name, url, type, config, is_active, created_at,"
+                " updated_at, last_crawl_at, next_crawl_at, last_list_ok_at)"
+                f" SELECT seq, {cat(repr('site-'), 'seq')},"
+                f" {cat(repr('https://site-'), 'seq', repr('.example/'))}, 'news',"
+                ' \'{"article": "/a/"}\', 1, :first, :first, :now, :later, :now'
+                f" FROM {_numbers(dialect, 1, sites)} AS n"
+            ),
+            {"first": NOW - 2 * SPAN, "now": NOW, "later": NOW + 600},
+        )
+    url_expr = cat(repr("https://site-"), "(1 + seq % :sites)", repr(".example/a/"), "seq")
+    hash_expr = "randomblob(16)" if dialect == "sqlite" else "UNHEX(LPAD(HEX(seq), 32, '0'))"
+    for start in range(1, articles + 1, CHUNK):
+        end = min(start + CHUNK - 1, articles)
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO Article (article_id, site_id, url, url_hash, article_type,"
+                    " created_at, first_snapshot_at, last_snapshot_at, next_snapshot_at,"
+                    " snapshot_count, failure_count, stop_reason, snapshot_interval,"
+                    " lease_until, watch_at)"
+                    f" SELECT seq, 1 + seq % :sites, {url_expr},"
+                    f" {hash_expr}, 'Article', c, c, c,"
+                    # A tenth on their plan (due within the hour), the rest finished.
+                    " CASE WHEN seq % 10 = 0 THEN :now + 1 + seq % 3600 ELSE 0 END,"
+                    " 24, 0, CASE WHEN seq % 10 = 0 THEN NULL ELSE 'plan_complete' END,"
+                    " 3600, 0,"
+                    # Watch checks due from a year ago to a year ahead: about half due now.
+                    " CASE WHEN seq % 10 = 0 THEN 0"
+                    " ELSE :now - :span + (seq * 7919) % (2 * :span) END"
+                    " FROM (SELECT seq, :now - :span + (seq * :span) / :articles AS c"
+                    f" FROM {_numbers(dialect, start, end)} AS n) AS numbers"
+                ),
+                {"sites": sites, "now": NOW, "span": SPAN, "articles": articles},
+            )
+        print(f"  filled {end:,} articles in {time.perf_counter() - started:.0f} s", flush=True)
+    with engine.connect() as conn:
+        conn.execute(text("ANALYZE" if dialect == "sqlite" else "ANALYZE TABLE Article, Site"))
+    engine.dispose()
+    return time.perf_counter() - started
+
+
+def choose(url: str, sites: int, probes: int) -> None:
+    engine = create_engine(url)
+    times = []
+    step = max(1, sites // probes)
+    with engine.connect() as conn:
+        for site_id in range(1, sites + 1, step):
+            started = time.perf_counter()
+            chosen = conn.execute(watch_query(site_id, NOW, 1000)).all()
+            times.append((time.perf_counter() - started) * 1000)
+        assert len(chosen) == 1000, len(chosen)
+    print(
+        f"choose 1000 watch checks of one site: median {statistics.median(times):.1f} ms, "
+        f"max {max(times):.1f} ms over {len(times)} sites"
+    )
+    with engine.connect() as conn:
+        finished = conn.execute(
+            select(func.count()).select_from(article).where(article.c.next_snapshot_at == STOP)
+        ).scalar_one()
+        site_rows = conn.execute(text("SELECT * FROM Site")).mappings().all()
+    records = [site_from_row(row) for row in site_rows]
+    started = time.perf_counter()
+    promoted = promote_watch(engine, records, NOW)
+    seconds = time.perf_counter() - started
+    budget = sum(r.config.watch_budget for r in records)
+    handed = sum(promoted.values())
+    again = sum(promote_watch(engine, records, NOW + 3600).values())
+    demand = finished * len(DEFAULT_WATCH) / 365
+    print(
+        f"promote_watch over {len(records)} sites: {seconds * 1000:.0f} ms "
+        f"({seconds * 1000 / len(records):.1f} ms per site), {handed:,} checks handed out; "
+        f"an hour later the same day: {again}"
+    )
+    print(
+        f"requests per day: default cadence demands ~{demand:,.0f}/day for {finished:,} "
+        f"finished articles; handed out {handed:,} (budget {budget:,}/day): "
+        f"{'within' if handed + again <= budget else 'OVER'} the budget"
+    )
+    engine.dispose()
+
+
+def detection() -> None:
+    html = [
+        gzip.decompress(path.read_bytes())
+        for path in sorted((REPO / "tests/fixtures/cjk-news/html").glob("*.html.gz"))
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = open_archive(url=f"sqlite:///{tmp}/a.db")
+        from zeroarchive.sites.record import SiteSpec
+
+        site_id, _ = archive.sites.upsert(
+            SiteSpec(name="s", url="https://s.example/", type="news", config={}), NOW
+        )
+        urls = [f"https://s.example/a/{i}" for i in range(500)]
+        archive.articles.add(site_id, "Article", urls, NOW)
+        with archive.engine.connect() as conn:
+            ids = list(conn.execute(select(article.c.article_id)).scalars())
+        site = archive.sites.get(site_id)
+        assert site is not None
+        probe = Probe(site_id, NOW, "Not found", "Sorry, nothing here. Home")
+        rounds = []
+        # Rounds 0-2: every page changed; 3-4: every page as in round 2 (unchanged: most
+        # re-snapshots are).
+        for round_ in range(5):
+            at = NOW + round_ * 3600
+            body = str(min(round_, 2)).encode()
+            pages = [
+                FetchedPage(
+                    i, site_id, "Article", at, 200, url, {}, "utf-8", html[i % len(html)] + body
+                )
+                for i, url in zip(ids, urls, strict=True)
+            ]
+            started = time.perf_counter()
+            hashes = last_hashes(archive.engine, ids)
+            sorted_ = sort_answers(pages, [], {site_id: site}, {site_id: probe}, hashes)
+            detect = time.perf_counter() - started
+            assert len(sorted_.pages) == len(pages)
+            started = time.perf_counter()
+            archive.snapshots.save(pages)
+            save = time.perf_counter() - started
+            rounds.append((detect, save))
+        for index, (detect, save) in enumerate(rounds):
+            print(
+                f"500 {'changed' if index < 3 else 'unchanged'} pages: detection "
+                f"{detect * 1000:.0f} ms, save {save * 1000:.0f} ms: "
+                f"detection adds {detect / save:.0%}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--articles", type=int, default=2_000_000)
+    parser.add_argument("--sites", type=int, default=200)
+    parser.add_argument("--probes", type=int, default=50)
+    parser.add_argument("--db", choices=("sqlite", "mariadb"), default="sqlite")
+    args = parser.parse_args()
+    detection()
+    if args.db == "sqlite":
+        tmp = tempfile.mkdtemp()
+        url = f"sqlite:///{tmp}/bench.db"
+    else:
+        server = create_engine(MARIADB)
+        with server.begin() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {BENCH_DB}"))
+            conn.execute(text(f"CREATE DATABASE {BENCH_DB} CHARACTER SET utf8mb4"))
+        server.dispose()
+        url = f"{MARIADB}/{BENCH_DB}"
+    print(f"filling {args.articles:,} articles, {args.sites} sites ({args.db})")
+    print(f"filled in {fill(url, args.sites, args.articles):.0f} s")
+    choose(url, args.sites, args.probes)
+    if args.db == "mariadb":
+        server = create_engine(MARIADB)
+        with server.begin() as conn:
+            conn.execute(text(f"DROP DATABASE {BENCH_DB}"))
+        server.dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Deletion signs per answer (zeroarchive/events/signs.py) on real recorded platform
+answers and on what must never be a sign."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from zeroarchive.core.items import FetchedPage
+from zeroarchive.events.answers import sort_answers
+from zeroarchive.events.signs import Probe, page_sign
+from zeroarchive.sites.record import Site, parse_config
+from zeroarchive.storage.snapshots import content_hash
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SITE = Site(1, "farm", "https://farm.example/", "news", parse_config({"article": "/news/"}, "f"))
+
+
+def page(body: bytes, article_type: str = "Article", moved_to: str | None = None) -> FetchedPage:
+    return FetchedPage(
+        1,
+        1,
+        article_type,
+        0,
+        200,
+        moved_to or "https://farm.example/news/1",
+        {},
+        "utf-8",
+        body,
+        moved_to=moved_to,
+    )
+
+
+def test_a_real_dcard_post_is_no_sign_and_its_deleted_or_hidden_form_is() -> None:
+    post = json.loads((FIXTURES / "dcard/single_post_content.json").read_text(encoding="utf-8"))
+    assert "deletedAt" in post  # the field is in Dcard's own answer
+    live = json.dumps({"post": post, "comments": []}).encode()
+    assert page_sign(page(live, "Dcard"), SITE) is None
+    deleted = json.dumps({"post": {**post, "deletedAt": "2016-07-02T00:00:00.000Z"}}).encode()
+    hidden = json.dumps({"post": {**post, "hidden": True}}).encode()
+    assert page_sign(page(deleted, "Dcard"), SITE) == "platform:dcard-deleted"
+    assert page_sign(page(hidden, "Dcard"), SITE) == "platform:dcard-hidden"
+
+
+def test_real_ptt_posts_are_no_sign_and_ptts_not_found_page_is() -> None:
+    for name in (
+        "meifamily-ptt-alertor__dummyArticle.html",
+        "tommady-pttifierLib__TestContentHTML.html",
+    ):
+        assert page_sign(page((FIXTURES / "ptt" / name).read_bytes(), "PTT"), SITE) is None
+    gone = b"<html><body><div class='bbs-screen bbs-content'>404 - Not Found.</div></body></html>"
+    assert page_sign(page(gone, "PTT"), SITE) == "platform:ptt-deleted"
+
+
+def test_redirects_to_the_front_or_a_list_page_are_signs_a_move_to_an_article_is_not() -> None:
+    assert page_sign(page(b"<p>home</p>", moved_to="https://farm.example/"), SITE) == (
+        "redirect:https://farm.example/"
+    )
+    listed = page(b"<p>list</p>", moved_to="https://farm.example/category/politics")
+    assert page_sign(listed, SITE) == "redirect:https://farm.example/category/politics"
+    moved = page(b"<p>story</p>", moved_to="https://farm.example/news/2")
+    assert page_sign(moved, SITE) is None
+
+
+def test_a_long_article_quoting_a_notice_is_no_notice_and_big5_notices_are_found() -> None:
+    quoting = ("<p>" + "記者報導市府說明。" * 300 + "網友發現此文章已被刪除。</p>").encode()
+    assert page_sign(page(quoting), SITE) is None
+    big5 = FetchedPage(
+        1,
+        1,
+        "Article",
+        0,
+        200,
+        "u",
+        {},
+        "cp950",
+        "<html><title>公告</title><h1>文章已下架</h1></html>".encode("cp950"),
+    )
+    assert page_sign(big5, SITE) == "removed-notice"
+
+
+def test_soft_404_against_the_probe_and_unchanged_pages_are_not_looked_at() -> None:
+    notfound = b"<title>Oops</title><p>We looked for /news/1 and found nothing. Home</p>"
+    probe = Probe(
+        1, 0, "Oops", "Oops We looked for /zeroarchive-probe-1.html and found nothing. Home"
+    )
+    assert page_sign(page(notfound), SITE, probe) == "soft-404"
+    assert page_sign(page(notfound), SITE) is None  # no probe, no soft 404
+    same = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: content_hash(notfound)})
+    assert same.gone == [] and len(same.pages) == 1

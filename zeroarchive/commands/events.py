@@ -1,0 +1,86 @@
+"""`scrapy events`: what was deleted, restored or silently edited, oldest first."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.storage.archive import open_archive
+
+
+def _when(ts: int | None) -> str:
+    if not ts:
+        return "-"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--site NAME] [--since UNIX] [--kind deleted,edited,restored] [--json]"
+
+    def short_desc(self) -> str:
+        return "Takedowns, restorations and silent edits of archived articles, oldest first"
+
+    def long_desc(self) -> str:
+        return (
+            "Lists the events the crawl and the parser found: 'deleted' (a 404/410, a "
+            "redirect to the front page or a list page, a soft 404, a removal notice or a "
+            "platform's sign, confirmed by a second fetch at least 10 minutes later), "
+            "'restored' (a deleted article answered again) and 'edited' (the title or body "
+            "of the publication changed between two versions; run `scrapy parse_snapshots` "
+            "first). Reading only: running it twice adds nothing."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--site", help="only this site (id or name)")
+        parser.add_argument(
+            "--since", type=int, help="only events detected at or after this unix time"
+        )
+        parser.add_argument(
+            "--kind",
+            default="deleted,edited,restored",
+            help="comma-separated kinds to list (default: all three)",
+        )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="one JSON object per event: kind, article_id, site, url, detected_at, "
+            "evidence, before_snapshot_at, after_snapshot_at",
+        )
+
+    @one_line_errors
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from zeroarchive.events.store import KINDS, iter_events
+
+        kinds = [kind.strip() for kind in opts.kind.split(",") if kind.strip()]
+        unknown = sorted(set(kinds) - set(KINDS))
+        if unknown or not kinds:
+            raise UsageError(f"--kind takes {', '.join(KINDS)}, not {', '.join(unknown) or '-'}")
+        archive = open_archive(self.settings)
+        site_id = None
+        if opts.site is not None:
+            site = archive.sites.get(opts.site)
+            if site is None:
+                raise UsageError(f"no site {opts.site!r}: see `scrapy sites`")
+            site_id = site.site_id
+        shown = 0
+        for event in iter_events(archive.engine, site_id, kinds, opts.since):
+            shown += 1
+            if opts.json:
+                print(json.dumps(event.as_json(), ensure_ascii=False))
+                continue
+            print(
+                f"{_when(event.detected_at):16}  {event.kind:8}  {event.evidence[:40]:40}  "
+                f"{event.site[:20]:20}  {event.url}"
+            )
+        if not opts.json:
+            print(f"{shown} event(s)")

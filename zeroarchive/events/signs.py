@@ -1,0 +1,260 @@
+"""Whether one answer says the article is gone, and why (the event's ``evidence``).
+
+Gone: a 404 or 410; a redirect to the site's front page or to a list page (a redirect to
+another article is a move, kept as one); a soft 404 (a 200 page like the site's answer to
+a made-up URL, ``SiteProbe``); a removal notice (``notices``); a platform's own sign (a
+deleted PTT post, a deleted or hidden Dcard post, an unavailable Facebook post, a removed
+or private YouTube video). A 5xx, a timeout or a block page is never a sign: those are
+failures and back off as before.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import lxml.etree
+import lxml.html
+
+from zeroarchive.core.encoding import decode_body
+from zeroarchive.core.items import FetchedPage
+from zeroarchive.core.urls import UrlRejected, canonicalize_url
+from zeroarchive.events.notices import might_be_notice, removal_notice
+from zeroarchive.sites.record import Site
+
+#: HTTP statuses that say the page is gone.
+GONE_STATUSES = frozenset({404, 410})
+#: How much of a page is read for its text.
+TEXT_BYTES = 256 * 1024
+#: A page this much like the site's not-found page (difflib ratio of their texts, equal
+#: titles) is that page.
+SOFT_404_SIMILARITY = 0.9
+
+_YOUTUBE_STATUS = re.compile(
+    r'"playabilityStatus"\s*:\s*\{\s*"status"\s*:\s*"([A-Z_]+)"\s*(?:,\s*"reason"\s*:\s*"([^"]*)")?'
+)
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+_PATH = re.compile(r"\S*/\S*")
+_FACEBOOK_UNAVAILABLE = (
+    "this content isn't available",
+    "this content isn't available right now",
+    "this page isn't available",
+    "此內容目前無法顯示",
+    "此內容目前無法使用",
+)
+
+
+@dataclass(frozen=True)
+class PageText:
+    """A page's title and visible text, spaces collapsed."""
+
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A site's answer (status 200) to a made-up URL: its own "not found" page."""
+
+    site_id: int
+    probed_at: int
+    title: str
+    text: str
+
+
+def status_sign(status: int | None) -> str | None:
+    """The evidence of a failed fetch's status, or None when it says nothing of deletion.
+
+    >>> status_sign(404), status_sign(410), status_sign(503), status_sign(None)
+    ('404', '410', None, None)
+    """
+    return str(status) if status in GONE_STATUSES else None
+
+
+def page_text(body: bytes, encoding: str) -> PageText:
+    """The title and visible text of (the start of) an HTML page.
+
+    >>> html = "<title> 找不到 </title><p>頁面 <b>不存在</b></p><script>x()</script>"
+    >>> page_text(html.encode(), "utf-8")
+    PageText(title='找不到', text='找不到 頁面 不存在')
+    """
+    decoded = decode_body(body[:TEXT_BYTES], encoding)
+    try:
+        tree = lxml.html.document_fromstring(decoded)
+    except (ValueError, lxml.etree.ParserError):
+        return PageText("", "")
+    for junk in tree.xpath("//script | //style | //noscript | //template"):
+        junk.drop_tree()
+    title = " ".join(" ".join(tree.xpath("//title//text()")).split())
+    return PageText(title, " ".join(tree.text_content().split()))
+
+
+def page_sign(page: FetchedPage, site: Site, probe: Probe | None = None) -> str | None:
+    """The evidence that a fetched (2xx) page means its article is gone, or None."""
+    redirect = redirect_sign(page, site)
+    if redirect:
+        return redirect
+    platform = platform_sign(page)
+    if platform:
+        return platform
+    if page.article_type in ("Dcard", "YTVideo"):
+        return None  # JSON and player pages: only their platform's signs count
+    # Every page comes through here: the text is parsed only when the title is the
+    # probe's or a removal notice's words are somewhere in the page (a regex, then substrings).
+    head = page.body[:TEXT_BYTES]
+    if (
+        probe is not None
+        and _title(head, page.encoding) == probe.title
+        and is_soft_404(page_text(page.body, page.encoding), probe)
+    ):
+        return "soft-404"
+    if might_be_notice(head, page.encoding) and removal_notice(
+        page_text(page.body, page.encoding).text
+    ):
+        return "removed-notice"
+    return None
+
+
+def _title(head: bytes, encoding: str) -> str:
+    """The page's first title, entities resolved, spaces collapsed (as ``page_text``).
+
+    >>> _title(b"<head><TITLE lang=x> Not&nbsp;found </TITLE>", "utf-8")
+    'Not found'
+    """
+    if encoding.lower().startswith(("utf-16", "utf-32")):
+        head, encoding = decode_body(head, encoding).encode("utf-8"), "utf-8"
+    found = _TITLE.search(head)
+    if found is None:
+        return ""
+    return " ".join(html.unescape(decode_body(found.group(1), encoding)).split())
+
+
+def redirect_sign(page: FetchedPage, site: Site) -> str | None:
+    """``redirect:<url>`` when the page was redirected to the site's front page or to a
+    URL that is not an article of the site (a list page); None for a move to an article."""
+    if page.moved_to is None:
+        return None
+    target = page.moved_to
+    if target in front_pages(site) or (site.config.article and not site.config.is_article(target)):
+        return f"redirect:{page.final_url}"
+    return None
+
+
+def front_pages(site: Site) -> frozenset[str]:
+    """The site's front page and its host's root, canonical."""
+    parts = urlsplit(site.url)
+    found = set()
+    for url in (site.url, f"{parts.scheme}://{parts.netloc}/"):
+        try:
+            found.add(canonicalize_url(url, site.config.url_rules))
+        except UrlRejected:
+            continue
+    return frozenset(found)
+
+
+def is_soft_404(text: PageText, probe: Probe) -> bool:
+    """Whether a page is the site's not-found page: the same title, and text that differs
+    from the probe's answer by little more than the URL it names.
+
+    >>> probe = Probe(1, 0, "Not here", "Not here Sorry, /x-1 is not here. Home")
+    >>> is_soft_404(PageText("Not here", "Not here Sorry, /news/123 is not here. Home"), probe)
+    True
+    >>> is_soft_404(PageText("Not here", "A long article " * 40), probe)
+    False
+    """
+    if text.title != probe.title:
+        return False
+    mine, theirs = _without_paths(text.text), _without_paths(probe.text)
+    if not mine and not theirs:
+        return True
+    matcher = difflib.SequenceMatcher(None, mine[:4000], theirs[:4000], autojunk=False)
+    return matcher.quick_ratio() >= SOFT_404_SIMILARITY and matcher.ratio() >= SOFT_404_SIMILARITY
+
+
+def _without_paths(text: str) -> str:
+    """Text without the URLs and paths a not-found page repeats from the request.
+
+    >>> _without_paths("Sorry, /news/1 or https://s.tw/a is not here")
+    'Sorry, or is not here'
+    """
+    return " ".join(_PATH.sub(" ", text).split())
+
+
+def platform_sign(page: FetchedPage) -> str | None:
+    """A platform's own sign that a post or video is gone, by article type."""
+    if page.article_type == "Dcard":
+        return _dcard_sign(page.body)
+    if page.article_type == "YTVideo":
+        return _youtube_sign(decode_body(page.body[: 4 * TEXT_BYTES], page.encoding))
+    if page.article_type == "PTT":
+        return _ptt_sign(page.body, page.encoding)
+    if page.article_type == "FBPost":
+        text = page_text(page.body, page.encoding).text.replace("\u2019", "'").lower()
+        if len(text) < 3000 and any(marker in text for marker in _FACEBOOK_UNAVAILABLE):
+            return "platform:facebook-unavailable"
+    return None
+
+
+def _dcard_sign(body: bytes) -> str | None:
+    """Dcard's post JSON (as the spider stores it: {"post": ..., "comments": ...}) marks a
+    deleted post with ``deletedAt`` and a hidden one with ``hidden``; an error answer has
+    ``error``.
+
+    >>> _dcard_sign(b'{"post": {"id": 1, "deletedAt": "2020-01-01T00:00:00Z"}}')
+    'platform:dcard-deleted'
+    >>> _dcard_sign(b'{"post": {"id": 1, "hidden": true}}'), _dcard_sign(b'{"post": {"id": 1}}')
+    ('platform:dcard-hidden', None)
+    """
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    post = document.get("post", document) if isinstance(document, dict) else None
+    if not isinstance(post, dict):
+        return None
+    if post.get("deletedAt"):
+        return "platform:dcard-deleted"
+    if post.get("hidden") is True:
+        return "platform:dcard-hidden"
+    if "error" in post and "id" not in post:
+        return f"platform:dcard-error-{post['error']}"
+    return None
+
+
+def _youtube_sign(text: str) -> str | None:
+    """A watch page whose player says the video is gone: status ERROR (removed or
+    unavailable) or LOGIN_REQUIRED because it is private. Age gates and bot checks are
+    LOGIN_REQUIRED too, and are not deletions.
+
+    >>> status = '"playabilityStatus":{"status":"%s","reason":"%s"}'
+    >>> _youtube_sign(status % ("ERROR", "Video unavailable"))
+    'platform:youtube-unavailable'
+    >>> _youtube_sign(status % ("LOGIN_REQUIRED", "This video is private"))
+    'platform:youtube-private'
+    >>> _youtube_sign(status % ("LOGIN_REQUIRED", "Sign in to confirm your age"))
+    >>> _youtube_sign('"playabilityStatus":{"status":"OK"}')
+    """
+    found = _YOUTUBE_STATUS.search(text)
+    if found is None:
+        return None
+    status, reason = found.group(1), (found.group(2) or "").lower()
+    if "private" in reason and status in ("LOGIN_REQUIRED", "ERROR", "UNPLAYABLE"):
+        return "platform:youtube-private"
+    if status == "ERROR":
+        return "platform:youtube-removed" if "removed" in reason else "platform:youtube-unavailable"
+    return None
+
+
+def _ptt_sign(body: bytes, encoding: str) -> str | None:
+    """A PTT answer without a post that says the post is gone (PTT answers a deleted
+    post's URL with its "404 - Not Found." page)."""
+    if b'id="main-content"' in body:
+        return None
+    text = page_text(body, encoding).text
+    if "404 - Not Found" in text or "本文已被刪除" in text or "此文章已被刪除" in text:
+        return "platform:ptt-deleted"
+    return None

@@ -1,0 +1,113 @@
+"""The events pages: the latest takedowns, restorations and silent edits with per-site
+monthly counts (/events), one event with its diff (/events/{id}), and Atom feeds of them
+for the whole archive (/events.atom) and per site (/sites/{id}/events.atom), for a
+researcher's feed reader."""
+
+from __future__ import annotations
+
+import datetime as dt
+from xml.etree import ElementTree as ET
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from zeroarchive.events.store import KINDS, Event, get_event, iter_events, monthly_counts
+from zeroarchive.monitor import pages
+
+#: Events on the page and in a feed.
+PAGE_EVENTS = 200
+FEED_EVENTS = 100
+ATOM = "http://www.w3.org/2005/Atom"
+
+
+def _kinds(request: Request) -> list[str]:
+    wanted = [k for k in request.query_params.get("kind", "").split(",") if k in KINDS]
+    return wanted or list(KINDS)
+
+
+def _site(request: Request) -> int | None:
+    value = request.query_params.get("site", "")
+    return int(value) if value.isdigit() else None
+
+
+async def events_list(request: Request) -> Response:
+    engine = request.app.state.engine
+    site_id, kinds = _site(request), _kinds(request)
+
+    def load() -> tuple[list[Event], list[dict[str, int | str]]]:
+        events = list(iter_events(engine, site_id, kinds, limit=PAGE_EVENTS, newest_first=True))
+        return events, monthly_counts(engine, site_id)
+
+    events, months = await run_in_threadpool(load)
+    names = {e.site_id: e.site for e in events}
+    return pages.render(
+        request,
+        "events.html",
+        {"events": events, "months": months, "names": names, "kinds": kinds, "site_id": site_id},
+    )
+
+
+async def event_page(request: Request) -> Response:
+    event_id = int(request.path_params["event_id"])
+    event = await run_in_threadpool(get_event, request.app.state.engine, event_id)
+    if event is None:
+        return pages._not_found(request, f"event {event_id}")
+    return pages.render(request, "event.html", {"event": event})
+
+
+def _iso(ts: int) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> bytes:
+    """An Atom 1.0 feed of events, newest first.
+
+    >>> e = Event(3, "deleted", 9, 1, "farm", "https://f.tw/a", 1800000000, "404", 1, 2, None)
+    >>> feed = atom_feed([e], "farm", "http://m/sites/1/events.atom", "http://m/")
+    >>> b"<title>deleted: https://f.tw/a</title>" in feed, b"2027-01-15T08:00:00Z" in feed
+    (True, True)
+    """
+    ET.register_namespace("", ATOM)
+    feed = ET.Element(f"{{{ATOM}}}feed")
+    ET.SubElement(feed, f"{{{ATOM}}}title").text = title
+    ET.SubElement(feed, f"{{{ATOM}}}id").text = self_url
+    ET.SubElement(feed, f"{{{ATOM}}}link", rel="self", href=self_url)
+    updated = events[0].detected_at if events else 0
+    ET.SubElement(feed, f"{{{ATOM}}}updated").text = _iso(updated)
+    author = ET.SubElement(feed, f"{{{ATOM}}}author")
+    ET.SubElement(author, f"{{{ATOM}}}name").text = "zeroarchive"
+    for event in events:
+        entry = ET.SubElement(feed, f"{{{ATOM}}}entry")
+        ET.SubElement(entry, f"{{{ATOM}}}title").text = f"{event.kind}: {event.url}"
+        link = f"{base}events/{event.event_id}"
+        ET.SubElement(entry, f"{{{ATOM}}}id").text = link
+        ET.SubElement(entry, f"{{{ATOM}}}link", href=link)
+        ET.SubElement(entry, f"{{{ATOM}}}updated").text = _iso(event.detected_at)
+        ET.SubElement(
+            entry, f"{{{ATOM}}}summary"
+        ).text = f"{event.site}: {event.kind} ({event.evidence}) at {_iso(event.detected_at)}"
+    return ET.tostring(feed, encoding="utf-8", xml_declaration=True)
+
+
+async def feed(request: Request) -> Response:
+    engine = request.app.state.engine
+    site_id = request.path_params.get("site_id")
+    events = await run_in_threadpool(
+        lambda: list(iter_events(engine, site_id, limit=FEED_EVENTS, newest_first=True))
+    )
+    title = "zeroarchive events" + (f" of site {site_id}" if site_id is not None else "")
+    if site_id is not None and events:
+        title = f"zeroarchive events of {events[0].site}"
+    body = atom_feed(events, title, str(request.url), str(request.base_url))
+    return Response(body, media_type="application/atom+xml", headers=pages.PAGE_HEADERS)
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/events", events_list, name="events"),
+        Route("/events/{event_id:int}", event_page, name="event"),
+        Route("/events.atom", feed, name="events_feed"),
+        Route("/sites/{site_id:int}/events.atom", feed, name="site_events_feed"),
+    ]
