@@ -297,7 +297,7 @@ def test_what_a_dead_worker_took_before_recording_it_is_put_back_once(
     rounds = dispatcher(archive, server)
     first = rounds.run_once(NOW)["generic"]
     queue = request_queue(server, rounds.spiders[0])
-    assert len(queue) == first.queued == first.list_requests + first.snapshots
+    assert len(queue) == first.queued == first.list_requests + first.snapshots + first.probes
     # Killed between its pop and recording what it took: the database still says queued.
     dead = worker_owner()
     taken = queue.take(3, dead)

@@ -57,6 +57,7 @@ class RoundReport:
     list_sites: int = 0
     list_requests: int = 0
     snapshots: int = 0
+    probes: int = 0  # soft-404 probes (zeroarchive/events/probe.py)
     queued: int = 0
     bad_sites: list[str] = field(default_factory=list)
 
@@ -163,7 +164,7 @@ class Dispatcher:
             if not claimed:
                 break
             sites = {article.site_id: due.sites[article.site_id] for article in claimed}
-            push_requests(
+            report.probes += push_requests(
                 self.server, spider, spider.probe_requests(sites.values(), self.archive.engine)
             )
             report.snapshots += push_requests(
