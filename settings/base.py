@@ -96,6 +96,9 @@ RETRY_TIMES = 3
 ROBOTSTXT_OBEY = True
 # Bot challenges, captchas and login walls are failures of kind blocked, not snapshots.
 BLOCK_PAGES_ENABLED = True
+# A Public Suffix List file for the cookie rules (middlewares/cookies.py); None = the copy
+# bundled with tldextract. Never downloaded: workers may reach nothing but the sites.
+COOKIES_PUBLIC_SUFFIX_LIST = None
 # Proxies shared by every site without a `proxy` of its own, used in turn. One with
 # credentials only from the environment variable of this name (comma-separated).
 ZEROARCHIVE_PROXIES: list[str] = []
@@ -115,6 +118,13 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.site_policy.SitePolicyDownloaderMiddleware": 50,
     # Before Scrapy's HttpProxyMiddleware (750), which turns credentials into a header.
     "middlewares.proxies.ProxyDownloaderMiddleware": 60,
+    # robots.txt once per host and run (the spider's Sitemap: reading included), and a
+    # host that cannot be reached is one line, not a stack trace per request.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.robots.RobotsTxtDownloaderMiddleware": 100,
+    # Scrapy's cookie rules with a Public Suffix List that is never fetched.
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "middlewares.cookies.CookiesDownloaderMiddleware": 700,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.retry_backoff.BackoffRetryDownloaderMiddleware": 550,
     "middlewares.throttle.ThrottleDownloaderMiddleware": 560,

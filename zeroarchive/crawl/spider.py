@@ -25,7 +25,7 @@ from twisted.python.failure import Failure
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.db_retry import write_with_retry
-from zeroarchive.core.errors import error_kind
+from zeroarchive.core.errors import Unreachable, error_kind
 from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import is_unreachable
@@ -41,6 +41,14 @@ from zeroarchive.storage.site_stats import record_list_success
 from zeroarchive.storage.sites import AmbiguousSite
 
 logger = logging.getLogger(__name__)
+
+
+def _log_failure(message: str, url: str, kind: str, failure: Failure) -> None:
+    """A failed request's line; for a request dropped because its site cannot be reached,
+    the site's one line (middlewares/robots.py) has said it already."""
+    level = logging.DEBUG if failure.check(Unreachable) else logging.WARNING
+    logger.log(level, message, url, kind)
+
 
 MODES = ("discover", "snapshot", "all")
 # How often a long-running worker records that a site's list pages answer (for the
@@ -279,7 +287,7 @@ class ArchiveSpider(scrapy.Spider):
         kind, status = error_kind(failure)
         count(self.crawler.stats, f"errors/{kind}", meta["site_id"])
         count(self.crawler.stats, "snapshot_failures", meta["site_id"])
-        logger.warning("Snapshot of %s failed: %s", request.url, kind)
+        _log_failure("Snapshot of %s failed: %s", request.url, kind, failure)
         yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
 
     def list_page_answered(self, site: Site) -> None:
@@ -298,7 +306,7 @@ class ArchiveSpider(scrapy.Spider):
         site_id = request.meta[META_KEY]["site_id"]
         count(self.crawler.stats, f"errors/{kind}", site_id)
         count(self.crawler.stats, "list_page_failures", site_id)
-        logger.warning("List page %s failed: %s", request.url, kind)
+        _log_failure("List page %s failed: %s", request.url, kind, failure)
 
     def _on_closed(self, reason: str) -> None:
         self.locks.release_all()
