@@ -8,6 +8,7 @@ to this machine. A site on an unresolvable name stands for a site the machine ca
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from middlewares.cookies import CookiesDownloaderMiddleware, public_suffix_list
 from tests.conftest import REPO, Run, project_settings
 from tests.replay import ReplayServer, Route, site_routes
+from zeroarchive.parser import ParseError, parse_snapshot
 
 GUARD = '''
 """The test's network guard: refuse and record what is not for this machine."""
@@ -234,3 +236,16 @@ def test_the_cookie_middleware_replaces_scrapys() -> None:
     assert middlewares["scrapy.downloadermiddlewares.cookies.CookiesMiddleware"] is None
     assert middlewares["middlewares.cookies.CookiesDownloaderMiddleware"] == 700
     assert CookiesDownloaderMiddleware().extract("x.blogspot.com").domain == "x"
+
+
+def test_a_snapshot_that_is_only_a_url_is_not_downloaded_by_the_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """htmldate takes a string that looks like a URL for one to download."""
+    import htmldate.utils
+
+    asked: list[str] = []
+    monkeypatch.setattr(htmldate.utils, "fetch_url", lambda url, *a, **k: asked.append(url))
+    with contextlib.suppress(ParseError):
+        parse_snapshot("Article", b"https://www.nowhere.invalid/x", "utf-8", "https://a.tw/1")
+    assert asked == []
