@@ -1,25 +1,18 @@
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.atomic import open_text_output
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.snapshots import iter_snapshot_metadata, iter_snapshots, snapshot_record
-
-
-def open_output(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "wt", encoding="utf-8")
-    return path.open("w", encoding="utf-8")
 
 
 def site_names(archive: Archive) -> Callable[[int], str]:
@@ -80,7 +73,7 @@ class Command(ScrapyCommand):
             )
             return
         written = 0
-        with open_output(out) as handle:
+        with open_text_output(out) as handle:
             for exported in iter_snapshots(archive.engine, site_id=site_id, since=opts.since):
                 handle.write(json.dumps(snapshot_record(exported), ensure_ascii=False))
                 handle.write("\n")

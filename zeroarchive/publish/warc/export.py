@@ -34,6 +34,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from zeroarchive.core.atomic import discard, partial_path, written_whole
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
@@ -261,21 +262,39 @@ def export_warc(
     since: int | None = None,
     until: int | None = None,
 ) -> WarcExport:
-    """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``."""
+    """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``.
+
+    Everything is written in a hidden directory inside ``directory`` and moved out once
+    complete, the index last; a failed export leaves nothing behind.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     selection = ", ".join(
         f"{name} {value}"
         for name, value in (("site", site_id), ("since", since), ("until", until))
         if value is not None
     )
-    files, counts = write_warcs(
-        iter_snapshots(engine, site_id=site_id, since=since, until=until),
-        directory,
-        prefix,
-        config.roll_bytes,
-        description=f"zeroarchive snapshots ({selection or 'all'})",
-    )
-    index = write_index(files, directory / INDEX_NAME)
+    work = partial_path(directory / prefix)
+    work.mkdir()
+    try:
+        written, counts = write_warcs(
+            iter_snapshots(engine, site_id=site_id, since=since, until=until),
+            work,
+            prefix,
+            config.roll_bytes,
+            description=f"zeroarchive snapshots ({selection or 'all'})",
+        )
+        write_index(written, work / INDEX_NAME)
+        files = [directory / path.name for path in written]
+        for path in written:
+            os.replace(path, directory / path.name)
+        index = directory / INDEX_NAME
+        os.replace(work / INDEX_NAME, index)
+    except BaseException:
+        for path in directory.glob(f"{prefix}-*.warc.gz"):
+            path.unlink()
+        raise
+    finally:
+        discard(work)
     logger.info(
         "Exported %d snapshot(s) to %d WARC file(s) in %s", counts.snapshots, len(files), directory
     )
@@ -312,15 +331,14 @@ def write_wacz(export: WarcExport, path: Path, title: str) -> Path:
             handle.write(json.dumps(header) + "\n")
             for page in _pages(export.files):
                 handle.write(json.dumps(page, ensure_ascii=False) + "\n")
-        partial = path.with_name(path.name + ".partial")
-        args = ["create", "-o", str(partial), "-p", str(pages), "--copy-pages"]
-        args += ["--title", title, *(str(p) for p in export.files)]
+        args = ["-p", str(pages), "--copy-pages", "--title", title]
+        args += [str(p) for p in export.files]
         chatter = io.StringIO()
-        # The wacz tool reports its progress with print().
-        with contextlib.redirect_stdout(chatter):
-            code = wacz_main(args)
-        logger.debug("wacz create: %s", chatter.getvalue())
-        if code != 0:
-            raise OSError(f"wacz create failed ({code}): {chatter.getvalue().strip()}")
-    os.replace(partial, path)
+        with written_whole(path) as partial:
+            # The wacz tool reports its progress with print().
+            with contextlib.redirect_stdout(chatter):
+                code = wacz_main(["create", "-o", str(partial), *args])
+            logger.debug("wacz create: %s", chatter.getvalue())
+            if code != 0:
+                raise OSError(f"wacz create failed ({code}): {chatter.getvalue().strip()}")
     return path
