@@ -84,10 +84,11 @@ class CookiesDownloaderMiddleware(CookiesMiddleware):
         if not settings.getbool("COOKIES_ENABLED"):
             raise NotConfigured("COOKIES_ENABLED is off")
         extract, source = public_suffix_list(settings.get("COOKIES_PUBLIC_SUFFIX_LIST"))
-        # Read now, not on the first cookie: a bad file shows at start-up.
-        extract("example.com")
-        if crawler.stats and source != "bundled":
-            crawler.stats.set_value("cookies/public_suffix_list", source)
+        if source != "bundled":
+            # Read now, not on the first cookie: a file that will not parse shows at start-up.
+            extract("example.com")
+            if crawler.stats:
+                crawler.stats.set_value("cookies/public_suffix_list", source)
         middleware = cls(settings.getbool("COOKIES_DEBUG"), extract)
         middleware.crawler = crawler
         return middleware
