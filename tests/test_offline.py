@@ -249,3 +249,20 @@ def test_a_snapshot_that_is_only_a_url_is_not_downloaded_by_the_parser(
     with contextlib.suppress(ParseError):
         parse_snapshot("Article", b"https://www.nowhere.invalid/x", "utf-8", "https://a.tw/1")
     assert asked == []
+
+
+def test_a_feed_that_names_a_local_file_is_not_read_from_disk(tmp_path: Path) -> None:
+    """feedparser reads a file whose name it is given as bytes."""
+    from spiders.youtube import feed_videos
+    from zeroarchive.crawl.feeds import BadListDocument, parse_feed
+
+    local = tmp_path / "feed.xml"
+    local.write_text(
+        '<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+        "<item><link>https://a.tw/news/1</link></item></channel></rss>",
+        encoding="utf-8",
+    )
+    # The bytes are what they are, a path and no feed; before, the file's link came back.
+    with pytest.raises(BadListDocument):
+        parse_feed(str(local).encode(), "https://a.tw/feed")
+    assert feed_videos(str(local).encode()) == []
