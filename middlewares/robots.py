@@ -10,6 +10,10 @@ other requests to it are dropped unsent as :class:`Unreachable` of the same kind
 spiders count and back off on that kind as on the failure itself). Any other failure
 (a timeout, a TLS error) is one line too, and the host is crawled without rules, as
 Scrapy does.
+
+It runs after the site policy (the site's ``robots: false``) and before the proxies, so
+robots.txt goes out as the site's own requests do (slot, user agent, proxy), and a
+spider's robots.txt request answered from the run's copy is never counted as proxied.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from zeroarchive.core.errors import Unreachable, error_kind
+from zeroarchive.core.request_meta import META_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +85,20 @@ class RobotsTxtDownloaderMiddleware(RobotsTxtMiddleware):
         netloc = url.netloc
         if netloc not in self._parsers:
             self._parsers[netloc] = Deferred()
+            meta: dict[str, object] = {
+                "dont_obey_robotstxt": True,
+                # Its retries' give-up line would be a second line for one unreachable host.
+                "give_up_log_level": "DEBUG",
+            }
+            site = request.meta.get(META_KEY, {}).get("site_id")
+            if site is not None:
+                # Fetched as the site's own requests are: its download slot, user agent,
+                # proxy and pauses (middlewares after this one read the site from here).
+                meta[META_KEY] = {"site_id": site, "kind": "robots"}
             robots = Request(
                 f"{url.scheme}://{netloc}/robots.txt",
                 priority=self.DOWNLOAD_PRIORITY,
-                # Its retries' give-up line would be a second line for one unreachable host.
-                meta={"dont_obey_robotstxt": True, "give_up_log_level": "DEBUG"},
+                meta=meta,
                 callback=NO_CALLBACK,
             )
             assert self.crawler.engine is not None

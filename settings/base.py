@@ -123,7 +123,7 @@ DOWNLOADER_MIDDLEWARES = {
     # robots.txt once per host and run (the spider's Sitemap: reading included), and a
     # host that cannot be reached is one line, not a stack trace per request.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "middlewares.robots.RobotsTxtDownloaderMiddleware": 100,
+    "middlewares.robots.RobotsTxtDownloaderMiddleware": 55,
     # Scrapy's cookie rules with a Public Suffix List that is never fetched.
     "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
     "middlewares.cookies.CookiesDownloaderMiddleware": 700,
