@@ -36,6 +36,12 @@ WARC_EXPORT_ROLL_BYTES = 1024 * 1024 * 1024
 # Imported snapshots written per transaction.
 WARC_IMPORT_BATCH = 200
 
+# --- 0archive import (scrapy import_0archive) --------------------------------------------
+# Rows per batch (one transaction each); --batch overrides it.
+IMPORT_0ARCHIVE_BATCH = 200
+# Raw snapshot bytes read per batch at most: 0archive's pages are up to 16 MB (MEDIUMTEXT).
+IMPORT_0ARCHIVE_BATCH_BYTES = 16 * 1024 * 1024
+
 # --- Airtable (scrapy sync_sites; the key only from the AIRTABLE_API_KEY environment) ----
 AIRTABLE_BASE_ID = None
 AIRTABLE_ENDPOINT_URL = "https://api.airtable.com"
@@ -184,11 +190,31 @@ LOGSTATS_INTERVAL = 60.0
 # `scrapy monitor`: where it listens (any address but loopback needs MONITOR_TOKEN or
 # MONITOR_USERNAME/MONITOR_PASSWORD in the environment), how often it counts site stats
 # again, the days its charts draw, and how many articles a site page lists.
+# MONITOR_ALLOWED_HOSTS: the Host names clients use besides loopback ones (needed to listen
+# on 0.0.0.0). The rest bounds what one request may cost (docs/researchers/monitor.md,
+# "Limits"): body and query size, GraphQL depth, aliases, fields, fragments, repeats of one
+# field in one selection set, cost (a list multiplies what is under it by its size),
+# seconds of work, requests at once, connections, the wait of a stopping server, log lines
+# a minute.
+MONITOR_ALLOWED_HOSTS: list[str] = []
 MONITOR_CHART_DAYS = 28
 MONITOR_HOST = "127.0.0.1"
+MONITOR_LOG_REFUSALS_PER_MINUTE = 20
+MONITOR_MAX_ALIASES = 30
+MONITOR_MAX_BODY_BYTES = 65_536
+MONITOR_MAX_CONNECTIONS = 100
+MONITOR_MAX_COST = 200_000
+MONITOR_MAX_DEPTH = 10
+MONITOR_MAX_FIELDS = 1000
+MONITOR_MAX_FRAGMENTS = 20
+MONITOR_MAX_QUERY_CHARS = 16_384
+MONITOR_MAX_REPEATS = 5
 MONITOR_PORT = 8080
 MONITOR_REFRESH_SECONDS = 60
+MONITOR_REQUEST_SECONDS = 10.0
+MONITOR_SHUTDOWN_SECONDS = 3
 MONITOR_SITE_ARTICLES = 100
+MONITOR_WORKERS = 4
 # Nobody needs a remote shell into an archiving crawler; off everywhere, not just on workers.
 REMOTE_CONTROL_ENABLED = False
 # `scrapy site_stats`: flag sites without a new article for this many days; snapshots due

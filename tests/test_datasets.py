@@ -95,6 +95,7 @@ def test_publications_as_a_dataset_pandas_and_duckdb_read_whole(
     )
     assert run.returncode == 0, run.output
     assert "3 publication(s) written" in run.stderr
+    assert "export_publications: 3 publications done in" in run.stderr
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == sorted(
         [
             f"site_id={ids['cna']}/month=2025-01/part-0.parquet",
@@ -201,3 +202,17 @@ def test_an_empty_directory_may_receive_the_dataset(tmp_path: Path) -> None:
     assert len(pd.read_parquet(out)) == 1
     with pytest.raises(DatasetExistsError):
         DatasetWriter(out, PUBLICATION_SCHEMA)
+
+
+def test_an_export_of_nothing_still_names_every_column(db_url: str, tmp_path: Path) -> None:
+    open_archive(url=db_url)  # an empty archive: no site, no publication
+    out = tmp_path / "none"
+    run = scrapy(
+        "export_publications", "--format", "parquet", "--out", str(out), db_url=db_url, cwd=tmp_path
+    )
+    assert run.returncode == 0, run.output
+    frame = pd.read_parquet(out)
+    assert len(frame) == 0
+    assert set(PUBLICATION_SCHEMA.names) | {"site_id", "month"} == set(frame.columns)
+    glob = str(out / "**" / "*.parquet")
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchall() == [(0,)]

@@ -431,7 +431,7 @@ def _pings(client: redis.Redis) -> bool:
 def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    """scrapyd as the README sets it up (basic auth, a private address): without the
+    """scrapyd as docs/operators/workers.md sets it up (basic auth, a private address): without the
     password nothing can be uploaded or run; a clean checkout deploys with the credentials
     from the environment, and a scheduled job archives into MariaDB with credentials from
     the environment that never show in its log."""

@@ -84,7 +84,9 @@ def export(db_url: str, tmp_path: Path, *args: str) -> list[dict[str, object]]:
     run = scrapy("export_snapshots", "--out", str(out), *args, db_url=db_url, cwd=tmp_path)
     assert run.returncode == 0, run.output
     with gzip.open(out, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
+        records = [json.loads(line) for line in handle]
+    assert f"export_snapshots: {len(records):,} snapshots done in" in run.output
+    return records
 
 
 def linked_articles(server: ReplayServer, list_paths: list[str], pattern: str) -> set[str]:

@@ -64,7 +64,8 @@ def config(**changes: Any) -> MonitorConfig:
 def make_client(db_url: str, **changes: Any) -> TestClient:
     engine = open_archive(url=db_url).engine
     app = create_app(engine, config(**changes), SiteStatsConfig(3, 3600), clock=lambda: NOW)
-    return TestClient(app)
+    # The Host allow-list admits loopback names only (TestClient's default is "testserver").
+    return TestClient(app, base_url="http://127.0.0.1")
 
 
 @pytest.fixture
@@ -146,10 +147,11 @@ def test_sites_filters(client: TestClient, built: Built) -> None:
     assert none["sites"] == {"count": 0, "items": []}
     bad = client.post("/graphql", json={"query": '{ sites(id: "ltn") { count } }'})
     assert "id must be a number" in bad.json()["errors"][0]["message"]
-    assert client.post("/graphql", content=b"{not json").status_code == 400
-    # GET works too (a link, curl).
+    json_type = {"Content-Type": "application/json"}
+    assert client.post("/graphql", content=b"{not json", headers=json_type).status_code == 400
+    # Only a POST of JSON: a cross-site GET or a form post cannot reach it.
     got = client.get("/graphql", params={"query": "{ sites { count } }"})
-    assert got.json() == {"data": {"sites": {"count": 4}}}
+    assert got.status_code == 405 and got.headers["allow"] == "POST"
 
 
 def test_article_queries(client: TestClient, built: Built) -> None:
@@ -202,8 +204,17 @@ def test_dashboard(client: TestClient, built: Built) -> None:
     assert "default-src 'none'" in page.headers["content-security-policy"]
     html = page.text
     assert site_ids(html) == sorted(built.sites.values())
-    for column in ("new 3d", "new 360d", "snapshots", "overdue", "blocked", "last list ok"):
-        assert f"<th>{column}</th>" in html
+    # The columns that matter first; the rest folded into each row's "more".
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+    assert heads[:5] == ["site", "flags", "articles", "new 3d", "new 7d"]
+    assert {"last new article", "last list ok", "more"} <= set(heads)
+    for folded in ("new 360d", "snapshots", "overdue", "blocked", "last list crawl"):
+        assert f"<dt>{folded}</dt>" in html and folded not in heads
+    # The site's name links to its page, its URL beside it.
+    assert re.search(r'<a href="/sites/\d+">ltn</a> <span class="site-url">https://news\.ltn', html)
+    assert client.get("/sites").text.count('<tr class="site') == 4
+    assert '<a href="/search">Search</a>' in html and '<a href="/events">Events</a>' in html
+    assert '<a href="/sites" aria-current="page">Sites</a>' in html
     row_of = {
         int(found.group(1)): found.group(0)
         for found in re.finditer(r'data-site-id="(\d+)">.*?</tr>', html, re.S)
@@ -230,9 +241,11 @@ def test_site_page_hides_credentials(client: TestClient, built: Built) -> None:
     assert PROXY_PASSWORD not in page.text and "archiver" not in page.text
     assert COOKIES_FILE not in page.text and "ltn-cookies" not in page.text
     assert "http://***@proxy.example:3128" in page.text
-    articles = re.findall(r'<a href="/articles/(\d+)">', page.text)
+    articles = re.findall(r'data-label="id"><a href="/articles/(\d+)">', page.text)
     # The most recently found first: today's two, yesterday's, then the one of 2 days ago.
     assert len(articles) == 9 and int(articles[3]) == built.article_id
+    # A parsed article shows its latest title, its URL under it.
+    assert re.search(rf'<a href="/articles/{built.article_id}">[^<]*結束禁食', page.text)
     assert client.get("/sites/999").status_code == 404
     graph = graphql(client, "{ sites { items { url } } }")
     assert PROXY_PASSWORD not in str(graph)
@@ -243,7 +256,15 @@ def test_article_page_and_diff(client: TestClient, built: Built) -> None:
     assert page.status_code == 200
     links = re.findall(rf'href="/articles/{built.article_id}/snapshots/(\d+)"', page.text)
     assert [int(at) for at in links] == list(built.snapshots)
-    assert page.text.count('<tr class="version">') == 2
+    # The latest version's title and text, read first.
+    assert re.search(r'<h1 id="title">[^<]*結束禁食', page.text)
+    latest = re.search(r'<article id="latest".*?</article>', page.text, re.S)
+    assert latest and "結束禁食" in latest.group(0) and "停止禁食" not in latest.group(0)
+    # One timeline: snapshot, version 1, the unchanged snapshot, the edit, version 2.
+    kinds = re.findall(r'<li class="(snapshot|version)">', page.text)
+    assert kinds == ["snapshot", "version", "snapshot", "snapshot", "version"]
+    assert f'<a href="/sites/{built.sites["ltn"]}">ltn</a>' in page.text  # up to the site
+    assert len(re.findall(r"<tr class=\"version\" id=\"v\d+\">", page.text)) == 2
     assert 'id="diff"' not in page.text  # until two versions are chosen
     ids = [int(found) for found in re.findall(r'<option value="(\d+)"', page.text)][:2]
     compared = client.get(f"/articles/{built.article_id}", params={"a": ids[0], "b": ids[1]})
@@ -297,7 +318,9 @@ def test_token_and_basic_auth(db_url: str, built: Built) -> None:
 def test_config_refuses_open_addresses() -> None:
     with pytest.raises(ValueError, match=r"refusing to serve 0\.0\.0\.0 without auth"):
         config(host="0.0.0.0").check()
-    config(host="0.0.0.0", token="t").check()
+    with pytest.raises(ValueError, match="needs MONITOR_ALLOWED_HOSTS"):
+        config(host="0.0.0.0", token="t").check()
+    config(host="0.0.0.0", token="t", allowed_hosts=("monitor.example",)).check()
     config(host="10.0.0.5", username="ann", password="pw").check()
     with pytest.raises(ValueError, match="needs both"):
         config(username="ann").check()
@@ -358,8 +381,9 @@ def test_command_serves(tmp_path: Path) -> None:
     )
     try:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/graphql?query=%7Bsites%7Bcount%7D%7D",
-            headers={"Authorization": "Bearer s3cret-token"},
+            f"http://127.0.0.1:{port}/graphql",
+            data=b'{"query": "{sites{count}}"}',
+            headers={"Authorization": "Bearer s3cret-token", "Content-Type": "application/json"},
         )
         answer = None
         for _ in range(300):

@@ -1,7 +1,8 @@
 """The monitor in a real browser: Debian's Chromium through Playwright loads the
-dashboard, opens a site, an article and a snapshot, and compares two versions. Each step's
-screenshot is kept in test-artifacts/monitor/ and checked (a PNG of the window's size,
-not blank) after the page's DOM was checked for what it must show."""
+dashboard, opens a site, an article and a snapshot, and compares two versions, at 1280 px
+and at a phone's width. Each step's screenshot is checked (a PNG of the window's size, not
+blank) after the page's DOM was checked for what it must show, and kept as the docs'
+picture of that page: docs/images/monitor-<page>[-phone].png."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
-ARTIFACTS = REPO / "test-artifacts" / "monitor"
-WIDTH, HEIGHT = 1280, 800
+IMAGES = REPO / "docs" / "images"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
 
 
 def browser_config() -> BrowserConfig:
@@ -88,16 +90,23 @@ def png_size_and_values(data: bytes) -> tuple[int, int, int]:
 
 
 def shoot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
+    """The window as docs/images/monitor-<name>.png, after checking the page fits it."""
+    viewport = page.viewport_size
+    assert viewport is not None
+    # Readable means no sideways scrolling: the page is as wide as the window.
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"], name
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    suffix = "-phone" if viewport["width"] < 720 else ""
+    path = IMAGES / f"monitor-{name}{suffix}.png"
     page.screenshot(path=str(path))
     width, height, values = png_size_and_values(path.read_bytes())
-    assert (width, height) == (WIDTH, HEIGHT)
+    assert (width, height) == (viewport["width"], viewport["height"])
     # A blank window's filtered rows are nearly all zero bytes; a page of text is not.
     assert values > 32, f"{path} looks blank"
 
 
-def test_monitor_in_chromium(served: tuple[str, Built]) -> None:
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280px", "phone"])
+def test_monitor_in_chromium(served: tuple[str, Built], viewport: dict[str, int]) -> None:
     base, built = served
     chromium = browser_config()
     requested: list[str] = []
@@ -108,44 +117,61 @@ def test_monitor_in_chromium(served: tuple[str, Built]) -> None:
             headless=True,
         )
         try:
-            page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+            page = browser.new_page(viewport=viewport)  # type: ignore[arg-type]
             page.on("request", lambda request: requested.append(request.url))
 
             page.goto(f"{base}/")
+            nav = page.locator("nav.main a")
+            expect(nav).to_have_text(["Sites", "Search", "Events"])
+            expect(page.locator("nav.main a[aria-current=page]")).to_have_text("Sites")
             expect(page.locator("#sites tr.site")).to_have_count(4)
             expect(page.locator("#sites tr.flagged")).to_have_count(2)
             farm = page.locator(f'tr[data-site-id="{built.sites["farm"]}"]')
             expect(farm.locator(".flag-quiet")).to_have_text("quiet")
+            ltn = page.locator(f'tr[data-site-id="{built.sites["ltn"]}"]')
+            expect(ltn.locator(".site-url")).to_have_text("https://news.ltn.com.tw/")
             expect(page.locator("svg.chart").first).to_be_visible()
-            shoot(page, "1-dashboard")
+            # The rest of a row's counts are folded until asked for.
+            expect(ltn.locator("dl.more")).to_be_hidden()
+            ltn.locator("summary").click()
+            expect(ltn.locator("dl.more")).to_be_visible()
+            expect(ltn.locator("dl.more")).to_contain_text("overdue")
+            shoot(page, "dashboard")
 
             page.select_option("select[name=type]", "content_farm")
             page.click("form.filters button")
+            expect(page).to_have_url(re.compile(r"/sites\?type=content_farm"))
             expect(page.locator("#sites tr.site")).to_have_count(1)
-            page.goto(f"{base}/")
+            page.click("nav.main a:text-is('Sites')")
 
             page.click("#sites a:text-is('ltn')")
             expect(page).to_have_url(f"{base}/sites/{built.sites['ltn']}")
             expect(page.locator("h1")).to_contain_text("ltn")
+            expect(page.locator("nav.crumbs")).to_have_text("Sites › ltn")
             expect(page.locator("pre.config")).to_contain_text("http://***@proxy.example:3128")
             assert PROXY_PASSWORD not in page.content()
             expect(page.locator("#articles tr.article")).to_have_count(9)
-            shoot(page, "2-site")
+            shoot(page, "site")
 
-            page.click(f"#articles a[href='/articles/{built.article_id}']")
-            expect(page.locator("h1")).to_have_text(f"Article {built.article_id}")
-            expect(page.locator("#timeline li")).to_have_count(3)
+            page.click(f"#articles td[data-label=id] a[href='/articles/{built.article_id}']")
+            expect(page.locator("h1")).to_contain_text("林義雄宣布結束禁食")
+            expect(page.locator("#latest .text")).to_contain_text("結束禁食")
+            expect(page.locator("#timeline li")).to_have_count(5)
+            expect(page.locator("#timeline li.version")).to_have_count(2)
             expect(page.locator("#versions tr.version")).to_have_count(2)
-            shoot(page, "3-article")
+            shoot(page, "article")
 
-            page.locator("#timeline a").first.click()
+            page.locator("#timeline li.snapshot a").first.click()
             expect(page).to_have_url(re.compile(rf"/snapshots/{built.snapshots[0]}$"))
             archived = page.frame_locator("#archived")
             expect(archived.locator("body")).to_contain_text("林義雄宣布停止禁食")
             expect(archived.locator("script")).to_have_count(0)
-            shoot(page, "4-snapshot")
+            expect(page.locator("nav.crumbs a")).to_have_text(
+                ["Sites", "ltn", f"article {built.article_id}"]
+            )
+            shoot(page, "snapshot")
 
-            page.go_back()
+            page.click(f"nav.crumbs a:text-is('article {built.article_id}')")
             versions = page.locator("#compare select[name=a] option")
             page.select_option("#compare select[name=a]", versions.nth(0).get_attribute("value"))
             page.select_option("#compare select[name=b]", versions.nth(1).get_attribute("value"))
@@ -154,7 +180,8 @@ def test_monitor_in_chromium(served: tuple[str, Built]) -> None:
             expect(changed.first).to_be_visible()
             expect(changed.first.locator("td.old mark").first).to_have_text("停止")
             expect(changed.first.locator("td.new mark").first).to_have_text("結束")
-            shoot(page, "5-diff")
+            changed.first.scroll_into_view_if_needed()
+            shoot(page, "diff")
         finally:
             browser.close()
     # The archived page's pictures, stylesheets and scripts were never fetched.

@@ -4,6 +4,7 @@ incremental, idempotent, versioned; the publication tables and the real CLI."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from tests.conftest import FIXTURES, REPO, scrapy
 from zeroarchive.core.items import FetchedPage
+from zeroarchive.core.progress import Progress
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.parser.run import ParseRunConfig, parse_pending
 from zeroarchive.sites.record import parse_spec
@@ -253,6 +255,7 @@ def test_the_commands_parse_and_export(db_url: str, tmp_path: Path) -> None:
     parsed = scrapy("parse_snapshots", "--site", "ltn", db_url=db_url, cwd=tmp_path)
     assert parsed.returncode == 0, parsed.output
     assert "2 snapshot(s) parsed" in parsed.output
+    assert "parse_snapshots: 2 snapshots done in" in parsed.output
     again = scrapy("parse_snapshots", db_url=db_url, cwd=tmp_path)
     assert "0 snapshot(s) parsed" in again.output
     out = tmp_path / "publications.jsonl.gz"
@@ -307,6 +310,23 @@ def test_a_run_parses_exactly_the_snapshots_without_a_mapping_for_its_version(
         for at in (NOW, NOW + 3600, NOW + 7200)
         if (article_id, at) != (news[0], NOW + 7200)
     }
+
+
+def test_progress_is_told_the_runs_total_and_each_snapshot(
+    archive: Archive, news: tuple[int, int]
+) -> None:
+    other = (add_article(archive, news[1], "Article", URL + "?p=2"), news[1])
+    snapshot(archive, news, NOW, PAGE, URL)
+    snapshot(archive, other, NOW, PAGE, URL)
+    full_pass = Progress("parse", stream=io.StringIO(), bar=False)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW, progress=full_pass)
+    assert (full_pass.total, full_pass.done) == (2, 2)
+    snapshot(archive, news, NOW + 3600, EDITED, URL)
+    snapshot(archive, other, NOW + 3600, PAGE, URL)
+    snapshot(archive, other, NOW + 7200, EDITED, URL)
+    from_inbox = Progress("parse", stream=io.StringIO(), bar=False)
+    parse_pending(archive.engine, ParseRunConfig(), now=NOW + 1, progress=from_inbox)
+    assert (from_inbox.total, from_inbox.done) == (3, 3)
 
 
 def test_a_run_with_nothing_new_reads_no_snapshot(

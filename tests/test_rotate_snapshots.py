@@ -124,6 +124,7 @@ def test_rotation_exports_verifies_and_drops_old_months(db_url: str, tmp_path: P
     )
     assert run.returncode == 0, run.output
     assert "2025-01: 3 snapshot(s)" in run.output and "2025-02: 2 snapshot(s)" in run.output
+    assert "rotate_snapshots: 2 months done in" in run.output
     # Articles are kept forever; only March's snapshots remain.
     assert counts(db_url) == (3, 3)
     for label in ("2025-01", "2025-02"):

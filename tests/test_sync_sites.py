@@ -156,6 +156,7 @@ def test_sync_adds_updates_deactivates_and_reactivates(db_url: str, tmp_path: Pa
             "6 rows: 4 added, 1 updated, 0 reactivated, 0 deactivated, 0 unchanged, "
             "1 not approved, 0 invalid, 0 warning(s)"
         )
+        assert "sync_sites: reading Airtable: 6 rows done in" in first.stderr
         # Six rows, two a page: three requests chained by the iterator offsets, view kept.
         pages = fake.list_requests()
         assert [seen.status for seen in pages] == [200, 200, 200]

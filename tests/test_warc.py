@@ -8,6 +8,7 @@ import datetime as dt
 import gzip
 import io
 import json
+import re
 import subprocess
 import sys
 import urllib.request
@@ -156,6 +157,9 @@ def export(db_url: str, tmp_path: Path, *extra: str, name: str = "out") -> Path:
     out = tmp_path / name
     run = scrapy("export_warc", "--out", str(out), *extra, db_url=db_url, cwd=tmp_path)
     assert run.returncode == 0, run.output
+    exported = re.search(r"(\d+) snapshot\(s\) exported", run.output)
+    assert exported is not None, run.output
+    assert f"export_warc: {int(exported[1]):,} snapshots done in" in run.output
     return out
 
 
@@ -306,9 +310,12 @@ def test_import_of_an_export_round_trips_bytes_and_times(db_url: str, tmp_path: 
     add_sites(db_url)
     close_archives()
     files = [str(p) for p in sorted(first.glob("*.warc.gz"))]
+    size = sum(Path(file).stat().st_size for file in files)
     for site in ("news", "fb"):
         run = scrapy("import_warc", *files, "--site", site, db_url=db_url, cwd=tmp_path)
         assert run.returncode == 0, run.output
+        # The progress counts every byte of the files, each once.
+        assert f"import_warc: {size:,} bytes done in" in run.output
 
     assert snapshot_facts(db_url) == snapshot_facts(source)
     # Bytes are stored once per article and content, as the crawl stores them.

@@ -10,10 +10,13 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.commands.export_snapshots import site_names
 from zeroarchive.core.atomic import open_text_output
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.publications import PublicationStore
+
+RESUME = "an export starts over: run it again"
 
 
 class Command(ScrapyCommand):
@@ -55,12 +58,15 @@ class Command(ScrapyCommand):
             site_id = site.site_id
         store = PublicationStore(archive.engine, opts.parser_version)
         out = Path(opts.out)
+        total = store.count_publications(site_id)
+        progress = Progress("export_publications", total, unit="publication", resume=RESUME)
         if opts.format == "parquet":
             from zeroarchive.publish.datasets import DatasetExistsError, write_publications
 
-            records = store.iter_publications(site_id=site_id)
+            records = progress.track(store.iter_publications(site_id=site_id))
             try:
-                writer = write_publications(records, out, site_names(archive))
+                with progress:
+                    writer = write_publications(records, out, site_names(archive))
             except DatasetExistsError as exc:
                 raise UsageError(str(exc)) from None
             print(
@@ -69,8 +75,8 @@ class Command(ScrapyCommand):
             )
             return
         written = 0
-        with open_text_output(out) as handle:
-            for record in store.iter_publications(site_id=site_id):
+        with open_text_output(out) as handle, progress:
+            for record in progress.track(store.iter_publications(site_id=site_id)):
                 handle.write(json.dumps(record, ensure_ascii=False))
                 handle.write("\n")
                 written += 1

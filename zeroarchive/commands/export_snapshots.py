@@ -10,9 +10,15 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.core.atomic import open_text_output
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import Archive, open_archive
-from zeroarchive.storage.snapshots import iter_snapshot_metadata, iter_snapshots, snapshot_record
+from zeroarchive.storage.snapshots import (
+    count_snapshots,
+    iter_snapshot_metadata,
+    iter_snapshots,
+    snapshot_record,
+)
 
 
 def site_names(archive: Archive) -> Callable[[int], str]:
@@ -58,13 +64,17 @@ class Command(ScrapyCommand):
                 raise UsageError(f"no site {opts.site!r}")
             site_id = site.site_id
         out = Path(opts.out)
+        total = count_snapshots(archive.engine, site_id, opts.since)
+        resume = "an export starts over: run it again"
+        progress = Progress("export_snapshots", total, unit="snapshot", resume=resume)
         if opts.format == "parquet":
             from zeroarchive.publish.datasets import DatasetExistsError, write_snapshots
 
             names = site_names(archive)
-            records = iter_snapshot_metadata(archive.engine, site_id=site_id, since=opts.since)
+            metadata = iter_snapshot_metadata(archive.engine, site_id=site_id, since=opts.since)
             try:
-                writer = write_snapshots(records, out, names)
+                with progress:
+                    writer = write_snapshots(progress.track(metadata), out, names)
             except DatasetExistsError as exc:
                 raise UsageError(str(exc)) from None
             print(
@@ -73,8 +83,9 @@ class Command(ScrapyCommand):
             )
             return
         written = 0
-        with open_text_output(out) as handle:
-            for exported in iter_snapshots(archive.engine, site_id=site_id, since=opts.since):
+        snapshots = iter_snapshots(archive.engine, site_id=site_id, since=opts.since)
+        with open_text_output(out) as handle, progress:
+            for exported in progress.track(snapshots):
                 handle.write(json.dumps(snapshot_record(exported), ensure_ascii=False))
                 handle.write("\n")
                 written += 1

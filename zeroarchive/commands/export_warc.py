@@ -9,10 +9,13 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
 
 logger = logging.getLogger(__name__)
+
+RESUME = "an export starts over: run it again with a new --out"
 
 
 class Command(ScrapyCommand):
@@ -72,10 +75,12 @@ class Command(ScrapyCommand):
                 raise UsageError(f"no site {opts.site!r}")
             site_id = site.site_id
         prefix = "zeroarchive-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S")
+        progress = Progress("export_warc", unit="snapshot", resume=RESUME)
         try:
-            export = export_warc(
-                archive.engine, out, config, prefix, site_id, opts.since, opts.until
-            )
+            with progress:
+                export = export_warc(
+                    archive.engine, out, config, prefix, site_id, opts.since, opts.until, progress
+                )
             wacz = None
             if opts.wacz and export.files:
                 wacz = write_wacz(export, out / f"{prefix}.wacz", f"zeroarchive {prefix}")

@@ -7,6 +7,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
 
@@ -52,7 +53,9 @@ class Command(ScrapyCommand):
         site = archive.sites.get(opts.site)
         if site is None:
             raise UsageError(f"no site {opts.site!r}")
-        stats = WarcImporter(archive.engine, site, config).import_files(paths)
+        resume = "run it again: records already stored are not stored twice"
+        with Progress("import_warc", unit="byte", resume=resume) as progress:
+            stats = WarcImporter(archive.engine, site, config, progress).import_files(paths)
         for key, value in sorted(stats.items()):
             print(f"{key}: {value}", file=sys.stderr)
 

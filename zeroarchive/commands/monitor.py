@@ -68,8 +68,10 @@ class Command(ScrapyCommand):
         return (
             "A dashboard of every site (site_stats, new articles per day), each site's "
             "recent articles, each article's snapshots and publication versions, and "
-            "/graphql. Any address but loopback needs MONITOR_TOKEN or MONITOR_USERNAME "
-            "and MONITOR_PASSWORD in the environment."
+            "/graphql (POST application/json). Any address but loopback needs MONITOR_TOKEN "
+            "or MONITOR_USERNAME and MONITOR_PASSWORD in the environment, and 0.0.0.0 needs "
+            "MONITOR_ALLOWED_HOSTS. Every request is bounded by the MONITOR_MAX_* limits and "
+            "MONITOR_REQUEST_SECONDS (see docs/researchers/monitor.md)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -79,10 +81,9 @@ class Command(ScrapyCommand):
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        import uvicorn
-
         from zeroarchive.monitor.app import create_app
         from zeroarchive.monitor.config import MonitorConfig
+        from zeroarchive.monitor.serve import make_server
 
         if args:
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
@@ -103,15 +104,7 @@ class Command(ScrapyCommand):
             config.port,
             "auth required" if config.requires_auth else "no auth: loopback only",
         )
-        server = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                host=config.host,
-                port=config.port,
-                log_config=None,
-                access_log=False,
-                server_header=False,
-            )
-        )
+        server = make_server(app, config)
         server.run()
+        logger.info("Monitor stopped")
         engine.dispose()

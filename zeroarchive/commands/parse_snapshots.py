@@ -6,6 +6,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
 from zeroarchive.storage.archive import open_archive
@@ -62,7 +63,9 @@ class Command(ScrapyCommand):
             workers=opts.workers,
             timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
         )
-        stats = parse_pending(archive.engine, config)
+        resume = "run parse_snapshots again: it goes on where this run stopped"
+        with Progress("parse_snapshots", unit="snapshot", resume=resume) as progress:
+            stats = parse_pending(archive.engine, config, progress=progress)
         seconds = stats.pop("parser/seconds_x1000") / 1000
         for key, value in sorted(stats.items()):
             print(f"{key}: {value}", file=sys.stderr)

@@ -9,6 +9,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.rotation import (
@@ -84,7 +85,11 @@ class Command(ScrapyCommand):
             )
             return
         try:
-            results = rotate(archive.engine, cutoff, Path(opts.export), today, exporter)
+            resume = "run it again: the months already rotated are gone from the database"
+            with Progress("rotate_snapshots", unit="month", resume=resume) as progress:
+                results = rotate(
+                    archive.engine, cutoff, Path(opts.export), today, exporter, progress
+                )
         except (RotationError, OSError) as exc:
             logger.error("Rotation stopped, nothing of this month was dropped: %s", exc)
             self.exitcode = 1

@@ -6,6 +6,7 @@ import time
 
 from scrapy.commands import ScrapyCommand
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
 
@@ -57,7 +58,8 @@ class Command(ScrapyCommand):
             self._fail(str(exc))
             return
         try:
-            records = fetch_records(config)
+            with Progress("sync_sites: reading Airtable", unit="row") as progress:
+                records = fetch_records(config, progress)
         except AirtableError as exc:
             self._fail(str(exc))
             return

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from tqdm import tqdm
 
 INTERRUPTED_EXIT_CODE = 130
+T = TypeVar("T")
 
 
 def _duration(seconds: float) -> str:
@@ -89,6 +90,12 @@ class Progress:
         if now - self._last_log >= self._log_every:
             self._last_log = now
             self._say(self.line(now))
+
+    def track(self, items: Iterable[T]) -> Iterator[T]:
+        """``items`` as they come, each counted once it has been handled."""
+        for item in items:
+            yield item
+            self.advance()
 
     def line(self, now: float | None = None) -> str:
         """One line: count, share of the total, rate and time left."""

@@ -1,31 +1,31 @@
 """The monitor as an ASGI app (Starlette): the dashboard's pages, the archived pages as
-stored, and /graphql. Read-only: nothing here writes to the database."""
+stored, and /graphql. Read-only: nothing here writes to the database.
+
+Each part brings its own routes (``pages.routes()``, ``graphql_api.route()``): a new page
+is one more entry in ``create_app``'s list and, for the navigation bar, in ``pages.NAV``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
-from ariadne import graphql_sync
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from zeroarchive.monitor import pages
+from zeroarchive.monitor import deadline, graphql_api, pages
 from zeroarchive.monitor.auth import AuthMiddleware
 from zeroarchive.monitor.config import MonitorConfig
-from zeroarchive.monitor.sites_api import Context, build_schema
+from zeroarchive.monitor.guard import GuardMiddleware
+from zeroarchive.monitor.refusals import Refusals
+from zeroarchive.monitor.sites_api import Context, build_schema, list_sizes
 from zeroarchive.monitor.stats_cache import StatsCache, StatsView
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
@@ -43,9 +43,13 @@ async def _refresh_forever(stats: StatsCache, charts: pages.Charts, seconds: int
     while True:
         await asyncio.sleep(seconds)
         try:
-            await asyncio.to_thread(_count, stats, charts)
-        except Exception:
-            logger.exception("Monitor: counting site stats failed; the last counts stay")
+            await deadline.run_in_daemon(lambda: _count(stats, charts))
+        except Exception as exc:
+            logger.error(
+                "Monitor: counting site stats failed (%s: %s); the last counts stay",
+                type(exc).__name__,
+                str(exc)[:200],
+            )
 
 
 def create_app(
@@ -56,33 +60,23 @@ def create_app(
 ) -> Starlette:
     stats = StatsCache(engine, stats_config, config.chart_days, clock)
     charts = pages.Charts(config.chart_days)
-    schema = build_schema()
-
-    async def graphql_endpoint(request: Request) -> Response:
-        if request.method == "GET":
-            data: Any = {"query": request.query_params.get("query", "")}
-            if "variables" in request.query_params:
-                data["variables"] = request.query_params["variables"]
-        else:
-            try:
-                data = await request.json()
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                return JSONResponse({"errors": [{"message": "the body is not JSON"}]}, 400)
-        if isinstance(data, dict) and isinstance(data.get("variables"), str):
-            try:
-                data["variables"] = json.loads(data["variables"])
-            except json.JSONDecodeError:
-                return JSONResponse({"errors": [{"message": "variables are not JSON"}]}, 400)
-        context = Context(engine=engine, stats=stats, hist={})
-        success, result = await run_in_threadpool(
-            graphql_sync, schema, data, context_value=context, logger=__name__
-        )
-        return JSONResponse(result, status_code=200 if success else 400)
+    refusals = Refusals(config.limits.log_refusals_per_minute)
+    # Set when the server is told to stop: every request's deadline passes at once.
+    stopping = threading.Event()
+    deadline.guard_engine(engine)
+    graphql = graphql_api.GraphQLEndpoint(
+        build_schema(),
+        lambda: Context(engine=engine, stats=stats, hist={}),
+        lambda: list_sizes(stats),
+        config.limits,
+        refusals,
+        stopping,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         # Counted before the server listens, so no page ever waits for the grouped scans.
-        view = await asyncio.to_thread(_count, stats, charts)
+        view = await deadline.run_in_daemon(lambda: _count(stats, charts))
         logger.info(
             "Monitor: %d site(s) counted in %.2f s, again every %d s",
             len(view.sites),
@@ -93,11 +87,12 @@ def create_app(
         try:
             yield
         finally:
+            stopping.set()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    middleware = []
+    middleware = [Middleware(GuardMiddleware, config=config, refusals=refusals)]
     if config.requires_auth:
         middleware.append(
             Middleware(
@@ -105,12 +100,13 @@ def create_app(
                 token=config.token,
                 username=config.username,
                 password=config.password,
+                refusals=refusals,
             )
         )
     app = Starlette(
         routes=[
             *pages.routes(),
-            Route("/graphql", graphql_endpoint, methods=["GET", "POST"]),
+            graphql_api.route(graphql),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         middleware=middleware,
@@ -120,4 +116,6 @@ def create_app(
     app.state.stats = stats
     app.state.config = config
     app.state.charts = charts
+    app.state.refusals = refusals
+    app.state.stopping = stopping
     return app

@@ -6,13 +6,12 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import logging
 
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-logger = logging.getLogger(__name__)
+from zeroarchive.monitor.refusals import Refusals
+
 REALM = "zeroarchive monitor"
 
 
@@ -37,9 +36,15 @@ def _basic_credentials(value: str) -> tuple[str, str] | None:
 
 class AuthMiddleware:
     def __init__(
-        self, app: ASGIApp, token: str | None, username: str | None, password: str | None
+        self,
+        app: ASGIApp,
+        token: str | None,
+        username: str | None,
+        password: str | None,
+        refusals: Refusals,
     ) -> None:
         self.app = app
+        self.refusals = refusals
         self.token = token
         self.username = username
         self.password = password
@@ -62,9 +67,8 @@ class AuthMiddleware:
         if self.allowed(Headers(scope=scope).get("authorization", "")):
             await self.app(scope, receive, send)
             return
-        logger.warning("Monitor: refused %s (no valid credentials)", scope.get("path"))
         challenge = f'Basic realm="{REALM}"' if self.username else f'Bearer realm="{REALM}"'
-        response = PlainTextResponse(
-            "authentication required", status_code=401, headers={"WWW-Authenticate": challenge}
+        response = self.refusals.plain(
+            scope, 401, "authentication required", **{"WWW-Authenticate": challenge}
         )
         await response(scope, receive, send)

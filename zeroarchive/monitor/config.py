@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from zeroarchive.monitor.query_limits import QueryLimits
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -32,6 +34,83 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: The names a browser on this machine uses for a loopback monitor.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def host_name(host_header: str) -> str:
+    """The name of a ``Host`` header, without its port, lower case.
+
+    >>> host_name("LocalHost:8080"), host_name("[::1]:8080"), host_name("10.0.0.5")
+    ('localhost', '::1', '10.0.0.5')
+    """
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may cost the monitor (the docs' "Limits" names each setting)."""
+
+    #: Bytes of a request's body (413 beyond).
+    body_bytes: int = 65_536
+    #: Characters of a GraphQL query (413 beyond); its tokens at most 10 per field allowed.
+    query_chars: int = 16_384
+    query: QueryLimits = field(default_factory=QueryLimits)
+    #: Seconds a request may run; its work is stopped then (503).
+    request_seconds: float = 10.0
+    #: GraphQL requests running at once; more are answered 503 at once.
+    workers: int = 4
+    #: Connections uvicorn serves at once (503 beyond).
+    connections: int = 100
+    #: Seconds a stopping server waits for running requests.
+    shutdown_seconds: int = 3
+    #: Refused requests logged per minute (the rest counted).
+    log_refusals_per_minute: int = 20
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Limits:
+        return cls(
+            body_bytes=settings.getint("MONITOR_MAX_BODY_BYTES"),
+            query_chars=settings.getint("MONITOR_MAX_QUERY_CHARS"),
+            query=QueryLimits(
+                max_depth=settings.getint("MONITOR_MAX_DEPTH"),
+                max_aliases=settings.getint("MONITOR_MAX_ALIASES"),
+                max_fields=settings.getint("MONITOR_MAX_FIELDS"),
+                max_repeats=settings.getint("MONITOR_MAX_REPEATS"),
+                max_cost=settings.getint("MONITOR_MAX_COST"),
+                max_fragments=settings.getint("MONITOR_MAX_FRAGMENTS"),
+            ),
+            request_seconds=settings.getfloat("MONITOR_REQUEST_SECONDS"),
+            workers=settings.getint("MONITOR_WORKERS"),
+            connections=settings.getint("MONITOR_MAX_CONNECTIONS"),
+            shutdown_seconds=settings.getint("MONITOR_SHUTDOWN_SECONDS"),
+            log_refusals_per_minute=settings.getint("MONITOR_LOG_REFUSALS_PER_MINUTE"),
+        )
+
+    def check(self) -> None:
+        for name, value in {
+            "MONITOR_MAX_BODY_BYTES": self.body_bytes,
+            "MONITOR_MAX_QUERY_CHARS": self.query_chars,
+            "MONITOR_MAX_DEPTH": self.query.max_depth,
+            "MONITOR_MAX_ALIASES": self.query.max_aliases + 1,
+            "MONITOR_MAX_FIELDS": self.query.max_fields,
+            "MONITOR_MAX_REPEATS": self.query.max_repeats,
+            "MONITOR_MAX_COST": self.query.max_cost,
+            "MONITOR_MAX_FRAGMENTS": self.query.max_fragments + 1,
+            "MONITOR_REQUEST_SECONDS": self.request_seconds,
+            "MONITOR_WORKERS": self.workers,
+            "MONITOR_MAX_CONNECTIONS": self.connections,
+            "MONITOR_SHUTDOWN_SECONDS": self.shutdown_seconds + 1,
+            "MONITOR_LOG_REFUSALS_PER_MINUTE": self.log_refusals_per_minute + 1,
+        }.items():
+            if value <= 0:
+                raise ValueError(f"{name} must be positive")
+
+
 @dataclass(frozen=True)
 class MonitorConfig:
     host: str
@@ -45,6 +124,9 @@ class MonitorConfig:
     token: str | None
     username: str | None
     password: str | None
+    #: Host names clients may use besides the loopback names (``Host`` header, no port).
+    allowed_hosts: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
 
     @classmethod
     def from_settings(
@@ -61,6 +143,10 @@ class MonitorConfig:
             token=os.environ.get(TOKEN_ENV) or None,
             username=os.environ.get(USERNAME_ENV) or None,
             password=os.environ.get(PASSWORD_ENV) or None,
+            allowed_hosts=tuple(
+                name.strip().lower() for name in settings.getlist("MONITOR_ALLOWED_HOSTS")
+            ),
+            limits=Limits.from_settings(settings),
         )
         config.check()
         return config
@@ -81,6 +167,21 @@ class MonitorConfig:
                 f"refusing to serve {self.host} without auth: set {TOKEN_ENV}, or "
                 f"{USERNAME_ENV} and {PASSWORD_ENV}, in the environment (or bind 127.0.0.1)"
             )
+        if self.host in WILDCARDS and not self.allowed_hosts:
+            raise ValueError(
+                f"listening on every address ({self.host or '*'}) needs MONITOR_ALLOWED_HOSTS: "
+                "the host names clients use to reach the monitor"
+            )
+        self.limits.check()
+
+    def host_allowed(self, host_header: str) -> bool:
+        """Whether a request's ``Host`` names this monitor (a DNS-rebinding page's does not)."""
+        name = host_name(host_header)
+        if name in LOOPBACK_NAMES or name in self.allowed_hosts:
+            return True
+        if self.host not in WILDCARDS and name == self.host.lower():
+            return True
+        return is_loopback(name) and is_loopback(self.host)
 
     @property
     def requires_auth(self) -> bool:

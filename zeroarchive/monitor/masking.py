@@ -1,5 +1,6 @@
 """What the monitor never shows: passwords in URLs (a site's proxies, its own URL), the
-session cookies a site is given and where its cookies file lives."""
+session cookies a site is given and where its cookies file lives, and any config value
+whose key names a secret (password, token, secret, API key, auth)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import json
 import re
 from typing import Any
 
-# Everything between "//" and "@" in an authority: a user, a password, or both.
-_USERINFO = re.compile(r"(?<=//)[^/@\s]+@")
-SECRET_KEYS = frozenset({"cookies", "cookies_file"})
+# Everything between "//" and the authority's last "@": a user, a password, or both. A
+# password may hold "@", "/", "?" or "#" unescaped (people write them so), so after a ":"
+# that does not start a port the userinfo runs to the last "@" before a space.
+_USERINFO = re.compile(r"(?<=//)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)")
+# Config keys whose values are secrets whatever they look like.
+_SECRET_KEY = re.compile(r"cookie|passw|secret|token|api_?key|auth", re.I)
 MASK = "***"
 
 
@@ -20,6 +24,10 @@ def masked_url(text: str) -> str:
     'http://***@proxy.example:3128'
     >>> masked_url("https://news.example/a/1?x=@y")
     'https://news.example/a/1?x=@y'
+    >>> masked_url("http://bob:p@ss/w#rd@proxy.example:3128 and socks5://u:x@y@h:1")
+    'http://***@proxy.example:3128 and socks5://***@h:1'
+    >>> masked_url("https://medium.com:443/@someone/post")
+    'https://medium.com:443/@someone/post'
     """
     return _USERINFO.sub(f"{MASK}@", text)
 
@@ -31,7 +39,7 @@ def _masked(value: Any) -> Any:
         return [_masked(item) for item in value]
     if isinstance(value, dict):
         return {
-            key: MASK if key in SECRET_KEYS and item else _masked(item)
+            key: MASK if _SECRET_KEY.search(key) and item else _masked(item)
             for key, item in value.items()
         }
     return value

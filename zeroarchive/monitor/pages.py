@@ -1,33 +1,41 @@
-"""The dashboard's HTML pages: the site monitor, a site, an article (snapshot timeline,
-publication versions, a side-by-side diff), a snapshot, and the archived page itself."""
+"""The dashboard's HTML pages: the site monitor, a site, an article (its latest text, a
+timeline of its snapshots and versions, a side-by-side diff), a snapshot, and the archived
+page itself. Every page carries the navigation bar (``NAV``) and links up and across."""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
-from sqlalchemy.exc import NoResultFound
+from sqlalchemy.exc import DBAPIError, NoResultFound
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from zeroarchive.core.schedule import STOP
+from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.diff import side_by_side
 from zeroarchive.monitor.masking import masked_config, masked_url
 from zeroarchive.monitor.stats_cache import StatsView
+from zeroarchive.monitor.timeline import latest, timeline
 from zeroarchive.sources import site_type_names
 from zeroarchive.storage.browse import (
     find_article,
     find_sites,
+    latest_titles,
     publication_versions,
     recent_articles,
+    snapshot_parses,
     snapshot_timeline,
 )
 from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStats
@@ -45,6 +53,25 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 ACTIVE_CHOICES = {"": "all", "yes": "active", "no": "inactive"}
+#: The navigation bar, in one place: (path, label). A page whose path starts with an
+#: entry's path shows that entry as current. /search and /events are other modules' pages.
+NAV = (("/sites", "Sites"), ("/search", "Search"), ("/events", "Events"))
+
+
+class IdConvertor(Convertor[int]):
+    """A database id or unix time in a path: at most 18 digits, so it always fits a signed
+    64-bit column (a longer one is a 404, not an overflow in the driver)."""
+
+    regex = "[0-9]{1,18}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("id", IdConvertor())
 
 
 def when(ts: int | None) -> str:
@@ -68,16 +95,54 @@ templates.env.filters["next_snapshot"] = next_snapshot
 templates.env.filters["masked_url"] = masked_url
 
 
-def _render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+def current_nav(path: str) -> str:
+    """The navigation entry a path belongs to ("/" is the sites' dashboard).
+
+    >>> current_nav("/"), current_nav("/articles/5"), current_nav("/search"), current_nav("/x")
+    ('/sites', '/sites', '/search', '')
+    """
+    if path == "/" or path.startswith(("/sites", "/articles")):
+        return "/sites"
+    return next((entry for entry, _ in NAV if path.startswith(entry)), "")
+
+
+def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+    """A page of the monitor from ``templates/``, with what base.html needs (the navigation
+    bar, the time of the counts) and the pages' security headers. Other pages (search,
+    events) render through it too, so they get the same bar."""
     stats: StatsView = request.app.state.stats.current()
-    context = {"stats_counted_at": stats.counted_at, **context}
+    context = {
+        "stats_counted_at": stats.counted_at,
+        "nav": NAV,
+        "current": current_nav(request.url.path),
+        **context,
+    }
     return templates.TemplateResponse(
         request, name, context, status_code=status, headers=PAGE_HEADERS
     )
 
 
 def _not_found(request: Request, what: str) -> Response:
-    return _render(request, "not_found.html", {"what": what}, status=404)
+    return render(request, "not_found.html", {"what": what}, status=404)
+
+
+def timed(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
+    """A page under MONITOR_REQUEST_SECONDS: its statements are cut at the deadline (or
+    when the server stops) and the page answers 503 in one log line."""
+
+    @functools.wraps(handler)
+    def run(request: Request) -> Response:
+        state = request.app.state
+        with deadline.deadline(state.config.limits.request_seconds, state.stopping):
+            try:
+                return handler(request)
+            except (deadline.TimeUp, DBAPIError):
+                if not deadline.expired():
+                    raise
+                why = "the page ran out of time (MONITOR_REQUEST_SECONDS)"
+                return state.refusals.plain(request.scope, 503, why)
+
+    return run
 
 
 def flags(row: SiteStats) -> list[str]:
@@ -130,6 +195,7 @@ def dashboard(request: Request) -> Response:
     chosen_active = request.query_params.get("active", "")
     if chosen_active not in ACTIVE_CHOICES:
         chosen_active = ""
+    urls = {site.site_id: masked_url(site.url) for site in find_sites(request.app.state.engine)}
     rows = [
         row
         for row in view.sites
@@ -137,7 +203,7 @@ def dashboard(request: Request) -> Response:
         and (not chosen_category or row.category == chosen_category)
         and (not chosen_active or row.is_active == (chosen_active == "yes"))
     ]
-    return _render(
+    return render(
         request,
         "dashboard.html",
         {
@@ -146,6 +212,7 @@ def dashboard(request: Request) -> Response:
                     row,
                     flags(row),
                     charts.of(view, row.site_id, f"new articles per day of {row.name}"),
+                    urls.get(row.site_id, ""),
                 )
                 for row in rows
             ],
@@ -161,6 +228,7 @@ def dashboard(request: Request) -> Response:
             },
             "chart_days": charts.days,
             "counting_seconds": view.seconds,
+            "refused": request.app.state.refusals.total,
         },
     )
 
@@ -173,7 +241,8 @@ def site_page(request: Request) -> Response:
         return _not_found(request, f"site {site_id}")
     view: StatsView = request.app.state.stats.current()
     row = view.of_site(site_id)
-    return _render(
+    articles = recent_articles(engine, site_id, request.app.state.config.site_articles)
+    return render(
         request,
         "site.html",
         {
@@ -184,7 +253,8 @@ def site_page(request: Request) -> Response:
             "new_days": NEW_ARTICLE_DAYS,
             "chart": request.app.state.charts.of(view, site_id, "new articles per day"),
             "chart_days": request.app.state.charts.days,
-            "articles": recent_articles(engine, site_id, request.app.state.config.site_articles),
+            "articles": articles,
+            "titles": latest_titles(engine, [found.article_id for found in articles]),
         },
     )
 
@@ -208,13 +278,17 @@ def article_page(request: Request) -> Response:
     elif len(versions) >= 2:
         old_id, new_id = versions[-2].publication_id, versions[-1].publication_id
     sites = find_sites(engine, found.site_id)
-    return _render(
+    snapshots = snapshot_timeline(engine, article_id)
+    return render(
         request,
         "article.html",
         {
             "article": found,
             "site": sites[0] if sites else None,
-            "snapshots": snapshot_timeline(engine, article_id),
+            "latest": latest(versions),
+            "version_of": {version.publication_id: version.version for version in versions},
+            "timeline": timeline(snapshots, versions, snapshot_parses(engine, article_id)),
+            "snapshots": snapshots,
             "versions": versions,
             "old": by_id.get(old_id),
             "new": by_id.get(new_id),
@@ -228,14 +302,20 @@ def snapshot_page(request: Request) -> Response:
     snapshot_at = request.path_params["snapshot_at"]
     engine = request.app.state.engine
     found = find_article(engine, article_id)
-    timeline = snapshot_timeline(engine, article_id)
-    snapshot = next((s for s in timeline if s.snapshot_at == snapshot_at), None)
+    snapshots = snapshot_timeline(engine, article_id)
+    snapshot = next((s for s in snapshots if s.snapshot_at == snapshot_at), None)
     if found is None or snapshot is None:
         return _not_found(request, f"snapshot {snapshot_at} of article {article_id}")
-    return _render(
+    sites = find_sites(engine, found.site_id)
+    return render(
         request,
         "snapshot.html",
-        {"article": found, "snapshot": snapshot, "timeline": timeline},
+        {
+            "article": found,
+            "site": sites[0] if sites else None,
+            "snapshot": snapshot,
+            "timeline": snapshots,
+        },
     )
 
 
@@ -246,8 +326,14 @@ def archived_page(request: Request) -> Response:
         stored = read_snapshot(request.app.state.engine, article_id, snapshot_at)
     except NoResultFound:
         return Response("no such snapshot", 404, headers=ARCHIVED_HEADERS, media_type="text/plain")
-    except Exception:
-        logger.exception("Monitor: snapshot %s of article %s unreadable", snapshot_at, article_id)
+    except Exception as exc:
+        logger.error(
+            "Monitor: snapshot %s of article %s unreadable (%s: %s)",
+            snapshot_at,
+            article_id,
+            type(exc).__name__,
+            str(exc)[:200],
+        )
         return Response(
             "this snapshot could not be read (see the monitor's log)",
             500,
@@ -260,15 +346,18 @@ def archived_page(request: Request) -> Response:
 
 def routes() -> list[Route]:
     return [
-        Route("/", dashboard, name="dashboard"),
-        Route("/sites/{site_id:int}", site_page, name="site"),
-        Route("/articles/{article_id:int}", article_page, name="article"),
+        Route("/", timed(dashboard), name="home"),
+        Route("/sites", timed(dashboard), name="dashboard"),
+        Route("/sites/{site_id:id}", timed(site_page), name="site"),
+        Route("/articles/{article_id:id}", timed(article_page), name="article"),
         Route(
-            "/articles/{article_id:int}/snapshots/{snapshot_at:int}", snapshot_page, name="snapshot"
+            "/articles/{article_id:id}/snapshots/{snapshot_at:id}",
+            timed(snapshot_page),
+            name="snapshot",
         ),
         Route(
-            "/articles/{article_id:int}/snapshots/{snapshot_at:int}/page",
-            archived_page,
+            "/articles/{article_id:id}/snapshots/{snapshot_at:id}/page",
+            timed(archived_page),
             name="archived",
         ),
     ]

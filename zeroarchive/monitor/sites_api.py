@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 from zeroarchive.core.schedule import DAY
 from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.query_limits import ListSizes
 from zeroarchive.monitor.stats_cache import StatsCache
 from zeroarchive.storage.browse import (
     SiteInfo,
@@ -116,10 +117,13 @@ class Context:
 
 
 def _number(value: Any, name: str) -> int:
+    """An id argument as a number; one no row can have (-1) when it is out of a signed
+    64-bit column's range, so a huge id finds nothing instead of failing in the driver."""
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
-        raise GraphQLError(f"{name} must be a number, got {value!r}") from None
+        raise GraphQLError(f"{name} must be a number, got {str(value)[:40]!r}") from None
+    return number if 0 <= number < 2**63 else -1
 
 
 def _context(info: GraphQLResolveInfo) -> Context:
@@ -272,6 +276,20 @@ for _field, _attr in {
     "parsedAt": "parsed_at",
 }.items():
     _attribute(publication_type, _field, _attr)
+
+
+def list_sizes(stats: StatsCache) -> ListSizes:
+    """The cost model's sizes of this schema's lists: ``sites`` answers every site counted
+    (one with ``id``); ``hist`` and ``articles`` are sized by their ``days`` and ``limit``,
+    ``snapshots`` and ``publications`` by the default estimate."""
+    sites = len(stats.current().sites)
+
+    def size(parent: str, field: str, _args: dict[str, Any], up: dict[str, Any]) -> int | None:
+        if (parent, field) == ("SitesResult", "items"):
+            return 1 if up.get("id") is not None else sites
+        return None
+
+    return size
 
 
 def build_schema() -> GraphQLSchema:

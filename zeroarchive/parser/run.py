@@ -22,6 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.parser import (
     DEFAULT_TIMEZONE,
     PARSER_VERSION,
@@ -31,8 +32,8 @@ from zeroarchive.parser import (
 )
 from zeroarchive.storage.publications import (
     ArticleInfo,
+    PassState,
     Previous,
-    Progress,
     PublicationStore,
     Unparsed,
     VersionHook,
@@ -74,8 +75,11 @@ def parse_pending(
     config: ParseRunConfig,
     now: int | None = None,
     hooks: Sequence[VersionHook] = (),
+    progress: Progress | None = None,
 ) -> Counter[str]:
     """Parse the snapshots that need it; return counts (``parser/...`` stats keys).
+
+    ``progress``, when given, is told the run's total and each snapshot handled.
 
     ``hooks`` are told of each new publication version inside the transaction that adds it
     (the stages after the parser pass them in: the parser never imports them).
@@ -93,21 +97,23 @@ def parse_pending(
         # A reparse of one site's whole history re-maps all it discarded: if the rest was
         # complete before, it is again after (unless something spoils it meanwhile).
         restorable = discarded.complete and config.since is None
-        progress = Progress(False, discarded.generation)
+        state = PassState(False, discarded.generation)
     else:
-        progress = store.progress()
+        state = store.progress()
     started = time.perf_counter()
+    if progress is not None:
+        progress.set_total(store.count_pending(config.site_id, config.since, not state.complete))
     with _parser_processes(config.workers) as pool:
-        if not progress.complete:
+        if not state.complete:
             stats["parser/full_pass"] = 1
             batches = store.iter_unparsed(config.site_id, config.since, config.batch)
-            _parse_all(store, engine, batches, config, stamp, stats, pool, hooks)
+            _parse_all(store, engine, batches, config, stamp, stats, pool, hooks, progress)
         # After a full pass too: what was stored while it ran, and emptying the inbox.
         inbox = store.iter_inbox(config.site_id, config.since, config.batch)
-        _parse_all(store, engine, inbox, config, stamp, stats, pool, hooks)
+        _parse_all(store, engine, inbox, config, stamp, stats, pool, hooks, progress)
     whole = config.site_id is None and config.since is None
-    if not progress.complete and (whole or (config.reparse and restorable)):
-        store.mark_complete(progress.generation)
+    if not state.complete and (whole or (config.reparse and restorable)):
+        store.mark_complete(state.generation)
     elapsed = time.perf_counter() - started
     stats["parser/seconds_x1000"] = round(elapsed * 1000)
     return stats
@@ -122,12 +128,15 @@ def _parse_all(
     stats: Counter[str],
     pool: ProcessPoolExecutor | None,
     hooks: Sequence[VersionHook],
+    progress: Progress | None,
 ) -> None:
     previous: Previous | None = None
     for step in _steps(store, engine, batches, config, pool):
         if step.first_of_article:
             previous = step.previous
         previous = _handle(store, engine, step, config, stamp, previous, stats, hooks)
+        if progress is not None:
+            progress.advance()
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,12 @@ class DatasetWriter:
     def close(self) -> None:
         for partition in list(self._pending):
             self._flush(partition)
+        if not self._files:
+            # Nothing selected: one empty file still tells readers every column and its type.
+            columns = self.schema.append(pa.field("site_id", pa.int32()))
+            columns = columns.append(pa.field("month", pa.string()))
+            empty = pa.Table.from_pylist([], schema=columns)
+            pq.write_table(empty, self._work / "part-0.parquet", compression="zstd")
         if self.out.exists():
             self.out.rmdir()  # empty, checked when the writer was made
         os.replace(self._work, self.out)

@@ -17,6 +17,7 @@ from pyairtable import Api
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.sources import label_types
 
 if TYPE_CHECKING:
@@ -118,14 +119,14 @@ class AirtableConfig:
             requests_per_second=number("AIRTABLE_REQUESTS_PER_SECOND", 0.01, 5),
             rate_limit_wait=number("AIRTABLE_RATE_LIMIT_WAIT", 0, 600),
             max_retries=int(max_retries),
-            labels=label_types(_type_map(get("AIRTABLE_TYPE_MAP"))),
+            labels=label_types(type_map(get("AIRTABLE_TYPE_MAP"))),
         )
 
 
-def _type_map(value: Any) -> Mapping[str, str]:
+def type_map(value: Any) -> Mapping[str, str]:
     """AIRTABLE_TYPE_MAP as a mapping: a dict setting, or JSON text (``-s`` or environment).
 
-    >>> _type_map('{"部落格": "content_farm"}'), _type_map(None)
+    >>> type_map('{"部落格": "content_farm"}'), type_map(None)
     ({'部落格': 'content_farm'}, {})
     """
     if value in (None, ""):
@@ -225,8 +226,9 @@ def _describe_failure(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def fetch_records(config: AirtableConfig) -> list[RecordDict]:
-    """Every row of the table (and view), all pages; AirtableError if any request fails."""
+def fetch_records(config: AirtableConfig, progress: Progress | None = None) -> list[RecordDict]:
+    """Every row of the table (and view), all pages; AirtableError if any request fails.
+    ``progress``, when given, counts the rows as their pages come."""
     retry = rate_limit_retry(config.max_retries, config.rate_limit_wait)
     timeout = cast("TimeoutTuple", (config.timeout, config.timeout))
     api = Api(
@@ -239,8 +241,13 @@ def fetch_records(config: AirtableConfig) -> list[RecordDict]:
     if config.view:
         options["view"] = config.view
     where = f"table {config.table!r}" + (f" view {config.view!r}" if config.view else "")
+    records: list[RecordDict] = []
     try:
-        return api.table(config.base_id, config.table).all(**options)
+        for page in api.table(config.base_id, config.table).iterate(**options):
+            records.extend(page)
+            if progress is not None:
+                progress.advance(len(page))
+        return records
     except Exception as exc:
         # Any failure, however odd (a bad JSON page, a proxy's HTML), must stop the sync.
         key = config.api_key

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from zeroarchive.storage.schema import article, article_snapshot, publication, site
+from zeroarchive.storage.schema import (
+    article,
+    article_snapshot,
+    publication,
+    publication_mapping,
+    site,
+)
 
 
 @dataclass(frozen=True)
@@ -185,3 +191,42 @@ def publication_versions(engine: Engine, article_id: int) -> list[PublicationVer
     )
     with engine.connect() as conn:
         return [PublicationVersion(**row._mapping) for row in conn.execute(query)]
+
+
+@dataclass(frozen=True)
+class SnapshotParse:
+    snapshot_at: int
+    parser_version: str
+    publication_id: int | None  # None: the snapshot could not be parsed
+    status: str
+
+
+def snapshot_parses(engine: Engine, article_id: int) -> list[SnapshotParse]:
+    """What each snapshot of an article was parsed into, per parser version, oldest first
+    (the primary key of ``publication_mapping``)."""
+    query = (
+        select(
+            publication_mapping.c.snapshot_at,
+            publication_mapping.c.parser_version,
+            publication_mapping.c.publication_id,
+            publication_mapping.c.status,
+        )
+        .where(publication_mapping.c.article_id == article_id)
+        .order_by(publication_mapping.c.snapshot_at, publication_mapping.c.parser_version)
+    )
+    with engine.connect() as conn:
+        return [SnapshotParse(**row._mapping) for row in conn.execute(query)]
+
+
+def latest_titles(engine: Engine, article_ids: list[int]) -> dict[int, str]:
+    """The title of each article's latest version (the last first seen), for the articles
+    parsed at all: one query over the publication table's article index."""
+    if not article_ids:
+        return {}
+    query = (
+        select(publication.c.article_id, publication.c.title)
+        .where(publication.c.article_id.in_(article_ids))
+        .order_by(publication.c.first_seen_at, publication.c.parsed_at)
+    )
+    with engine.connect() as conn:
+        return {row.article_id: row.title for row in conn.execute(query)}

@@ -50,7 +50,7 @@ class Unparsed:
 
 
 @dataclass(frozen=True)
-class Progress:
+class PassState:
     """Whether every snapshot outside parse_inbox is mapped for the parser version, and the
     generation that answer belongs to."""
 
@@ -107,7 +107,7 @@ class PublicationStore:
                     )
                 )
 
-    def progress(self) -> Progress:
+    def progress(self) -> PassState:
         """This version's row of parse_progress, added (incomplete) on its first run."""
         query = select(parse_progress.c.complete, parse_progress.c.generation).where(
             parse_progress.c.parser_version == self.parser_version
@@ -115,7 +115,7 @@ class PublicationStore:
         with self.engine.begin() as conn:
             row = conn.execute(query).first()
             if row is not None:
-                return Progress(bool(row.complete), int(row.generation))
+                return PassState(bool(row.complete), int(row.generation))
         try:
             with self.engine.begin() as conn:
                 conn.execute(
@@ -127,7 +127,7 @@ class PublicationStore:
             pass  # another run of this version added it first
         with self.engine.connect() as conn:
             row = conn.execute(query).one()
-        return Progress(bool(row.complete), int(row.generation))
+        return PassState(bool(row.complete), int(row.generation))
 
     def mark_complete(self, generation: int) -> bool:
         """Record that every snapshot outside the inbox is mapped, unless something made that
@@ -152,7 +152,7 @@ class PublicationStore:
             .values(complete=False, generation=parse_progress.c.generation + 1)
         )
 
-    def discard(self, site_id: int | None) -> tuple[int, Progress]:
+    def discard(self, site_id: int | None) -> tuple[int, PassState]:
         """Forget this parser version's results (of one site): they are parsed again.
 
         Return how many publications went, and the progress: whether it was complete just
@@ -166,7 +166,7 @@ class PublicationStore:
                 .with_for_update()
             ).one()
             self._invalidate(conn, others=False)
-            was = Progress(bool(before.complete), int(before.generation) + 1)
+            was = PassState(bool(before.complete), int(before.generation) + 1)
             ids = select(article.c.article_id)
             if site_id is not None:
                 ids = ids.where(article.c.site_id == site_id)
@@ -181,6 +181,36 @@ class PublicationStore:
                 publications = publications.where(publication.c.site_id == site_id)
             conn.execute(mappings)
             return conn.execute(publications).rowcount, was
+
+    def count_pending(self, site_id: int | None, since: int | None, full_pass: bool) -> int:
+        """How many snapshots a run will parse: every unmapped one on a full pass, else the
+        inbox's unmapped rows (for a progress bar's total; one count, no rows read)."""
+        mapped = publication_mapping.c
+        if full_pass:
+            source, snap = article_snapshot, article_snapshot.c
+        else:
+            source, snap = parse_inbox, parse_inbox.c
+        query = (
+            select(func.count())
+            .select_from(source)
+            .outerjoin(
+                publication_mapping,
+                (mapped.article_id == snap.article_id)
+                & (mapped.snapshot_at == snap.snapshot_at)
+                & (mapped.parser_version == self.parser_version),
+            )
+            .where(mapped.article_id.is_(None))
+        )
+        if site_id is not None:
+            query = query.where(
+                snap.article_id.in_(
+                    select(article.c.article_id).where(article.c.site_id == site_id)
+                )
+            )
+        if since is not None:
+            query = query.where(snap.snapshot_at >= since)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
 
     def iter_unparsed(
         self, site_id: int | None = None, since: int | None = None, batch: int = 1000
@@ -499,6 +529,18 @@ class PublicationStore:
                 parsed_at=now,
             )
         )
+
+    def count_publications(self, site_id: int | None = None) -> int:
+        """How many publication versions ``iter_publications`` will give."""
+        query = (
+            select(func.count())
+            .select_from(publication)
+            .where(publication.c.parser_version == self.parser_version)
+        )
+        if site_id is not None:
+            query = query.where(publication.c.site_id == site_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
 
     def iter_publications(
         self, site_id: int | None = None, batch: int = 200

@@ -38,6 +38,7 @@ from typing import Protocol
 from sqlalchemy import and_, func, select, text, update
 from sqlalchemy.engine import Connection, Engine
 
+from zeroarchive.core.progress import Progress
 from zeroarchive.storage.compression import compress
 from zeroarchive.storage.schema import article_snapshot
 from zeroarchive.storage.snapshots import (
@@ -447,16 +448,21 @@ def rotate(
     directory: Path,
     today: dt.date | None = None,
     exporter: MonthExporter | None = None,
+    progress: Progress | None = None,
 ) -> list[MonthResult]:
     """Export, verify and drop every month before ``cutoff``, oldest first; then split the
-    coming months' partitions ahead (from ``today``, on MySQL/MariaDB).
+    coming months' partitions ahead (from ``today``, on MySQL/MariaDB). ``progress``, when
+    given, counts the months.
 
     Stops at the first month whose export or verification fails (RotationError or OSError
     propagate); months done before it stay done, nothing of it or later is dropped.
     """
     exporter = exporter or JsonlMonthExport()
     results = []
-    for month in months_before(engine, cutoff):
+    months = months_before(engine, cutoff)
+    if progress is not None:
+        progress.set_total(len(months))
+    for month in months:
         path = exporter.export(engine, month, directory)
         count = exporter.verify(engine, month, path)
         carried = carry_bytes_forward(engine, month)
@@ -469,6 +475,8 @@ def rotate(
             carried,
         )
         results.append(MonthResult(month.label, count, path, carried, True))
+        if progress is not None:
+            progress.advance()
     if results:
         vacuum(engine)
     if today is not None:

@@ -144,6 +144,20 @@ article_snapshot = Table(
     PrimaryKeyConstraint("article_id", "snapshot_at", "snapshot_at_date"),
 )
 
+# Which archive row each row of an imported 0archive database became (kind "site" or
+# "article"; migration 0015): `scrapy import_0archive` skips what is done and merges
+# 0archive's duplicate articles once only.
+legacy_id = Table(
+    "legacy_id",
+    metadata,
+    Column("source", String(255), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("old_id", BigInteger, nullable=False),
+    Column("new_id", Id, nullable=False),
+    PrimaryKeyConstraint("source", "kind", "old_id"),
+    sqlite_with_rowid=False,
+)
+
 # --- Publications (stage B, written only by the parser; see storage/publications.py) ---
 
 parser_info = Table(

@@ -514,6 +514,25 @@ def iter_snapshots(
         last_key = (rows[-1].article_id, rows[-1].snapshot_at)
 
 
+def count_snapshots(
+    engine: Engine,
+    site_id: int | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> int:
+    """How many snapshots ``iter_snapshots`` and ``iter_snapshot_metadata`` will give."""
+    query = select(func.count()).select_from(article_snapshot)
+    if site_id is not None:
+        in_site = select(article.c.article_id).where(article.c.site_id == site_id)
+        query = query.where(article_snapshot.c.article_id.in_(in_site))
+    if since is not None:
+        query = query.where(article_snapshot.c.snapshot_at >= since)
+    if until is not None:
+        query = query.where(article_snapshot.c.snapshot_at < until)
+    with engine.connect() as conn:
+        return int(conn.execute(query).scalar_one())
+
+
 def iter_snapshot_metadata(
     engine: Engine, site_id: int | None = None, since: int | None = None, batch: int = 2000
 ) -> Iterator[dict[str, Any]]:

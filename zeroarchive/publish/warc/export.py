@@ -38,6 +38,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from zeroarchive.core.atomic import discard, partial_path, written_whole
+from zeroarchive.core.progress import Progress
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
@@ -52,7 +53,7 @@ from zeroarchive.publish.warc.records import (
     warc_date,
 )
 from zeroarchive.sources import source_for_article_type
-from zeroarchive.storage.snapshots import ExportedSnapshot, iter_snapshots
+from zeroarchive.storage.snapshots import ExportedSnapshot, count_snapshots, iter_snapshots
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -317,8 +318,10 @@ def export_warc(
     site_id: int | None = None,
     since: int | None = None,
     until: int | None = None,
+    progress: Progress | None = None,
 ) -> WarcExport:
-    """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``.
+    """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``;
+    ``progress``, when given, is told the total and each snapshot written.
 
     Everything is written in a hidden directory inside ``directory`` and moved out once
     complete, the index last; a failed export leaves nothing behind.
@@ -329,11 +332,15 @@ def export_warc(
         for name, value in (("site", site_id), ("since", since), ("until", until))
         if value is not None
     )
+    snapshots = iter_snapshots(engine, site_id=site_id, since=since, until=until)
+    if progress is not None:
+        progress.set_total(count_snapshots(engine, site_id, since, until))
+        snapshots = progress.track(snapshots)
     work = partial_path(directory / prefix)
     work.mkdir()
     try:
         written, counts = write_warcs(
-            iter_snapshots(engine, site_id=site_id, since=since, until=until),
+            snapshots,
             work,
             prefix,
             config.roll_bytes,

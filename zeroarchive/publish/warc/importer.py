@@ -22,10 +22,11 @@ file itself cannot be read further.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ from warcio.recordloader import ArcWarcRecord
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.core.progress import Progress
 from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
@@ -91,8 +93,16 @@ class WarcImportConfig:
 class WarcImporter:
     """Imports WARC files into one site; ``stats`` counts what became of every record."""
 
-    def __init__(self, engine: Engine, site: Site, config: WarcImportConfig) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        site: Site,
+        config: WarcImportConfig,
+        progress: Progress | None = None,
+    ) -> None:
+        """``progress``, when given, counts the files' bytes as their records are read."""
         self.engine = engine
+        self.progress = progress
         self.site = site
         self.config = config
         self.article_type = site.source.article_type
@@ -104,7 +114,9 @@ class WarcImporter:
         # of them needs (the digest is of the payload as sent, so it is kept, not recomputed).
         self._seen: dict[tuple[str, str], StoredCapture] = {}
 
-    def import_files(self, paths: Iterable[Path]) -> Counter[str]:
+    def import_files(self, paths: Sequence[Path]) -> Counter[str]:
+        if self.progress is not None:
+            self.progress.set_total(sum(path.stat().st_size for path in paths))
         for path in paths:
             self.import_file(path)
         self.flush()
@@ -112,6 +124,7 @@ class WarcImporter:
 
     def import_file(self, path: Path) -> None:
         self._count("files")
+        counted = self.progress.done if self.progress is not None else 0
         try:
             with path.open("rb") as handle:
                 records = ArchiveIterator(handle)
@@ -121,7 +134,9 @@ class WarcImporter:
                         self._count("records")
                         error = self._import_record(record)
                         # Asking for the offset reads the record to its end: only now.
-                        offset = records.get_record_offset()
+                        read, offset = offset, records.get_record_offset()
+                        if self.progress is not None:
+                            self.progress.advance(offset - read)
                         if error is not None:
                             self._count("malformed")
                             logger.error(
@@ -143,6 +158,10 @@ class WarcImporter:
         except OSError as exc:
             self._count("files_unreadable")
             logger.error("%s: cannot read: %s", path, exc)
+        if self.progress is not None:
+            # Offsets are of records' starts: the last record's bytes are counted here.
+            with contextlib.suppress(OSError):
+                self.progress.advance(path.stat().st_size - (self.progress.done - counted))
 
     def _import_record(self, record: ArcWarcRecord) -> Exception | None:
         """Queue the record's snapshot, if it makes one; return the error if it is malformed."""

@@ -1,0 +1,436 @@
+"""`scrapy import_0archive`: a 0archive database built with ZeroScraper's own migrations
+on MariaDB, filled with the rows a running 0archive held, imported into SQLite and into
+MariaDB, compared row by row; a second run adds nothing; a killed run resumed ends with
+the same rows; the schedule goes on from 0archive's."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.engine import Engine
+
+from tests.conftest import REPO, fresh_mariadb, scrapy
+from tests.zeroscraper_db import build_zeroscraper
+from tests.zeroscraper_rows import (
+    APRIL_2020,
+    FUTURE,
+    MARCH_2020,
+    NOW,
+    PAST,
+    ZeroArchiveRows,
+    add_article,
+    add_site,
+    add_snapshot,
+    fill,
+    page,
+)
+from zeroarchive.core.urls import canonicalize_url, url_hash
+from zeroarchive.sources import label_types
+from zeroarchive.storage.articles import ArticleStore
+from zeroarchive.storage.engine import make_engine
+from zeroarchive.storage.from_0archive.sites import map_site
+from zeroarchive.storage.from_0archive.source import OldSite, prefetched
+from zeroarchive.storage.schema import article, article_snapshot, legacy_id, site
+from zeroarchive.storage.snapshots import read_snapshot
+
+CLOCK = {"ZEROARCHIVE_FAKE_NOW": str(NOW)}
+SKIPPED_ARTICLES = {10, 11}
+NO_ARTICLE = 999
+
+
+@pytest.fixture(scope="module")
+def zeroscraper() -> Iterator[tuple[str, ZeroArchiveRows]]:
+    """A 0archive database at its migrations' head, with fill()'s rows (only read)."""
+    with fresh_mariadb() as url:
+        engine = build_zeroscraper(url)
+        rows = fill(engine)
+        engine.dispose()
+        yield url, rows
+
+
+def run_import(source: str, target: str, *extra: str) -> str:
+    """The command's log (stderr), then its last line (stdout)."""
+    done = scrapy("import_0archive", source, *extra, db_url=target, cwd=REPO, extra_env=CLOCK)
+    assert done.returncode == 0, done.output
+    return done.stderr + done.stdout
+
+
+def new_id(engine: Engine, url: str) -> int:
+    with engine.connect() as conn:
+        found = conn.execute(
+            select(article.c.article_id).where(article.c.url_hash == url_hash(url))
+        ).scalar()
+    assert found is not None, url
+    return int(found)
+
+
+def articles_by_url(engine: Engine) -> dict[str, dict[str, Any]]:
+    with engine.connect() as conn:
+        return {row["url"]: dict(row) for row in conn.execute(select(article)).mappings()}
+
+
+def expected_snapshots(rows: ZeroArchiveRows) -> dict[tuple[str, int], bytes]:
+    """(canonical URL, time) -> bytes of every snapshot that must come over."""
+    out = {}
+    for (_, old_id, at), raw in rows.snapshots.items():
+        if raw is None or old_id in SKIPPED_ARTICLES or old_id == NO_ARTICLE:
+            continue
+        out[(canonicalize_url(rows.articles[old_id]["url"]), at)] = raw
+    return out
+
+
+def dump(engine: Engine) -> dict[str, Any]:
+    """The archive's rows without their ids: equal dumps mean equal archives."""
+    with engine.connect() as conn:
+        sites = {r.site_id: r for r in conn.execute(select(site))}
+        arts = {r.article_id: r for r in conn.execute(select(article))}
+        snaps = conn.execute(select(article_snapshot)).all()
+    return {
+        "sites": sorted(
+            (s.name, s.url, s.type, s.category, s.config, bool(s.is_active), s.airtable_id)
+            for s in sites.values()
+        ),
+        "articles": sorted(
+            (
+                a.url,
+                sites[a.site_id].name,
+                a.article_type,
+                a.created_at,
+                a.first_snapshot_at,
+                a.last_snapshot_at,
+                a.next_snapshot_at,
+                a.snapshot_count,
+                a.stop_reason,
+                arts[a.redirect_to].url if a.redirect_to else None,
+                bytes(a.last_content_hash or b"").hex(),
+            )
+            for a in arts.values()
+        ),
+        "snapshots": sorted(
+            (
+                arts[s.article_id].url,
+                s.snapshot_at,
+                bytes(s.content_hash).hex(),
+                s.raw_data is None,
+                s.encoding,
+                s.raw_size,
+                bool(s.rendered),
+            )
+            for s in snaps
+        ),
+    }
+
+
+def test_import_brings_every_site_article_and_snapshot_over_and_again_adds_nothing(
+    zeroscraper: tuple[str, ZeroArchiveRows], db_url: str
+) -> None:
+    source, rows = zeroscraper
+    output = run_import(source, db_url)
+    assert output.rstrip().splitlines()[-1] == (
+        "imported 4 sites, 13 articles, 16 snapshots (6 skipped)"
+    ), output
+    for named in (
+        "skipped article 10 (ftp://news.example.tw/news/10): URL rejected",
+        "skipped article 11 (https://news.example.tw/news/11): its site 99 is not in 0archive",
+        "skipped snapshot ArticleSnapshot(11, 1585699500): its article 11 was skipped",
+        "skipped snapshot ArticleSnapshot(999, 1585699560): no article 999 in 0archive",
+        "skipped snapshot ArticleSnapshot(12, 1585699620): raw_data is NULL",
+        "site 3 (文山伯 (search), fb_page): kept inactive",
+        "snapshot ArticleSnapshot202003(4, 1583020800): not valid UTF-8 text",
+    ):
+        assert named in output, named
+    engine = make_engine(db_url)
+
+    with engine.connect() as conn:
+        sites = {r.airtable_id: r for r in conn.execute(select(site))}
+    assert (sites["rec0001"].type, sites["rec0001"].category) == ("news", "news_website")
+    assert json.loads(sites["rec0001"].config) == {
+        "article": r"/news/\d+",
+        "following": "/list",
+        "depth": 2,
+        "delay": 1.5,
+    }
+    assert sites["rec0001"].is_active and sites["rec0001"].last_crawl_at == NOW - 600
+    assert sites["rec0002"].type == "ptt"
+    fb = sites["rec0003"]
+    assert (fb.type, fb.category, bool(fb.is_active)) == ("facebook", "fb_page", False)
+    farm = sites["rec0004"]
+    assert not farm.is_active and json.loads(farm.config)["render"] is True
+
+    found = articles_by_url(engine)
+    one = found["https://news.example.tw/news/1"]
+    assert (one["first_snapshot_at"], one["last_snapshot_at"]) == (
+        MARCH_2020 - 60,
+        APRIL_2020 + 86400,
+    )
+    assert (one["snapshot_count"], one["next_snapshot_at"], one["stop_reason"]) == (4, FUTURE, None)
+    assert bytes(one["last_content_hash"]) == hashlib.sha256(page("cna_s2")).digest()
+    stopped = found["https://news.example.tw/news/4"]
+    assert (stopped["next_snapshot_at"], stopped["stop_reason"]) == (0, "plan_complete")
+    assert found["https://news.example.tw/news/5"]["next_snapshot_at"] == PAST
+    assert found["https://news.example.tw/news/9"]["next_snapshot_at"] == NOW
+    moved = found["https://news.example.tw/news/6"]
+    assert (moved["next_snapshot_at"], moved["stop_reason"]) == (0, "moved")
+    assert moved["redirect_to"] == new_id(engine, "https://news.example.tw/news/7")
+    assert found["https://news.example.tw/news/8"]["redirect_to"] == new_id(
+        engine, "https://news.example.tw/news/80"
+    )
+    assert found["https://news.example.tw/news/80"]["next_snapshot_at"] == NOW
+    assert (
+        found["https://www.ptt.cc/bbs/Gossiping/M.1585699200.A.123.html"]["article_type"] == "PTT"
+    )
+    assert found["https://www.facebook.com/100/posts/200"]["article_type"] == "FBPost"
+    assert "ftp://news.example.tw/news/10" not in found
+    assert len(found) == 12  # 13 of 0archive's rows, 1-3 merged into one, plus news/80
+
+    expected = expected_snapshots(rows)
+    with engine.connect() as conn:
+        stored = conn.execute(select(article_snapshot)).all()
+    assert len(stored) == len(expected) == 16
+    for (url, at), raw in expected.items():
+        snapshot = read_snapshot(engine, new_id(engine, url), at)
+        assert snapshot.raw == raw, (url, at)
+        assert snapshot.content_hash == hashlib.sha256(raw).digest()
+    by_key = {(row.article_id, row.snapshot_at): row for row in stored}
+    four = new_id(engine, "https://news.example.tw/news/4")
+    assert by_key[(four, MARCH_2020 + 3600)].raw_data is None  # the unchanged repeat
+    assert by_key[(four, MARCH_2020)].encoding != "utf-8"
+    assert by_key[(one["article_id"], APRIL_2020 + 7200)].raw_data is None  # cna_s1 again
+    farm_post = new_id(engine, "http://qiqi.today/12345")
+    assert by_key[(farm_post, APRIL_2020 + 700)].rendered
+    before = dump(engine)
+    engine.dispose()
+
+    again = run_import(source, db_url)
+    assert again.rstrip().splitlines()[-1] == (
+        "imported 0 sites, 0 articles, 0 snapshots (6 skipped)"
+    ), again
+    assert "already imported before: 4 sites, 13 articles, 16 snapshots" in again
+    engine = make_engine(db_url)
+    assert dump(engine) == before
+    engine.dispose()
+
+
+def test_dry_run_counts_and_names_the_problems_and_writes_nothing(
+    zeroscraper: tuple[str, ZeroArchiveRows], tmp_path: Path
+) -> None:
+    source, _ = zeroscraper
+    target = tmp_path / "archive.db"
+    output = run_import(source, f"sqlite:///{target}", "--dry-run")
+    assert output.rstrip().splitlines()[-1] == (
+        "dry run: would import 4 sites, 13 articles, 16 snapshots (6 skipped)"
+    ), output
+    for named in (
+        "problem: site 3 (文山伯 (search), fb_page): kept inactive",
+        "problem: snapshot ArticleSnapshot202003(4, 1583020800): not valid UTF-8 text",
+        "problem: snapshot ArticleSnapshot202003(9, 1583021100): not valid UTF-8 text",
+        "skipped article 11 (https://news.example.tw/news/11): its site 99 is not in 0archive",
+        "not imported: 0archive's Variable last_dump",
+    ):
+        assert named in output, named
+    assert not target.exists()
+
+
+def test_only_the_sites_asked_for(zeroscraper: tuple[str, ZeroArchiveRows], tmp_path: Path) -> None:
+    source, _ = zeroscraper
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    output = run_import(source, db, "--sites", "2,4", "--batch", "1")
+    assert output.rstrip().splitlines()[-1] == (
+        "imported 2 sites, 2 articles, 2 snapshots (0 skipped)"
+    ), output
+    missing = scrapy("import_0archive", source, "--sites", "77", db_url=db, cwd=REPO)
+    assert missing.returncode != 0 and "no site 77 in the 0archive database" in missing.output
+
+
+def test_the_schedule_goes_on_from_0archives(
+    zeroscraper: tuple[str, ZeroArchiveRows], tmp_path: Path
+) -> None:
+    source, _ = zeroscraper
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    run_import(source, db)
+    engine = make_engine(db)
+    with engine.connect() as conn:
+        news = conn.execute(select(site.c.site_id).where(site.c.airtable_id == "rec0001")).scalar()
+    store = ArticleStore(engine)
+
+    def due(at: int) -> set[str]:
+        return {a.url for a in store.claim_due([news], at, 100, lease=1)}
+
+    # Nothing is handed out before its next_snapshot_at; what was due in 0archive is due.
+    assert due(NOW) == {
+        "https://news.example.tw/news/5",
+        "https://news.example.tw/news/9",
+        "https://news.example.tw/news/80",
+    }
+    assert due(FUTURE - 1) == {
+        "https://news.example.tw/news/5",
+        "https://news.example.tw/news/9",
+        "https://news.example.tw/news/80",
+    }
+    # At 0archive's next time the scheduled ones come; stopped and moved ones never do.
+    assert due(FUTURE) == {
+        "https://news.example.tw/news/1",
+        "https://news.example.tw/news/5",
+        "https://news.example.tw/news/7",
+        "https://news.example.tw/news/9",
+        "https://news.example.tw/news/12",
+        "https://news.example.tw/news/80",
+    }
+    engine.dispose()
+
+
+def test_map_site_keeps_a_site_no_spider_can_crawl_inactive() -> None:
+    old = OldSite(
+        3,
+        "fb_page",
+        "文山伯",
+        "https://www.facebook.com/search/top/?q=x",
+        "{}",
+        True,
+        "rec7xrqokEMg3s5L9",
+        None,
+    )
+    mapped = map_site(old, label_types())
+    assert mapped.problem and not mapped.spec.is_active
+    assert (mapped.spec.type, mapped.spec.category) == ("facebook", "fb_page")
+    blog = OldSite(
+        5, "blog", "部落", "https://blog.example/", '{"article": "/p/"}', True, "recB", None
+    )
+    mapped = map_site(blog, label_types())
+    assert "unknown type 'blog'" in (mapped.problem or "")
+    assert (mapped.spec.type, mapped.spec.category, mapped.spec.is_active) == (
+        "news",
+        "blog",
+        False,
+    )
+    assert map_site(blog, label_types({"blog": "content_farm"})).spec.type == "content_farm"
+
+
+def big_zeroscraper(url: str, articles: int = 40, per_article: int = 10) -> None:
+    """A 0archive with enough snapshots for a run to be killed in the middle."""
+    engine = build_zeroscraper(url)
+    rows = ZeroArchiveRows()
+    pages = [page(name) for name in ("cna_s1", "cna_s2", "ettoday_s1", "tvbs_s1", "udn_s2")]
+    add_site(engine, 1)
+    for article_id in range(1, articles + 1):
+        add_article(
+            engine,
+            rows,
+            article_id,
+            snapshot_count=per_article,
+            next_snapshot_at=FUTURE if article_id % 2 else 0,
+        )
+        for n in range(per_article):
+            raw = pages[(article_id + n) % len(pages)]
+            table = "ArticleSnapshot"
+            if raw == pages[-1]:  # a Big5 page: the live (utf8mb4) table cannot hold it
+                raw = pages[0] + f"<!-- {n} -->".encode()
+            add_snapshot(engine, rows, article_id, APRIL_2020 + n * 3600, raw, table)
+    engine.dispose()
+
+
+def count(db: str, table: str) -> int:
+    engine = create_engine(db)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one())
+    except Exception:
+        return 0
+    finally:
+        engine.dispose()
+
+
+def kill_when(source: str, db: str, table: str, at_least: int) -> int:
+    """Start an import and kill it (SIGKILL) once ``table`` has ``at_least`` rows."""
+    env = {
+        **os.environ,
+        **CLOCK,
+        "ZEROARCHIVE_DB_URL": db,
+        "PYTHONPATH": str(REPO),
+        "SCRAPY_SETTINGS_MODULE": "settings.base",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "import_0archive", source, "--batch", "2"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while process.poll() is None and time.monotonic() < deadline:
+            if count(db, table) >= at_least:
+                process.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.01)
+        return process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+@pytest.mark.parametrize("target", ["sqlite", "mariadb"])
+def test_a_killed_import_resumed_ends_with_the_same_rows(target: str, tmp_path: Path) -> None:
+    with fresh_mariadb() as source:
+        big_zeroscraper(source)
+        clean = f"sqlite:///{tmp_path / 'clean.db'}"
+        run_import(source, clean)
+        with contextlib_target(target, tmp_path) as db:
+            assert kill_when(source, db, "ArticleSnapshot", 60) == -signal.SIGKILL
+            assert 60 <= count(db, "ArticleSnapshot") < 400  # killed in the middle
+            output = run_import(source, db)
+            assert "already imported before: 1 sites, 40 articles" in output
+            resumed = make_engine(db)
+            expected = make_engine(clean)
+            assert dump(resumed) == dump(expected)
+            with resumed.connect() as conn:
+                mapped = conn.execute(select(func.count()).select_from(legacy_id)).scalar_one()
+            assert mapped == 41  # every site and article once
+            resumed.dispose()
+            expected.dispose()
+
+
+def contextlib_target(kind: str, tmp_path: Path) -> Any:
+    import contextlib
+
+    if kind == "mariadb":
+        return fresh_mariadb()
+    return contextlib.nullcontext(f"sqlite:///{tmp_path / 'archive.db'}")
+
+
+def test_prefetched_reads_ahead_and_hands_on_errors_and_stops_when_left() -> None:
+    def batches(fail: bool) -> Iterator[list[int]]:
+        for n in range(5):
+            yield [n]
+        if fail:
+            raise OSError("the 0archive database went away")
+
+    assert list(prefetched(batches(False))) == [[0], [1], [2], [3], [4]]
+    with pytest.raises(OSError, match="went away"):
+        list(prefetched(batches(True)))
+    reader = prefetched(batches(False))
+    assert next(reader) == [0]
+    reader.close()  # the reading thread ends too
+
+
+def test_a_source_that_is_no_0archive_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    for url, says in (
+        ("sqlite:///zeroscraper.db", "a 0archive database is MySQL or MariaDB, not sqlite"),
+        ("mysql+pymysql://nobody:secret@127.0.0.1:3306/zs", "Access denied for user 'nobody'"),
+    ):
+        done = scrapy("import_0archive", url, db_url=db, cwd=REPO)
+        assert done.returncode == 2, done.output
+        assert says in done.stderr and "Traceback" not in done.stderr
+        assert "secret" not in done.stderr

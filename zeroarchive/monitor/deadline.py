@@ -1,0 +1,130 @@
+"""A time limit that really stops a request's work: the work runs in a thread of its own
+with a deadline; the database statements it runs are cut at the deadline (SQLite: a
+progress handler that interrupts the statement; MariaDB: ``SET STATEMENT
+max_statement_time``), GraphQL resolvers check it before they start, and a server told
+to stop makes every deadline pass at once. The threads are daemons: a stopping server
+never waits for one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+T = TypeVar("T")
+# SQLite calls the progress handler every this many virtual machine steps (~1 ms).
+PROGRESS_STEPS = 10_000
+_local = threading.local()
+
+
+class TimeUp(Exception):
+    """The request's time is up (or the server is stopping)."""
+
+
+def expired() -> bool:
+    until: float | None = getattr(_local, "until", None)
+    if until is None:
+        return False
+    stopping: threading.Event = _local.stopping
+    return stopping.is_set() or time.monotonic() >= until
+
+
+def check() -> None:
+    """Raise TimeUp when this thread's deadline has passed."""
+    if expired():
+        raise TimeUp("the request ran out of time")
+
+
+@contextmanager
+def deadline(seconds: float, stopping: threading.Event) -> Iterator[None]:
+    """Run the block in this thread with a deadline ``seconds`` from now, or until
+    ``stopping`` is set (the server is stopping), whichever comes first."""
+    _local.until = time.monotonic() + seconds
+    _local.stopping = stopping
+    try:
+        yield
+    finally:
+        _local.until = None
+
+
+def _progress() -> int:
+    return 1 if expired() else 0
+
+
+def guard_engine(engine: Engine) -> None:
+    """Make the engine's statements obey the deadline of the thread that runs them (and
+    nothing else: without a deadline a statement runs as before)."""
+    if getattr(engine, "_zeroarchive_deadline", False):
+        return
+    engine._zeroarchive_deadline = True  # type: ignore[attr-defined]
+    sqlite = engine.dialect.name == "sqlite"
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _before(
+        _conn: Any, cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool
+    ) -> tuple[str, Any]:
+        until: float | None = getattr(_local, "until", None)
+        if until is None:
+            return statement, parameters
+        check()
+        if sqlite:
+            cursor.connection.set_progress_handler(_progress, PROGRESS_STEPS)
+        elif statement.lstrip()[:6].upper() in ("SELECT", "WITH R", "WITH "):
+            left = max(until - time.monotonic(), 0.001)
+            statement = f"SET STATEMENT max_statement_time={left:.3f} FOR {statement}"
+        return statement, parameters
+
+
+def _in_daemon(
+    work: Callable[[], T], seconds: float | None, stopping: threading.Event
+) -> asyncio.Future[T]:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            if seconds is None:
+                result = work()
+            else:
+                with deadline(seconds, stopping):
+                    result = work()
+        except Exception as exc:  # handed to the awaiting request, not lost
+            error = exc
+        with contextlib.suppress(RuntimeError):  # a closed loop: the server has stopped
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="monitor-work", daemon=True).start()
+    return future
+
+
+async def run_with_deadline(work: Callable[[], T], seconds: float, stopping: threading.Event) -> T:
+    """``work()`` in a daemon thread under a deadline; TimeUp after ``seconds`` even if the
+    thread has not noticed yet (it stops at its next statement or resolver)."""
+    future = _in_daemon(work, seconds, stopping)
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), seconds + 0.5)
+    except TimeoutError:
+        raise TimeUp("the request ran out of time") from None
+
+
+async def run_in_daemon(work: Callable[[], T]) -> T:
+    """``work()`` in a daemon thread with no deadline (the background count of site stats):
+    a stopping server does not wait for it."""
+    return await _in_daemon(work, None, threading.Event())
