@@ -14,7 +14,7 @@ printed too.
     python bench/crawl_distributed.py [--copies 20] [--rounds 5]
 
 Needs MariaDB at 127.0.0.1:3306 (root) and Redis at 127.0.0.1:6379 (uses database 1 and
-flushes it).
+flushes it); BENCH_REDIS_URL and BENCH_DB name others.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ import redis  # noqa: E402
 from bench.crawl_embedded import BENCH_SETTINGS, build_site, run, stat  # noqa: E402
 from tests.replay import ReplayServer  # noqa: E402
 
-REDIS_URL = "redis://127.0.0.1:6379/1"
-DB = "zeroarchive_bench"
+# Another Redis or database name from the environment, for a machine others share.
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")
+DB = os.environ.get("BENCH_DB", "zeroarchive_bench")
 # A site config walks at most 50 list pages deep; bigger runs get longer list pages.
 MAX_DEPTH = 50
 LIST_LINKS = 50

@@ -7,7 +7,8 @@ each under several copies, behind generated list pages; then, side by side in on
 - the limit: a plain Scrapy spider fetching the same article URLs and keeping nothing.
 
 Prints pages/s of both, their ratio (best against best, and the median of the rounds'
-ratios), and bytes stored per snapshot against raw bytes.
+ratios), CPU seconds per page of both (whole process: on a shared machine a steadier
+reading than wall clock), and bytes stored per snapshot against raw bytes.
 
     python bench/crawl_embedded.py [--copies 5] [--rounds 2]
 """
@@ -19,6 +20,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -85,10 +87,17 @@ def build_site(copies: int, per_list: int = 50) -> tuple[dict[str, Route], list[
     return routes, articles
 
 
+#: CPU seconds (user + system) of each finished run, by the order they ran.
+CPU: list[float] = []
+
+
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{args} failed:\n{done.stderr[-3000:]}")
     return elapsed, done.stderr
@@ -107,6 +116,7 @@ def main() -> None:
 
     routes, articles = build_site(options.copies)
     results: dict[str, list[float]] = {"zeroarchive": [], "fetch_only": []}
+    cpu: dict[str, list[float]] = {"zeroarchive": [], "fetch_only": []}
     raw_bytes = stored_bytes = snapshots = 0
     with ReplayServer(routes) as server, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -139,6 +149,7 @@ def main() -> None:
                     f"zeroarchive saved {saved} of {len(articles)} pages:\n{log[-3000:]}"
                 )
             results["zeroarchive"].append(saved / elapsed)
+            cpu["zeroarchive"].append(CPU[-1] / saved)
             engine = create_engine(f"sqlite:///{db}")
             with engine.connect() as conn:
                 raw, stored, count = conn.execute(
@@ -170,6 +181,7 @@ def main() -> None:
             )
             fetched = stat(log, "fetch_only/pages")
             results["fetch_only"].append(fetched / elapsed)
+            cpu["fetch_only"].append(CPU[-1] / fetched)
 
     best = {name: max(values) for name, values in results.items()}
     print(json.dumps({"articles": len(articles), "rounds": options.rounds, "pages_per_s": results}))
@@ -189,6 +201,20 @@ def main() -> None:
     print(
         f"ratio per round: median {statistics.median(per_round):.2f} "
         f"(rounds: {', '.join(f'{r:.2f}' for r in per_round)})"
+    )
+    # On a shared machine wall-clock rates follow the other load; CPU per page much less.
+    cpu_ratio = [
+        limit / ours for ours, limit in zip(cpu["zeroarchive"], cpu["fetch_only"], strict=True)
+    ]
+    print(
+        "CPU ms per page: zeroarchive "
+        + ", ".join(f"{1000 * c:.2f}" for c in cpu["zeroarchive"])
+        + "; fetch-only "
+        + ", ".join(f"{1000 * c:.2f}" for c in cpu["fetch_only"])
+    )
+    print(
+        f"ratio fetch-only CPU / zeroarchive CPU per page: median "
+        f"{statistics.median(cpu_ratio):.2f} (rounds: {', '.join(f'{r:.2f}' for r in cpu_ratio)})"
     )
     print(
         f"ratio stored / raw bytes: {stored_bytes / raw_bytes:.3f} "

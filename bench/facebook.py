@@ -102,7 +102,6 @@ def main() -> None:
             "ZEROARCHIVE_DB_URL": db_url,
             "PYTHONPATH": str(REPO),
             "SCRAPY_SETTINGS_MODULE": "settings.base",
-            "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "",
             TAG: tag,
         }
         sites = work / "sites.yaml"

@@ -6,6 +6,8 @@ also come from the environment through settings/prod.py; ``ZEROARCHIVE_DB_URL`` 
 from the environment here too.
 """
 
+from scrapy.settings import default_settings as _scrapy_defaults
+
 # --- Project ---------------------------------------------------------------------------
 BOT_NAME = "zeroarchive"
 COMMANDS_MODULE = "zeroarchive.commands"
@@ -109,6 +111,9 @@ RETRY_TIMES = 3
 ROBOTSTXT_OBEY = True
 # Bot challenges, captchas and login walls are failures of kind blocked, not snapshots.
 BLOCK_PAGES_ENABLED = True
+# A Public Suffix List file for the cookie rules (middlewares/cookies.py); None = the copy
+# bundled with tldextract. Never downloaded: workers may reach nothing but the sites.
+COOKIES_PUBLIC_SUFFIX_LIST = None
 # Proxies shared by every site without a `proxy` of its own, used in turn. One with
 # credentials only from the environment variable of this name (comma-separated).
 ZEROARCHIVE_PROXIES: list[str] = []
@@ -128,11 +133,28 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.site_policy.SitePolicyDownloaderMiddleware": 50,
     # Before Scrapy's HttpProxyMiddleware (750), which turns credentials into a header.
     "middlewares.proxies.ProxyDownloaderMiddleware": 60,
+    # robots.txt once per host and run (the spider's Sitemap: reading included), and a
+    # host that cannot be reached is one line, not a stack trace per request.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.robots.RobotsTxtDownloaderMiddleware": 55,
+    # Scrapy's cookie rules with a Public Suffix List that is never fetched.
+    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
+    "middlewares.cookies.CookiesDownloaderMiddleware": 700,
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.retry_backoff.BackoffRetryDownloaderMiddleware": 550,
     "middlewares.throttle.ThrottleDownloaderMiddleware": 560,
     # After retry and throttle in process_response order: a block page is not retried.
     "middlewares.block_pages.BlockPagesDownloaderMiddleware": 580,
+}
+# Off (REMOTE_CONTROL_ENABLED, TELNETCONSOLE_ENABLED) and left out of Scrapy's base list:
+# Scrapy imports every listed extension (even one set to None) before asking it, and the
+# remote control's aiohttp alone cost 0.3-0.5 s of CPU at the start of every crawl.
+_left_out = (
+    "scrapy.extensions.remote_control.RemoteControl",
+    "scrapy.extensions.telnet.TelnetConsole",
+)
+EXTENSIONS_BASE = {
+    name: order for name, order in _scrapy_defaults.EXTENSIONS_BASE.items() if name not in _left_out
 }
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,

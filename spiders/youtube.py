@@ -16,6 +16,7 @@ or a local server works the same. Each video is an Article of type YTVideo at
 from __future__ import annotations
 
 import calendar
+import io
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -58,7 +59,8 @@ def feed_videos(body: bytes) -> list[tuple[str, int | None]]:
     import feedparser  # here: every crawl imports every spider at start
 
     videos = []
-    for entry in feedparser.parse(body).entries:
+    # A stream, not bytes: feedparser opens bytes that name a file on this machine.
+    for entry in feedparser.parse(io.BytesIO(body)).entries:
         video_id = entry.get("yt_videoid", "")
         if not VIDEO_ID.fullmatch(video_id):
             continue

@@ -135,9 +135,6 @@ def scrapy(
         "ZEROARCHIVE_DB_URL": db_url,
         "PYTHONPATH": str(REPO),
         "SCRAPY_SETTINGS_MODULE": "settings.base",
-        # Scrapy's cookies middleware has tldextract fetch the Public Suffix List on first
-        # use; tests are offline, so it uses the copy bundled with tldextract.
-        "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "",
         **(extra_env or {}),
     }
     done = subprocess.run(

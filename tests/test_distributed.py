@@ -59,7 +59,6 @@ def env_for(db_url: str, redis_url: str) -> dict[str, str]:
         "REDIS_URL": redis_url,
         "PYTHONPATH": str(REPO),
         "SCRAPY_SETTINGS_MODULE": "settings.base",
-        "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "",
     }
 
 

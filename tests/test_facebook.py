@@ -249,7 +249,6 @@ def test_killed_crawl_leaves_no_chromium(tmp_path: Path) -> None:
             "ZEROARCHIVE_DB_URL": db_url,
             "PYTHONPATH": str(REPO),
             "SCRAPY_SETTINGS_MODULE": "settings.base",
-            "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "",
             TAG: tag,
         }
         crawler = subprocess.Popen(

@@ -78,7 +78,15 @@ class ScriptedSite:
             body = json.dumps(items, ensure_ascii=False).encode("utf-8")
             return Reply(200, (("Content-Type", "application/json"),), body)
         if request.path in self.paths:
-            return html(200, shell(self.paths[request.path]))
+            # The first article answers 203 with headers of its own: a rendered snapshot
+            # keeps the status and headers the browser's page came with.
+            first = request.path == "/news/1"
+            return html(
+                203 if first else 200,
+                shell(self.paths[request.path]),
+                ("X-Archive-Test", request.path),
+                ("Cache-Control", "max-age=60"),
+            )
         return NOT_FOUND
 
 
@@ -131,6 +139,12 @@ def test_a_rendered_site_is_archived_as_its_scripts_build_it(db_url: str, tmp_pa
     for exported in iter_snapshots(open_archive(url=db_url).engine):
         snapshot = exported.snapshot
         assert snapshot.rendered and snapshot.encoding == "utf-8"
+        path = exported.url.split("/", 3)[3]
+        assert snapshot.status == (203 if path == "news/1" else 200)
+        headers = {k.lower(): v for k, v in snapshot.headers.items()}
+        assert headers["x-archive-test"] == [f"/{path}"], snapshot.headers
+        assert headers["cache-control"] == ["max-age=60"]
+        assert headers["content-type"] == ["text/html; charset=utf-8"]
         page = snapshot.raw.decode("utf-8")
         facts = EXPECTED[f"{expected[exported.url]}.html.gz"]
         assert f"<title>{facts['title']}</title>" in page

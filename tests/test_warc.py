@@ -14,6 +14,7 @@ import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, select
@@ -571,3 +572,133 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     for args, message in cases:
         run = scrapy(*args, db_url=db_url, cwd=tmp_path)
         assert run.returncode == 2 and message in run.output, (args, run.output)
+
+
+DCARD_FIXTURES = Path(__file__).parent / "fixtures" / "dcard"
+DCARD_SITE = {"name": "funny", "url": "https://www.dcard.tw/f/funny", "type": "dcard"}
+
+
+def resource_timeline(db_url: str) -> dict[str, int]:
+    """A Dcard post taken twice (the second time unchanged), as the dcard spider stores it
+    (one JSON of the post and its comments, real API answers), and a rendered page that
+    came with status 203 and headers of its own. Returns {url: article id}."""
+    from spiders.dcard import snapshot_document
+
+    archive = open_archive(url=db_url)
+    site_ids = {
+        spec["name"]: archive.sites.upsert(parse_spec(spec), ts("2025-01-01T00:00:00"))[0]
+        for spec in [DCARD_SITE, SITES[1]]
+    }
+    post = json.loads((DCARD_FIXTURES / "single_post_content.json").read_text(encoding="utf-8"))
+    comments = json.loads(
+        (DCARD_FIXTURES / "single_post_comments.json").read_text(encoding="utf-8")
+    )
+    document = snapshot_document(post, comments)
+    dcard_url = "https://www.dcard.tw/f/funny/p/224341009"
+    fb_url = "https://m.facebook.example/page/9"
+    pages = [
+        ("funny", "Dcard", dcard_url, "2025-01-10T08:00:00", document, False, 200),
+        ("funny", "Dcard", dcard_url, "2025-01-11T08:00:00", document, False, 200),
+        ("fb", "FBPost", fb_url, "2025-01-12T08:00:00", bodies()["dom"], True, 203),
+    ]
+    ids: dict[str, int] = {}
+    for site, kind, url, when, body, rendered, status in pages:
+        if url not in ids:
+            archive.articles.add(site_ids[site], kind, [url], ts("2025-01-01T00:00:00"))
+            with archive.engine.connect() as conn:
+                ids[url] = conn.execute(
+                    select(article.c.article_id).where(article.c.url == url)
+                ).scalar_one()
+        final = "https://www.dcard.tw/_api/posts/224341009" if kind == "Dcard" else url
+        content_type = "text/html" if rendered else "application/json; charset=utf-8"
+        archive.snapshots.save(
+            [
+                FetchedPage(
+                    article_id=ids[url],
+                    site_id=site_ids[site],
+                    article_type=kind,
+                    fetched_at=ts(when),
+                    status=status,
+                    final_url=final,
+                    headers={
+                        "Content-Type": [content_type],
+                        "X-Request-Id": [f"{kind}-{when}"],
+                        "Set-Cookie": ["a=1; Path=/", "b=2; Path=/"],
+                    },
+                    encoding="utf-8",
+                    body=body,
+                    rendered=rendered,
+                )
+            ]
+        )
+    return ids
+
+
+def test_assembled_and_rendered_snapshots_are_resources_with_their_heads(
+    db_url: str, tmp_path: Path, wayback: Path
+) -> None:
+    from zeroarchive.publish.warc.records import read_head
+
+    resource_timeline(db_url)
+    close_archives()
+    out = export(db_url, tmp_path)
+    files = sorted(out.glob("*.warc.gz"))
+    records = [r for r in read_records(files) if r.type != "warcinfo"]
+    engine = create_engine(db_url)
+    stored = list(iter_snapshots(engine))
+    engine.dispose()
+    # Each snapshot's record, then the metadata record of its answer's head.
+    kinds = ["resource", "metadata", "revisit", "metadata", "resource", "metadata"]
+    assert [r.type for r in records] == kinds
+    for (record, head), exported in zip(
+        zip(records[::2], records[1::2], strict=True), stored, strict=True
+    ):
+        snapshot = exported.snapshot
+        assert head.field("WARC-Concurrent-To") == record.field("WARC-Record-ID")
+        assert head.field("WARC-Target-URI") == record.field("WARC-Target-URI")
+        assert head.field("Content-Type") == "application/warc-fields"
+        assert record.http is None
+        assert read_head(head.payload) == (snapshot.status, snapshot.headers)
+    dcard = records[0]
+    assert dcard.field("Content-Type") == "application/json; charset=utf-8"
+    assert json.loads(dcard.payload)["post"]["id"] == 224341009
+    assert records[4].field("Content-Type") == "text/html; charset=utf-8"
+
+    # pywb replays every one, the Dcard JSON included, at its time.
+    with pywb_env.serve(files, out / "index.cdxj", tmp_path / "pywb", "archive") as server:
+        for exported in stored:
+            snapshot = exported.snapshot
+            stamp = dt.datetime.fromtimestamp(snapshot.snapshot_at, dt.UTC)
+            url = f"{server}/archive/{stamp:%Y%m%d%H%M%S}id_/{snapshot.final_url}"
+            assert fetch(url) == snapshot.raw, url
+
+    # An import gives every snapshot back, its status and headers included.
+    again = f"sqlite:///{tmp_path / 'again.db'}"
+    archive = open_archive(url=again)
+    for spec in [
+        {"name": "funny", "url": "https://www.dcard.tw/f/funny", "type": "dcard"},
+        SITES[1],
+    ]:
+        archive.sites.upsert(parse_spec(spec), ts("2025-01-01T00:00:00"))
+    close_archives()
+    for site in ("funny", "fb"):
+        run = scrapy("import_warc", *map(str, files), "--site", site, db_url=again, cwd=tmp_path)
+        assert run.returncode == 0, run.output
+    engine = create_engine(again)
+    imported = list(iter_snapshots(engine))
+    engine.dispose()
+
+    def facts(snapshots: list[Any]) -> list[tuple[object, ...]]:
+        return [
+            (
+                e.url,
+                e.snapshot.snapshot_at,
+                e.snapshot.status,
+                e.snapshot.headers,
+                e.snapshot.rendered,
+                e.snapshot.raw,
+            )
+            for e in snapshots
+        ]
+
+    assert facts(imported) == facts(stored)

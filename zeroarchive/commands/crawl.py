@@ -1,17 +1,45 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
 from zeroarchive.core.services import one_line_errors, should_wait, wait_for
+from zeroarchive.core.stats import PREFIX
 from zeroarchive.distributed.redis_client import reachable, redis_url_from
 from zeroarchive.storage.archive import open_archive
 
 #: Spider close reasons that mean the run did nothing because of how it was asked.
 REFUSED = frozenset({"ambiguous_site", "bad_arguments", "site_locked", "unknown_site"})
+#: Exit statuses: 1 the crawler could not start, 2 refused (REFUSED), 3 a server away
+#: (core.services), 4 every request of the run failed.
+EXIT_ALL_FAILED = 4
+
+
+def every_request_failed(stats: dict[str, Any]) -> bool:
+    """Whether the run asked for pages and none answered as a page: list pages and
+    snapshots failed (DNS, refused, timeouts, HTTP errors, block pages) and no list page
+    was read and no snapshot kept. A run with nothing due did not fail.
+
+    >>> every_request_failed({"zeroarchive/list_page_failures": 2})
+    True
+    >>> every_request_failed({"zeroarchive/snapshot_failures": 1, "zeroarchive/list_pages": 1})
+    False
+    >>> every_request_failed({"zeroarchive/snapshot_failures": 3, "zeroarchive/snapshots_saved": 1})
+    False
+    >>> every_request_failed({})
+    False
+    """
+    failed = stats.get(f"{PREFIX}/list_page_failures", 0) + stats.get(
+        f"{PREFIX}/snapshot_failures", 0
+    )
+    answered = stats.get(f"{PREFIX}/list_pages", 0) + stats.get(f"{PREFIX}/canonical_redirects", 0)
+    answered += sum(v for k, v in stats.items() if k.startswith(f"{PREFIX}/snapshots_"))
+    return failed > 0 and answered == 0
 
 
 def servers_answer(settings: BaseSettings) -> None:
@@ -27,7 +55,8 @@ def servers_answer(settings: BaseSettings) -> None:
 
 class Command(ScrapyCrawlCommand):
     """Scrapy's crawl, exiting non-zero when the spider refused to run (bad arguments, an
-    unknown site, a site another run is crawling): cron and scrapyd see the failure.
+    unknown site, a site another run is crawling: 2) or when every request of the run
+    failed (4): cron and scrapyd see the failure.
 
     A database or Redis that does not answer ends the run with one line and exit status
     3, except under scrapyd (or with ZEROARCHIVE_WAIT_FOR_SERVICES), where nobody would
@@ -51,3 +80,9 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
         elif crawler.stats and crawler.stats.get_value("finish_reason") in REFUSED:
             self.exitcode = 2
+        elif crawler.stats and every_request_failed(crawler.stats.get_stats()):
+            print(
+                "error: every request of this run failed (the lines above say why)",
+                file=sys.stderr,
+            )
+            self.exitcode = EXIT_ALL_FAILED

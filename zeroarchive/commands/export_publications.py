@@ -8,7 +8,8 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands.export_snapshots import open_output, site_names
+from zeroarchive.commands.export_snapshots import site_names
+from zeroarchive.core.atomic import open_text_output
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import PARSER_VERSION
@@ -74,7 +75,7 @@ class Command(ScrapyCommand):
             )
             return
         written = 0
-        with open_output(out) as handle, progress:
+        with open_text_output(out) as handle, progress:
             for record in progress.track(store.iter_publications(site_id=site_id)):
                 handle.write(json.dumps(record, ensure_ascii=False))
                 handle.write("\n")

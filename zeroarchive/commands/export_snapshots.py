@@ -1,16 +1,15 @@
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.atomic import open_text_output
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import Archive, open_archive
@@ -20,12 +19,6 @@ from zeroarchive.storage.snapshots import (
     iter_snapshots,
     snapshot_record,
 )
-
-
-def open_output(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "wt", encoding="utf-8")
-    return path.open("w", encoding="utf-8")
 
 
 def site_names(archive: Archive) -> Callable[[int], str]:
@@ -91,7 +84,7 @@ class Command(ScrapyCommand):
             return
         written = 0
         snapshots = iter_snapshots(archive.engine, site_id=site_id, since=opts.since)
-        with open_output(out) as handle, progress:
+        with open_text_output(out) as handle, progress:
             for exported in progress.track(snapshots):
                 handle.write(json.dumps(snapshot_record(exported), ensure_ascii=False))
                 handle.write("\n")

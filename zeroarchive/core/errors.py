@@ -40,10 +40,23 @@ class BlockedPage(IgnoreRequest):
         self.url = url
 
 
+class Unreachable(IgnoreRequest):
+    """A request not sent because its site's robots.txt could not be fetched this run (the
+    site does not resolve or refuses connections); ``kind`` is how that fetch failed."""
+
+    def __init__(self, kind: str, url: str) -> None:
+        super().__init__(f"site unreachable ({kind}): {url}")
+        self.kind = kind
+        self.url = url
+
+
 def error_kind(failure: Failure) -> tuple[str, int | None]:
     """``(kind, http_status)`` of a request failure."""
     if failure.check(BlockedPage):
         return BLOCKED, None
+    if failure.check(Unreachable):
+        assert isinstance(failure.value, Unreachable)
+        return failure.value.kind, None
     for exc_type, kind in _KINDS:
         if failure.check(exc_type):
             if kind == "http":

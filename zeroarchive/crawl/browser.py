@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
+import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +28,10 @@ MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
 # Pictures, video and fonts are not archived: never downloaded by the browser.
 BLOCKED_RESOURCE_TYPES = frozenset({"image", "media", "font"})
 _HOLDS_SLOT = "browser_page_slot"
+#: fontconfig languages of the archive's sites. Web fonts are never downloaded (above), so
+#: Chromium draws their text with the system's fonts: without one per language (Debian's
+#: fonts-noto-cjk has them all), rendered pages and screenshots show boxes.
+CJK_LANGUAGES = ("zh-tw", "zh-cn", "zh-hk", "ja", "ko")
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +106,41 @@ def use_browser(settings: BaseSettings, pages_per_context: int) -> None:
     settings.set("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT", pages_per_context, priority="spider")
 
 
+def missing_cjk_fonts() -> list[str]:
+    """The CJK languages (CJK_LANGUAGES) fontconfig has no font for: all of them when
+    fontconfig's ``fc-list`` is not there to ask."""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return list(CJK_LANGUAGES)
+    missing = []
+    for language in CJK_LANGUAGES:
+        try:
+            found = subprocess.run(
+                [fc_list, f":lang={language}", "family"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            found = ""
+        if not found.strip():
+            missing.append(language)
+    return missing
+
+
+def warn_without_cjk_fonts() -> bool:
+    """One warning line when the browser would draw CJK text as boxes; True if it would."""
+    missing = missing_cjk_fonts()
+    if missing:
+        logger.warning(
+            "No font for %s on this machine: rendered pages and screenshots will show their "
+            "text as boxes (Debian: apt-get install fonts-noto-cjk)",
+            ", ".join(missing),
+        )
+    return bool(missing)
+
+
 def abort_request(request: Any) -> bool:
     """``PLAYWRIGHT_ABORT_REQUEST``: skip what the archive does not keep."""
     return bool(request.resource_type in BLOCKED_RESOURCE_TYPES)
@@ -129,6 +170,8 @@ class BrowserPages:
         self._contexts: dict[str, Any] = {}
         self._slots: dict[int, asyncio.Semaphore] = {}
         self.cookie_files = SessionCookies()
+        if warn_without_cjk_fonts() and crawler.stats is not None:
+            crawler.stats.set_value("browser/no_cjk_font", 1)
 
     @staticmethod
     def meta(user_agent: str) -> dict[str, Any]:

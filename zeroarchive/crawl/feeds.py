@@ -148,7 +148,8 @@ def parse_feed(body: bytes, url: str, content_type: str | None = None) -> list[L
     # Imported here: it takes 40 ms, and every crawl imports this module at start.
     import feedparser
 
-    parsed = feedparser.parse(body, response_headers=headers)
+    # A stream, not bytes: feedparser opens bytes that name a file on this machine.
+    parsed = feedparser.parse(BytesIO(body), response_headers=headers)
     if not parsed.version:
         if _looks_like_html(body):
             raise BadListDocument("not_a_feed", "an HTML page, not a feed")

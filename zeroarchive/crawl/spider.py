@@ -27,7 +27,7 @@ from twisted.python.failure import Failure
 from zeroarchive.core.clock import now
 from zeroarchive.core.db_retry import write_with_retry
 from zeroarchive.core.encoding import detect_encoding
-from zeroarchive.core.errors import error_kind
+from zeroarchive.core.errors import Unreachable, error_kind
 from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.owners import run_owner
 from zeroarchive.core.request_meta import META_KEY
@@ -48,6 +48,14 @@ from zeroarchive.storage.site_stats import record_list_success
 from zeroarchive.storage.sites import AmbiguousSite
 
 logger = logging.getLogger(__name__)
+
+
+def _log_failure(message: str, url: str, kind: str, failure: Failure) -> None:
+    """A failed request's line; for a request dropped because its site cannot be reached,
+    the site's one line (middlewares/robots.py) has said it already."""
+    level = logging.DEBUG if failure.check(Unreachable) else logging.WARNING
+    logger.log(level, message, url, kind)
+
 
 MODES = ("discover", "snapshot", "all")
 # How often a long-running worker records that a site's list pages answer (for the
@@ -384,7 +392,7 @@ class ArchiveSpider(scrapy.Spider):
             return
         count(self.crawler.stats, f"errors/{kind}", meta["site_id"])
         count(self.crawler.stats, "snapshot_failures", meta["site_id"])
-        logger.warning("Snapshot of %s failed: %s", request.url, kind)
+        _log_failure("Snapshot of %s failed: %s", request.url, kind, failure)
         yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
 
     def list_page_answered(self, site: Site) -> None:
@@ -408,7 +416,7 @@ class ArchiveSpider(scrapy.Spider):
         if self.held is not None:
             self.held.responded(request)
             self.held.walk_answered(site_id)
-        logger.warning("List page %s failed: %s", request.url, kind)
+        _log_failure("List page %s failed: %s", request.url, kind, failure)
 
     def _on_closed(self, reason: str) -> None:
         if self.locks.held:

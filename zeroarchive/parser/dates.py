@@ -130,7 +130,8 @@ def published_at(
     if day is None:
         try:
             found = find_date(
-                html,
+                # htmldate downloads a page that is only a URL; the tree it never downloads.
+                tree if html.startswith("http") and " " not in html else html,
                 url=url,
                 original_date=True,
                 extensive_search=True,

@@ -60,6 +60,10 @@ class Source:
     labels: Mapping[str, str] = field(default_factory=dict)
     #: Whether its spider needs a browser for every page.
     renders: bool = False
+    #: Whether a snapshot is a document its spider assembled from several answers (Dcard's
+    #: post and comment pages as one JSON), not one answer as served: a WARC export writes
+    #: it as a ``resource`` record, not a ``response``.
+    assembled: bool = False
     #: Whether each site must say which links are articles (config ``article``).
     needs_article_regex: bool = False
     #: Queue priority of its list pages (snapshots have 0).

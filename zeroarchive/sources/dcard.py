@@ -55,4 +55,5 @@ SOURCE = Source(
     hosts=("dcard.tw",),
     # 0archive's discussion boards were PTT's and Dcard's; the label alone means PTT.
     labels={"討論區看板": "dcard"},
+    assembled=True,
 )

@@ -457,6 +457,8 @@ class ExportedSnapshot:
     site_id: int
     url: str
     snapshot: StoredSnapshot
+    #: ``Article.article_type`` (which source archived it).
+    article_type: str = "Article"
 
 
 def snapshot_record(exported: ExportedSnapshot) -> dict[str, object]:
@@ -487,7 +489,7 @@ def iter_snapshots(
     last_key = (-1, -1)
     while True:
         query = (
-            select(article_snapshot, article.c.site_id, article.c.url)
+            select(article_snapshot, article.c.site_id, article.c.url, article.c.article_type)
             .join(article, article.c.article_id == article_snapshot.c.article_id)
             .where(
                 (article_snapshot.c.article_id > last_key[0])
@@ -529,7 +531,7 @@ def iter_snapshots(
                     raw = cache.get((row.article_id, digest)) or _raw_bytes(
                         conn, row.article_id, digest
                     )
-                yield ExportedSnapshot(row.site_id, row.url, _stored(row, raw))
+                yield ExportedSnapshot(row.site_id, row.url, _stored(row, raw), row.article_type)
         last_key = (rows[-1].article_id, rows[-1].snapshot_at)
 
 

@@ -6,8 +6,11 @@ Per snapshot, in article order then time order (iter_snapshots'):
   records.replay_headers) and the stored bytes as the payload, at the snapshot's time;
 - ``revisit`` (identical-payload-digest): a later snapshot of the same article whose bytes
   equal an earlier one in this export; it names that record's URI and date;
-- ``resource``: a rendered snapshot (the DOM a browser built, no bytes as served exist):
-  ``text/html; charset=utf-8``, which pywb replays as a 200 at that time.
+- ``resource``: a snapshot that is no answer as served: a rendered DOM (``text/html;
+  charset=utf-8``) or a document its source's spider assembled (Dcard's post and comment
+  pages as one JSON, with its stored Content-Type), which pywb replays as a 200 at that
+  time; each resource (or revisit of one) is followed by a ``metadata`` record
+  (WARC-Concurrent-To it) holding the status and headers the page came with.
 
 WARC-Target-URI is the URL the bytes came from (the snapshot's final URL), so relative
 links resolve as they did; the article's canonical URL goes in Zeroarchive-Article-URL.
@@ -34,17 +37,22 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from zeroarchive.core.atomic import discard, partial_path, written_whole
 from zeroarchive.core.progress import Progress
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
     ENCODING,
+    HEAD_HEADER,
+    HEAD_STATUS,
     RENDERED,
     STATUS,
+    head_pairs,
     replay_headers,
     status_line,
     warc_date,
 )
+from zeroarchive.sources import source_for_article_type
 from zeroarchive.storage.snapshots import ExportedSnapshot, count_snapshots, iter_snapshots
 
 if TYPE_CHECKING:
@@ -158,6 +166,26 @@ def _http_head(exported: ExportedSnapshot) -> StatusAndHeaders:
     )
 
 
+def is_resource(exported: ExportedSnapshot) -> bool:
+    """Whether a snapshot is no answer as served: a rendered DOM, or a document its
+    source's spider assembled (Dcard's post and comments as one JSON)."""
+    if exported.snapshot.rendered:
+        return True
+    try:
+        return source_for_article_type(exported.article_type).assembled
+    except KeyError:
+        return False
+
+
+def _resource_type(exported: ExportedSnapshot) -> str:
+    if exported.snapshot.rendered:
+        return RENDERED_TYPE
+    for name, values in exported.snapshot.headers.items():
+        if name.lower() == "content-type" and values:
+            return values[0]
+    return "application/octet-stream"
+
+
 def snapshot_record(
     writer: WARCWriter, exported: ExportedSnapshot, first: _First | None
 ) -> ArcWarcRecord:
@@ -165,24 +193,25 @@ def snapshot_record(
     snapshot = exported.snapshot
     uri = snapshot.final_url or exported.url
     fields = _fields(exported)
+    resource = is_resource(exported)
     if first is not None:
         return writer.create_revisit_record(
             uri,
             first.digest,
             first.uri,
             first.date,
-            # A rendered snapshot has no HTTP head of its own: pywb takes the resource's.
-            http_headers=None if snapshot.rendered else _http_head(exported),
+            # A resource has no HTTP head of its own: pywb takes the resource's.
+            http_headers=None if resource else _http_head(exported),
             warc_headers_dict=fields,
         )
     payload = io.BytesIO(snapshot.raw)
-    if snapshot.rendered:
+    if resource:
         return writer.create_warc_record(
             uri,
             "resource",
             payload=payload,
             length=len(snapshot.raw),
-            warc_content_type=RENDERED_TYPE,
+            warc_content_type=_resource_type(exported),
             warc_headers_dict=fields,
         )
     return writer.create_warc_record(
@@ -191,6 +220,32 @@ def snapshot_record(
         payload=payload,
         length=len(snapshot.raw),
         http_headers=_http_head(exported),
+        warc_headers_dict=fields,
+    )
+
+
+def head_record(
+    writer: WARCWriter, exported: ExportedSnapshot, described: ArcWarcRecord
+) -> ArcWarcRecord:
+    """The ``metadata`` record beside a resource (or its revisit): the status and headers
+    of the answer the page came with (application/warc-fields, one ``HTTP-Status`` and an
+    ``HTTP-Header: Name: value`` per header; cdxj-indexer leaves such records out of the
+    index, so pywb replays the resource)."""
+    snapshot = exported.snapshot
+    lines = [f"{HEAD_STATUS}: {snapshot.status}"]
+    lines += [f"{HEAD_HEADER}: {name}: {value}" for name, value in head_pairs(snapshot.headers)]
+    body = ("\r\n".join(lines) + "\r\n").encode("utf-8")
+    fields = {
+        "WARC-Date": described.rec_headers.get_header("WARC-Date"),
+        "WARC-Concurrent-To": described.rec_headers.get_header("WARC-Record-ID"),
+        ARTICLE_ID: str(snapshot.article_id),
+    }
+    return writer.create_warc_record(
+        described.rec_headers.get_header("WARC-Target-URI"),
+        "metadata",
+        payload=io.BytesIO(body),
+        length=len(body),
+        warc_content_type="application/warc-fields",
         warc_headers_dict=fields,
     )
 
@@ -223,6 +278,8 @@ def write_warcs(
             writer = rolling.writer()
             record = snapshot_record(writer, exported, first)
             writer.write_record(record)
+            if is_resource(exported):
+                writer.write_record(head_record(writer, exported, record))
             if first is None:
                 firsts[snapshot.content_hash] = _First(
                     record.rec_headers.get_header("WARC-Target-URI"),
@@ -264,7 +321,11 @@ def export_warc(
     progress: Progress | None = None,
 ) -> WarcExport:
     """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``;
-    ``progress``, when given, is told the total and each snapshot written."""
+    ``progress``, when given, is told the total and each snapshot written.
+
+    Everything is written in a hidden directory inside ``directory`` and moved out once
+    complete, the index last; a failed export leaves nothing behind.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     selection = ", ".join(
         f"{name} {value}"
@@ -275,14 +336,28 @@ def export_warc(
     if progress is not None:
         progress.set_total(count_snapshots(engine, site_id, since, until))
         snapshots = progress.track(snapshots)
-    files, counts = write_warcs(
-        snapshots,
-        directory,
-        prefix,
-        config.roll_bytes,
-        description=f"zeroarchive snapshots ({selection or 'all'})",
-    )
-    index = write_index(files, directory / INDEX_NAME)
+    work = partial_path(directory / prefix)
+    work.mkdir()
+    try:
+        written, counts = write_warcs(
+            snapshots,
+            work,
+            prefix,
+            config.roll_bytes,
+            description=f"zeroarchive snapshots ({selection or 'all'})",
+        )
+        write_index(written, work / INDEX_NAME)
+        files = [directory / path.name for path in written]
+        for path in written:
+            os.replace(path, directory / path.name)
+        index = directory / INDEX_NAME
+        os.replace(work / INDEX_NAME, index)
+    except BaseException:
+        for path in directory.glob(f"{prefix}-*.warc.gz"):
+            path.unlink()
+        raise
+    finally:
+        discard(work)
     logger.info(
         "Exported %d snapshot(s) to %d WARC file(s) in %s", counts.snapshots, len(files), directory
     )
@@ -319,15 +394,14 @@ def write_wacz(export: WarcExport, path: Path, title: str) -> Path:
             handle.write(json.dumps(header) + "\n")
             for page in _pages(export.files):
                 handle.write(json.dumps(page, ensure_ascii=False) + "\n")
-        partial = path.with_name(path.name + ".partial")
-        args = ["create", "-o", str(partial), "-p", str(pages), "--copy-pages"]
-        args += ["--title", title, *(str(p) for p in export.files)]
+        args = ["-p", str(pages), "--copy-pages", "--title", title]
+        args += [str(p) for p in export.files]
         chatter = io.StringIO()
-        # The wacz tool reports its progress with print().
-        with contextlib.redirect_stdout(chatter):
-            code = wacz_main(args)
-        logger.debug("wacz create: %s", chatter.getvalue())
-        if code != 0:
-            raise OSError(f"wacz create failed ({code}): {chatter.getvalue().strip()}")
-    os.replace(partial, path)
+        with written_whole(path) as partial:
+            # The wacz tool reports its progress with print().
+            with contextlib.redirect_stdout(chatter):
+                code = wacz_main(["create", "-o", str(partial), *args])
+            logger.debug("wacz create: %s", chatter.getvalue())
+            if code != 0:
+                raise OSError(f"wacz create failed ({code}): {chatter.getvalue().strip()}")
     return path

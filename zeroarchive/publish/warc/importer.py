@@ -8,7 +8,9 @@ What becomes a snapshot:
   have stored it;
 - a ``revisit`` of a response taken in this import (same article and payload digest) or of
   a stored snapshot (its WARC-Refers-To-Date): a snapshot without bytes of its own;
-- a ``resource`` of our own export (a rendered DOM): a rendered snapshot again.
+- a ``resource`` of our own export (a rendered DOM, or a document a spider assembled such
+  as Dcard's JSON): that snapshot again, with the status and headers of the ``metadata``
+  record our export writes beside it.
 
 Everything else is counted and skipped: other record types, other hosts than the site's,
 non-2xx and non-HTML responses, foreign resources, revisits of nothing imported. The
@@ -21,6 +23,7 @@ file itself cannot be read further.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -46,6 +49,7 @@ from zeroarchive.publish.warc.records import (
     header_lists,
     is_html,
     parse_warc_date,
+    read_head,
 )
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.imports import (
@@ -104,6 +108,8 @@ class WarcImporter:
         self.article_type = site.source.article_type
         self.stats: Counter[str] = Counter()
         self._pending: list[ImportedSnapshot] = []
+        #: WARC-Record-ID of the record the last pending snapshot came from.
+        self._pending_id: str | None = None
         # (article URL, WARC-Payload-Digest) of the responses read so far -> what a revisit
         # of them needs (the digest is of the payload as sent, so it is kept, not recomputed).
         self._seen: dict[tuple[str, str], StoredCapture] = {}
@@ -164,9 +170,12 @@ class WarcImporter:
         except (MalformedRecord, ValueError, OSError, EOFError) as exc:
             return exc
         if snapshot is not None:
-            self._pending.append(snapshot)
+            # Flushed before, not after: the metadata record that follows a resource of
+            # ours amends its snapshot while it is still pending.
             if len(self._pending) >= self.config.batch:
                 self.flush()
+            self._pending.append(snapshot)
+            self._pending_id = record.rec_headers.get_header("WARC-Record-ID")
         return None
 
     def flush(self) -> None:
@@ -192,13 +201,16 @@ class WarcImporter:
     def _snapshot(self, record: ArcWarcRecord) -> ImportedSnapshot | None:
         """The snapshot a record becomes, or None (counted) when it becomes none."""
         kind = record.rec_type
+        fields = record.rec_headers
+        ours = fields.get_header(ARTICLE_ID) is not None
+        if kind == "metadata" and ours:
+            self._amend_head(record)
+            return None
         if kind not in ("response", "revisit", "resource"):
             self._skip(kind or "unknown")
             return None
-        fields = record.rec_headers
-        ours = fields.get_header(ARTICLE_ID) is not None
         rendered = fields.get_header(RENDERED) == "true"
-        if kind == "resource" and not (ours and rendered):
+        if kind == "resource" and not ours:
             self._skip("resource")
             return None
         uri = fields.get_header("WARC-Target-URI") or ""
@@ -232,7 +244,7 @@ class WarcImporter:
                     encoding=fields.get_header(ENCODING) or "utf-8",
                     content_hash=content_hash(body),
                     body=body,
-                    rendered=True,
+                    rendered=rendered,
                 ),
             )
         http = record.http_headers
@@ -258,6 +270,20 @@ class WarcImporter:
                 url, fetched_at, status, uri, headers, encoding, content_hash(body), body
             ),
         )
+
+    def _amend_head(self, record: ArcWarcRecord) -> None:
+        """Our metadata record beside a resource: the status and headers its page came
+        with, given to the resource's snapshot (the one just read)."""
+        concurrent = record.rec_headers.get_header("WARC-Concurrent-To")
+        if not self._pending or concurrent is None or concurrent != self._pending_id:
+            self._skip("metadata")
+            return
+        status, headers = read_head(record.content_stream().read())
+        last = self._pending[-1]
+        self._pending[-1] = dataclasses.replace(
+            last, status=status or last.status, headers=headers or last.headers
+        )
+        self._count("heads")
 
     def _remember(self, record: ArcWarcRecord, snapshot: ImportedSnapshot) -> ImportedSnapshot:
         """Keep what a later revisit of this record needs."""

@@ -19,6 +19,10 @@ ENCODING = "Zeroarchive-Encoding"
 RENDERED = "Zeroarchive-Rendered"
 STATUS = "Zeroarchive-Status"
 
+# The fields of the metadata record beside a resource: the answer's status and headers.
+HEAD_STATUS = "HTTP-Status"
+HEAD_HEADER = "HTTP-Header"
+
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -92,6 +96,39 @@ def replay_headers(headers: Mapping[str, Sequence[str]], length: int) -> list[tu
         for value in values
     ]
     return [*kept, ("Content-Length", str(length))]
+
+
+def head_pairs(headers: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
+    """Stored headers as (name, value) pairs, framing dropped, one line each (a value
+    holding a line break would end the warc-fields line).
+
+    >>> head_pairs({"Content-Type": ["text/html"], "Content-Length": ["9"], "X": ["a\\r\\nb"]})
+    [('Content-Type', 'text/html'), ('X', 'a b')]
+    """
+    return [
+        (name, " ".join(value.split()))
+        for name, values in headers.items()
+        if name.lower() not in _TRANSPORT_HEADERS
+        for value in values
+    ]
+
+
+def read_head(body: bytes) -> tuple[int | None, dict[str, list[str]]]:
+    """The status and headers of a metadata record written by :func:`head_pairs`' export.
+
+    >>> read_head(b"HTTP-Status: 203\\r\\nHTTP-Header: X-A: 1\\r\\nHTTP-Header: X-A: 2\\r\\n")
+    (203, {'X-A': ['1', '2']})
+    """
+    status: int | None = None
+    headers: dict[str, list[str]] = {}
+    for line in body.decode("utf-8", "replace").splitlines():
+        field, _, value = line.partition(": ")
+        if field == HEAD_STATUS and value.strip().isdigit():
+            status = int(value)
+        elif field == HEAD_HEADER and ": " in value:
+            name, _, header = value.partition(": ")
+            headers.setdefault(name, []).append(header)
+    return status, headers
 
 
 def header_lists(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:

@@ -1,0 +1,85 @@
+"""The browser draws CJK text with real glyphs, not boxes: the set-up installs Debian's
+fonts-noto-cjk (.ci/run) and Chromium, which never downloads web fonts here
+(zeroarchive/crawl/browser.py), draws with it. The same page drawn with fontconfig
+pointed at no font at all is the control: there every character is the same box."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.test_monitor_browser import browser_config, chromium  # noqa: F401 (fixture)
+from zeroarchive.crawl.browser import CJK_LANGUAGES, missing_cjk_fonts, warn_without_cjk_fonts
+
+# Traditional and simplified Chinese, Japanese kana and kanji, Korean hangul.
+CHARACTERS = "中文報導新闻ひらカナ한국어"
+# A private-use character no font has: what a box looks like in this browser.
+NO_GLYPH = "\U000f0000"
+NO_FONTS = """<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>{empty}</dir><cachedir>{empty}/cache</cachedir></fontconfig>
+"""
+
+
+def page_of(characters: str, family: str) -> str:
+    spans = "".join(f'<span id="c{i}">{c}</span>' for i, c in enumerate(characters))
+    return (
+        '<!doctype html><html lang="zh-Hant"><head><meta charset="utf-8"><style>'
+        f"body {{ font-family: {family}; font-size: 48px; background: #fff; color: #000 }}"
+        "span { display: inline-block; width: 64px; height: 64px; text-align: center }"
+        f"</style></head><body>{spans}</body></html>"
+    )
+
+
+def glyphs(characters: str, family: str, env: dict[str, str] | None = None) -> list[bytes]:
+    """A PNG of each character as Chromium draws it in ``family``."""
+    config = browser_config()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=config.chromium,
+            args=list(config.chromium_args),
+            headless=True,
+            env=env,
+        )
+        try:
+            page = browser.new_page()
+            page.set_content(page_of(characters, family))
+            return [page.locator(f"#c{i}").screenshot() for i in range(len(characters))]
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("family", ["sans-serif", "serif", "'Noto Sans CJK TC'"])
+def test_cjk_characters_are_drawn_as_glyphs(family: str) -> None:
+    drawn = glyphs(CHARACTERS + NO_GLYPH, family)
+    box = drawn.pop()
+    # Each character its own shape: boxes would all be one picture.
+    assert len(set(drawn)) == len(CHARACTERS)
+    assert box not in drawn
+
+
+def test_without_fonts_the_same_characters_are_boxes(tmp_path: Path) -> None:
+    """The control: the check above fails on a machine without CJK fonts."""
+    conf = tmp_path / "fonts.conf"
+    conf.write_text(NO_FONTS.format(empty=tmp_path), encoding="utf-8")
+    drawn = glyphs(CHARACTERS, "sans-serif", {**os.environ, "FONTCONFIG_FILE": str(conf)})
+    assert len(set(drawn)) < len(CHARACTERS) // 2
+
+
+def test_a_machine_without_cjk_fonts_is_told_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert missing_cjk_fonts() == []
+    assert warn_without_cjk_fonts() is False
+    conf = tmp_path / "fonts.conf"
+    conf.write_text(NO_FONTS.format(empty=tmp_path), encoding="utf-8")
+    monkeypatch.setenv("FONTCONFIG_FILE", str(conf))
+    assert missing_cjk_fonts() == list(CJK_LANGUAGES)
+    caplog.set_level(logging.WARNING)
+    assert warn_without_cjk_fonts() is True
+    assert len(caplog.records) == 1
+    assert "fonts-noto-cjk" in caplog.records[0].getMessage()
