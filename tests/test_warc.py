@@ -663,6 +663,16 @@ def test_assembled_and_rendered_snapshots_are_resources_with_their_heads(
     assert dcard.field("Content-Type") == "application/json; charset=utf-8"
     assert json.loads(dcard.payload)["post"]["id"] == 224341009
     assert records[4].field("Content-Type") == "text/html; charset=utf-8"
+    # The index has a line per snapshot record, none for the heads (rotation's check).
+    assert len((out / "index.cdxj").read_text().splitlines()) == len(stored) == 3
+    rotation = WarcMonthExport(roll_bytes=1 << 30)
+    month = Month.of(dt.datetime.fromtimestamp(stored[0].snapshot.snapshot_at, dt.UTC).date())
+    engine = create_engine(db_url)
+    try:
+        exported_month = rotation.export(engine, month, tmp_path / "rotation")
+        assert rotation.verify(engine, month, exported_month) > 0
+    finally:
+        engine.dispose()
 
     # pywb replays every one, the Dcard JSON included, at its time.
     with pywb_env.serve(files, out / "index.cdxj", tmp_path / "pywb", "archive") as server:

@@ -305,7 +305,11 @@ def write_index(files: Iterable[Path], index: Path) -> Path:
     from cdxj_indexer.main import write_cdx_index
 
     partial = index.with_name(index.name + ".partial")
-    write_cdx_index(str(partial), [str(path) for path in files], {"sort": True})
+    # The snapshot records only, named: cdxj-indexer's default adds metadata records (ours
+    # carry a rendered page's or Dcard's status and headers), and importing wacz appends
+    # warcinfo to that default for the whole process.
+    options = {"sort": True, "records": "response,revisit,resource"}
+    write_cdx_index(str(partial), [str(path) for path in files], options)
     os.replace(partial, index)
     return index
 
