@@ -132,8 +132,12 @@ class SnapshotsPipeline:
             return
         # asyncio.Lock wakes its waiters in order, so batches are written in order.
         async with self._lock:
+            deadline = self.config.db_retry_seconds
             try:
-                answers = await asyncio.to_thread(self._sort, batch)
+                # Sorting reads the archive (deletion signs): it rides out an outage too.
+                answers = await write_with_retry(
+                    lambda: self._sort(batch), "answers", deadline, self.crawler.stats
+                )
             except Exception:
                 logger.exception("Could not sort %d answer(s); they will be retaken", len(batch))
                 count(self.crawler.stats, "errors/db_write", n=len(batch))
@@ -141,7 +145,6 @@ class SnapshotsPipeline:
             pages, failures = answers.pages, answers.failures
             store = self.archive.snapshots
             engine = self.archive.engine
-            deadline = self.config.db_retry_seconds
             try:
                 results = await write_with_retry(
                     lambda: store.save(pages), "snapshots", deadline, self.crawler.stats

@@ -104,6 +104,20 @@ def test_claims_are_leased_and_never_handed_out_twice(archive: Archive) -> None:
     assert {a.url for a in again} == urls | {"https://farm.example/a/1"}
 
 
+def test_a_claim_retried_with_its_owner_gets_back_what_its_unseen_commit_leased(
+    archive: Archive,
+) -> None:
+    news, farm = sorted(ids(archive, "news", "farm"))
+    owner = queued_owner()
+    # The first try committed, but its answer was lost with the connection.
+    first = claim_due(archive, [news, farm], NOW, 2, 3600, owner)
+    retried = claim_due(archive, [news, farm], NOW, 2, 3600, owner)
+    assert {a.url for a in first} <= {a.url for a in retried}
+    assert len(retried) == 4  # its two again, and two more due ones
+    # Another owner never gets them.
+    assert claim_due(archive, [news, farm], NOW, 10, 3600, queued_owner()) == []
+
+
 def test_a_walk_is_marked_with_its_plans_next_time(archive: Archive) -> None:
     news = archive.sites.get("news")
     assert news is not None

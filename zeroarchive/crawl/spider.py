@@ -29,7 +29,7 @@ from zeroarchive.core.db_retry import write_with_retry
 from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.core.errors import Unreachable, error_kind
 from zeroarchive.core.items import ArticleLinks, FailedFetch
-from zeroarchive.core.owners import run_owner
+from zeroarchive.core.owners import queued_owner, run_owner
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import is_unreachable
 from zeroarchive.core.signals import work_returned, work_taken
@@ -263,9 +263,10 @@ class ArchiveSpider(scrapy.Spider):
             return
         # On MariaDB a claim can deadlock with a batch of snapshot writes; retried like any
         # transient write.
+        owner = self._owner()  # one owner for the retries too (see claim_due)
         due = await write_with_retry(
             lambda: claim_due(
-                self.archive, [item.site_id], now(), self.due_batch, self.lease, self._owner()
+                self.archive, [item.site_id], now(), self.due_batch, self.lease, owner
             ),
             "article leases",
             self.crawler.settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
@@ -273,10 +274,10 @@ class ArchiveSpider(scrapy.Spider):
         )
         self._crawl_due(due)
 
-    def _owner(self) -> str | None:
+    def _owner(self) -> str:
         """The owner of a claim: queued when its requests go to the shared queue, else this
         run (a fresh one per claim, so concurrent claims never take each other's rows)."""
-        return None if self.distributed else run_owner()
+        return queued_owner() if self.distributed else run_owner()
 
     def _crawl_due(self, due: list[DueArticle]) -> None:
         if due:

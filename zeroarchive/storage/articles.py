@@ -180,13 +180,26 @@ class ArticleStore:
         if not site_ids:
             return []
         query = claim_query(site_ids, now, limit)
+        token = owner or queued_owner()
         with self.engine.begin() as conn:
+            # Retried with the same owner after a lost connection, a claim whose commit went
+            # through unseen gets its rows back: leased to nobody else, nor fetched.
+            earlier = (
+                conn.execute(
+                    select(*query.selected_columns).where(
+                        article.c.lease_owner == token,
+                        article.c.lease_until > now,
+                        article.c.site_id.in_(list(site_ids)),
+                    )
+                ).all()
+                if owner is not None
+                else []
+            )
             rows = conn.execute(query).all()
-            if not rows:
+            if not rows and not earlier:
                 return []
             # Only the rows this claim's UPDATE actually leased are returned: a concurrent
             # claim that read the same rows finds its token absent from them.
-            token = owner or queued_owner()
             ids = [row.article_id for row in rows]
             leased = conn.execute(
                 update(article)
@@ -194,7 +207,7 @@ class ArticleStore:
                 .values(lease_until=now + lease, lease_owner=token)
             ).rowcount
             # Every row matched was leased by this UPDATE (the usual case): no need to look.
-            mine = (
+            mine = {row.article_id for row in earlier} | (
                 set(ids)
                 if leased == len(ids)
                 else set(
@@ -214,7 +227,7 @@ class ArticleStore:
                 watched=bool(row.watch_at) and not row.deleted_at,
                 last_snapshot_at=row.last_snapshot_at,
             )
-            for row in rows
+            for row in [*earlier, *rows]
             if row.article_id in mine
         ]
 
