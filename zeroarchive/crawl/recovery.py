@@ -79,6 +79,9 @@ class HeldWork:
         #: Per site whose walk this worker may hold, the URLs of its first requests not
         #: answered yet (a URL, not a count: a 404 is both a response and a failure).
         self.starts: dict[int, set[str]] = {}
+        # Sites whose list page was handled while another first request of the walk (its
+        # robots.txt sitemap lookup, say) still waited: that one's answer ends the walk.
+        self._handled: set[int] = set()
         self._failing = False
 
     def taken(self, requests: list[Request], owner: str, confirm: Callable[[], None]) -> None:
@@ -124,14 +127,19 @@ class HeldWork:
         start = walk_start_of(request)
         if start is not None:
             self.starts.get(start[0], set()).discard(start[1])
+            if start[0] in self._handled:
+                self.walk_answered(start[0])
 
     def walk_answered(self, site_id: int) -> Any:
         """A list page of the site was handled: once every first request of a walk this
         worker holds was answered, the walk is done (its further pages are in the shared
         queue, for any worker)."""
+        if self.starts.get(site_id) and self.owner is not None:
+            self._handled.add(site_id)
         if self.starts.get(site_id) != set() or self.owner is None:
             return None
         del self.starts[site_id]
+        self._handled.discard(site_id)
         return self._write("end its walk", end_walks, self.archive.engine, [site_id], self.owner)
 
     def _write(self, what: str, function: Callable[..., Any], *args: Any) -> Any:
