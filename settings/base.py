@@ -75,6 +75,21 @@ BROWSER_CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# Chromium's own Google services, made unresolvable inside the browser: flags do not stop
+# its account check (accounts.google.com), on-demand component downloads and clock checks,
+# and a worker may reach nothing but the sites it archives (docs/operators/offline.md).
+BROWSER_UNREACHABLE_HOSTS = [
+    "accounts.google.com",
+    "android.clients.google.com",
+    "clients2.google.com",
+    "clientservices.googleapis.com",
+    "content-autofill.googleapis.com",
+    "edgedl.me.gvt1.com",
+    "optimizationguide-pa.googleapis.com",
+    "redirector.gvt1.com",
+    "safebrowsing.googleapis.com",
+    "update.googleapis.com",
+]
 BROWSER_CONTEXT_PAGES = 20
 # Seconds a rendered page may take to settle (no network for half a second) before it is kept.
 BROWSER_RENDER_WAIT = 10.0

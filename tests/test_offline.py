@@ -9,17 +9,22 @@ to this machine. A site on an unresolvable name stands for a site the machine ca
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
+from playwright.sync_api import sync_playwright
+from scrapy.settings import Settings
 
 from middlewares.cookies import CookiesDownloaderMiddleware, public_suffix_list
 from tests.conftest import REPO, Run, project_settings
 from tests.replay import ReplayServer, Route, site_routes
+from zeroarchive.crawl.browser import BrowserConfig
 from zeroarchive.parser import ParseError, parse_snapshot
 
 GUARD = '''
@@ -266,3 +271,35 @@ def test_a_feed_that_names_a_local_file_is_not_read_from_disk(tmp_path: Path) ->
     with pytest.raises(BadListDocument):
         parse_feed(str(local).encode(), "https://a.tw/feed")
     assert feed_videos(str(local).encode()) == []
+
+
+def resolved_names(net_log: Path) -> set[str]:
+    """The host names Chromium's resolver was asked for, from its net log."""
+    log = json.loads(net_log.read_text(encoding="utf-8"))
+    asked = log["constants"]["logEventTypes"]["HOST_RESOLVER_MANAGER_REQUEST"]
+    names = set()
+    for event in log["events"]:
+        host = event.get("params", {}).get("host")
+        if event["type"] == asked and host:
+            names.add(re.sub(r"^\w+://|:\d+$", "", host))
+    return names
+
+
+def test_the_browser_asks_for_nothing_but_the_pages_hosts(tmp_path: Path) -> None:
+    """Chromium's own services (its account check, on-demand components) ask Google within
+    a second of starting whatever its flags say; the launch options make those names
+    unresolvable. The page's picture on another host shows the log sees what is asked."""
+    page = b'<html><body><p>\xe4\xb8\xad\xe6\x96\x87</p><img src="http://pictures.invalid/a.png"></body></html>'
+    routes = {"/": Route(200, (("Content-Type", "text/html; charset=utf-8"),), page)}
+    options = BrowserConfig.from_settings(Settings(project_settings())).launch_options()
+    net_log = tmp_path / "net-log.json"
+    options["args"] = [*cast(list[str], options["args"]), f"--log-net-log={net_log}"]
+    with ReplayServer(routes) as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(**options)  # type: ignore[arg-type]
+        tab = browser.new_page()
+        tab.goto(f"{server.base_url}/")
+        tab.wait_for_timeout(2000)
+        browser.close()
+    names = resolved_names(net_log)
+    assert "pictures.invalid" in names
+    assert names <= {"127.0.0.1", "pictures.invalid", "~notfound"}, names

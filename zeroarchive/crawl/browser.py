@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -28,6 +29,7 @@ MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
 # Pictures, video and fonts are not archived: never downloaded by the browser.
 BLOCKED_RESOURCE_TYPES = frozenset({"image", "media", "font"})
 _HOLDS_SLOT = "browser_page_slot"
+_HOST_NAME = re.compile(r"[A-Za-z0-9*]([A-Za-z0-9*.-]*[A-Za-z0-9])?")
 #: fontconfig languages of the archive's sites. Web fonts are never downloaded (above), so
 #: Chromium draws their text with the system's fonts: without one per language (Debian's
 #: fonts-noto-cjk has them all), rendered pages and screenshots show boxes.
@@ -54,6 +56,14 @@ class BrowserConfig:
     >>> settings.setmodule("settings.base")
     >>> BrowserConfig.from_settings(settings).chromium
     '/usr/bin/chromium'
+    >>> BrowserConfig.from_settings(settings).launch_options()["args"][-1][:56]
+    '--host-resolver-rules=MAP accounts.google.com ~NOTFOUND,'
+    >>> settings.set("BROWSER_UNREACHABLE_HOSTS", ["a.example, MAP *"])
+    >>> BrowserConfig.from_settings(settings)
+    Traceback (most recent call last):
+    ...
+    ValueError: BROWSER_UNREACHABLE_HOSTS: 'a.example, MAP *' is not a host name
+    >>> settings.set("BROWSER_UNREACHABLE_HOSTS", [])
     >>> settings.set("BROWSER_CONTEXT_PAGES", 0)
     >>> BrowserConfig.from_settings(settings)
     Traceback (most recent call last):
@@ -63,6 +73,8 @@ class BrowserConfig:
 
     chromium: str
     chromium_args: tuple[str, ...]
+    #: Host names the browser never resolves (its own background services).
+    unreachable_hosts: tuple[str, ...]
     #: Pages a browser context serves before it is closed and a fresh one opened.
     context_pages: int
 
@@ -71,10 +83,14 @@ class BrowserConfig:
         config = cls(
             chromium=settings.get("BROWSER_CHROMIUM"),
             chromium_args=tuple(settings.getlist("BROWSER_CHROMIUM_ARGS")),
+            unreachable_hosts=tuple(settings.getlist("BROWSER_UNREACHABLE_HOSTS")),
             context_pages=settings.getint("BROWSER_CONTEXT_PAGES"),
         )
         if not config.chromium:
             raise ValueError("BROWSER_CHROMIUM must name the browser's executable")
+        for host in config.unreachable_hosts:
+            if not _HOST_NAME.fullmatch(host):
+                raise ValueError(f"BROWSER_UNREACHABLE_HOSTS: {host!r} is not a host name")
         if config.context_pages < 1:
             raise ValueError(
                 f"BROWSER_CONTEXT_PAGES must be at least 1, got {config.context_pages}"
@@ -83,11 +99,11 @@ class BrowserConfig:
 
     def launch_options(self) -> dict[str, object]:
         """scrapy-playwright's ``PLAYWRIGHT_LAUNCH_OPTIONS`` for this config."""
-        return {
-            "executable_path": self.chromium,
-            "args": list(self.chromium_args),
-            "headless": True,
-        }
+        args = list(self.chromium_args)
+        if self.unreachable_hosts:
+            rules = ", ".join(f"MAP {host} ~NOTFOUND" for host in self.unreachable_hosts)
+            args.append(f"--host-resolver-rules={rules}")
+        return {"executable_path": self.chromium, "args": args, "headless": True}
 
 
 def use_browser(settings: BaseSettings, pages_per_context: int) -> None:
