@@ -9,6 +9,7 @@ import json
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import site_option
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
 
@@ -66,12 +67,7 @@ class Command(ScrapyCommand):
         if unknown or not kinds:
             raise UsageError(f"--kind takes {', '.join(KINDS)}, not {', '.join(unknown) or '-'}")
         archive = open_archive(self.settings)
-        site_id = None
-        if opts.site is not None:
-            site = archive.sites.get(opts.site)
-            if site is None:
-                raise UsageError(f"no site {opts.site!r}: see `scrapy sites`")
-            site_id = site.site_id
+        site_id = None if opts.site is None else site_option(archive, opts.site).site_id
         shown = 0
         for event in iter_events(archive.engine, site_id, kinds, opts.since):
             shown += 1

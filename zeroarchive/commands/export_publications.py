@@ -8,6 +8,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import site_option
 from zeroarchive.commands.export_snapshots import site_names
 from zeroarchive.core.atomic import open_text_output
 from zeroarchive.core.progress import Progress
@@ -50,12 +51,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         archive = open_archive(self.settings)
-        site_id = None
-        if opts.site is not None:
-            site = archive.sites.get(opts.site)
-            if site is None:
-                raise UsageError(f"no site {opts.site!r}")
-            site_id = site.site_id
+        site_id = None if opts.site is None else site_option(archive, opts.site).site_id
         store = PublicationStore(archive.engine, opts.parser_version)
         out = Path(opts.out)
         total = store.count_publications(site_id)

@@ -9,6 +9,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import site_option
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
@@ -68,12 +69,7 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         archive = open_archive(self.settings)
-        site_id = None
-        if opts.site is not None:
-            site = archive.sites.get(opts.site)
-            if site is None:
-                raise UsageError(f"no site {opts.site!r}")
-            site_id = site.site_id
+        site_id = None if opts.site is None else site_option(archive, opts.site).site_id
         prefix = "zeroarchive-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S")
         progress = Progress("export_warc", unit="snapshot", resume=RESUME)
         try:

@@ -7,6 +7,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import site_option
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
@@ -50,9 +51,7 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         archive = open_archive(self.settings)
-        site = archive.sites.get(opts.site)
-        if site is None:
-            raise UsageError(f"no site {opts.site!r}")
+        site = site_option(archive, opts.site)
         resume = "run it again: records already stored are not stored twice"
         with Progress("import_warc", unit="byte", resume=resume) as progress:
             stats = WarcImporter(archive.engine, site, config, progress).import_files(paths)

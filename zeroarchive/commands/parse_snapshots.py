@@ -6,6 +6,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import site_option
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
@@ -51,12 +52,7 @@ class Command(ScrapyCommand):
         if opts.workers < 1:
             raise UsageError(f"--workers takes 1 or more processes, not {opts.workers}")
         archive = open_archive(self.settings)
-        site_id = None
-        if opts.site is not None:
-            site = archive.sites.get(opts.site)
-            if site is None:
-                raise UsageError(f"no site {opts.site!r}")
-            site_id = site.site_id
+        site_id = None if opts.site is None else site_option(archive, opts.site).site_id
         config = ParseRunConfig(
             site_id=site_id,
             since=opts.since,

@@ -6,6 +6,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import site_option
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.storage.archive import open_archive
@@ -48,12 +49,7 @@ class Command(ScrapyCommand):
         if args:
             raise UsageError(f"reindex takes no arguments, not {' '.join(args)!r}")
         archive = open_archive(self.settings)
-        site_id = None
-        if opts.site is not None:
-            site = archive.sites.get(opts.site)
-            if site is None:
-                raise UsageError(f"no site {opts.site!r}")
-            site_id = site.site_id
+        site_id = None if opts.site is None else site_option(archive, opts.site).site_id
         index = open_index(archive.engine)
         missing = index.available()
         if missing:
