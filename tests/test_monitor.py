@@ -199,6 +199,17 @@ def test_counts_are_reused_until_counted_again(
     assert "flag-quiet" not in client.get("/?type=content_farm").text
 
 
+def test_the_dashboard_says_how_long_counting_took_only_when_it_was_slow(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "counting them took" not in client.get("/").text
+    ticks = iter([100.0, 102.5])
+    with monkeypatch.context() as slow:
+        slow.setattr("zeroarchive.monitor.stats_cache.time.perf_counter", lambda: next(ticks))
+        client.app.state.stats.refresh()  # type: ignore[attr-defined]
+    assert "4 of 4 site(s); counting them took 2.5 s." in client.get("/").text
+
+
 def test_dashboard(client: TestClient, built: Built) -> None:
     page = client.get("/")
     assert page.status_code == 200
