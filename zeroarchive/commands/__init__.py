@@ -10,11 +10,15 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.archive import Archive
+from zeroarchive.storage.sites import AmbiguousSite
 
 
 def site_option(archive: Archive, name: str) -> Site:
     """The site a ``--site`` option names (its name or id), or a one-line usage error."""
-    site = archive.sites.get(name)
+    try:
+        site = archive.sites.get(name)
+    except AmbiguousSite as exc:
+        raise UsageError(str(exc)) from None
     if site is None:
         raise UsageError(f"no site {name!r}: see `scrapy sites`")
     return site

@@ -33,6 +33,19 @@ class AmbiguousSite(LookupError):
     """A name that several sites share; the message lists their ids and URLs."""
 
 
+#: The largest id a BIGINT column holds: a bigger number names no site (never an error).
+MAX_ID = 2**63 - 1
+
+
+def _as_id(key: str) -> int | None:
+    """``key`` as a site id when it is written in ASCII digits.
+
+    >>> _as_id("12"), _as_id("x12"), _as_id("²")
+    (12, None, None)
+    """
+    return int(key) if key.isascii() and key.isdigit() else None
+
+
 def site_from_row(row: RowMapping) -> Site:
     """The typed Site of a database row; raises SiteConfigError if its config is bad."""
     try:
@@ -149,8 +162,9 @@ class SiteStore:
         of ``types`` when given; AmbiguousSite when several such sites have the name."""
         with self.engine.connect() as conn:
             row = None
-            if isinstance(key, int) or key.isdigit():
-                by_id = select(site).where(site.c.site_id == int(key))
+            site_id = key if isinstance(key, int) else _as_id(key)
+            if site_id is not None and 0 < site_id <= MAX_ID:
+                by_id = select(site).where(site.c.site_id == site_id)
                 row = conn.execute(by_id).mappings().first()
                 if row is not None and types is not None and row["type"] not in types:
                     row = None
