@@ -76,10 +76,34 @@ def guard_engine(engine: Engine) -> None:
         check()
         if sqlite:
             cursor.connection.set_progress_handler(_progress, PROGRESS_STEPS)
-        elif statement.lstrip()[:6].upper() in ("SELECT", "WITH R", "WITH "):
+        else:
             left = max(until - time.monotonic(), 0.001)
-            statement = f"SET STATEMENT max_statement_time={left:.3f} FOR {statement}"
+            # Known once the first connection has asked the server what it is.
+            mariadb = bool(getattr(engine.dialect, "is_mariadb", False))
+            statement = bounded(statement, left, mariadb)
         return statement, parameters
+
+
+def bounded(statement: str, seconds: float, mariadb: bool) -> str:
+    """``statement`` told to stop after ``seconds`` when it is a read: MariaDB's SET
+    STATEMENT for a SELECT or a WITH (recursive or not), MySQL's optimizer hint for a
+    SELECT (MySQL has none for a statement that starts with WITH).
+
+    >>> bounded("  with x as (select 1) select * from x", 1.5, True)[:47]
+    'SET STATEMENT max_statement_time=1.500 FOR   wi'
+    >>> bounded("SELECT a FROM t", 0.25, False)
+    'SELECT /*+ MAX_EXECUTION_TIME(250) */ a FROM t'
+    >>> bounded("UPDATE t SET a = 1", 1.0, True)
+    'UPDATE t SET a = 1'
+    """
+    head = statement.lstrip()[:6].upper()
+    if mariadb and (head == "SELECT" or head.startswith("WITH")):
+        return f"SET STATEMENT max_statement_time={seconds:.3f} FOR {statement}"
+    if not mariadb and head == "SELECT":
+        start = len(statement) - len(statement.lstrip()) + 6
+        milliseconds = max(int(seconds * 1000), 1)
+        return f"{statement[:start]} /*+ MAX_EXECUTION_TIME({milliseconds}) */{statement[start:]}"
+    return statement
 
 
 def _in_daemon(
