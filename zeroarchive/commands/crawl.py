@@ -21,15 +21,19 @@ EXIT_ALL_FAILED = 4
 
 
 def every_request_failed(stats: dict[str, Any]) -> bool:
-    """Whether the run asked for pages and none answered as a page: list pages and
-    snapshots failed (DNS, refused, timeouts, HTTP errors, block pages) and no list page
-    was read and no snapshot kept. A run with nothing due did not fail.
+    """Whether the run asked for pages and none answered: list pages and snapshots
+    failed (DNS, refused, timeouts, HTTP errors, block pages), no list page was read, no
+    snapshot kept, and no article answered gone (404, 410) or unchanged (304): a run that
+    finds every article taken down is what the events are for, not a failed run. A run
+    with nothing due did not fail.
 
     >>> every_request_failed({"zeroarchive/list_page_failures": 2})
     True
     >>> every_request_failed({"zeroarchive/snapshot_failures": 1, "zeroarchive/list_pages": 1})
     False
     >>> every_request_failed({"zeroarchive/snapshot_failures": 3, "zeroarchive/snapshots_saved": 1})
+    False
+    >>> every_request_failed({"zeroarchive/snapshot_failures": 2, "zeroarchive/snapshots_gone": 2})
     False
     >>> every_request_failed({})
     False

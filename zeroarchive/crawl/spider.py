@@ -49,6 +49,9 @@ from zeroarchive.storage.sites import AmbiguousSite
 
 logger = logging.getLogger(__name__)
 
+#: Answers that say an article is not there any more.
+GONE_STATUSES = frozenset({404, 410})
+
 
 def _log_failure(message: str, url: str, kind: str, failure: Failure) -> None:
     """A failed request's line; for a request dropped because its site cannot be reached,
@@ -389,10 +392,14 @@ class ArchiveSpider(scrapy.Spider):
         if status == 304:
             # A watch check's conditional request: unchanged, nothing to store.
             logger.debug("Watch check of %s: not modified", request.url)
+            count(self.crawler.stats, "snapshots_not_modified", meta["site_id"])
             yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
             return
         count(self.crawler.stats, f"errors/{kind}", meta["site_id"])
         count(self.crawler.stats, "snapshot_failures", meta["site_id"])
+        if status in GONE_STATUSES:
+            # The site answered: the article is gone (what events watch for), not a failed run.
+            count(self.crawler.stats, "snapshots_gone", meta["site_id"])
         _log_failure("Snapshot of %s failed: %s", request.url, kind, failure)
         yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
 
