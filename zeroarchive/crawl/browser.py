@@ -29,7 +29,10 @@ MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
 # Pictures, video and fonts are not archived: never downloaded by the browser.
 BLOCKED_RESOURCE_TYPES = frozenset({"image", "media", "font"})
 _HOLDS_SLOT = "browser_page_slot"
-_HOST_NAME = re.compile(r"[A-Za-z0-9*]([A-Za-z0-9*.-]*[A-Za-z0-9])?")
+#: A host name with at least one dot, or a pattern of a domain's hosts (``*.example.com``):
+#: never ``*`` alone, which would leave the browser no host at all.
+_HOST_NAME = re.compile(r"(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9-]+)+")
+_RULES_FLAG = "--host-resolver-rules="
 #: fontconfig languages of the archive's sites. Web fonts are never downloaded (above), so
 #: Chromium draws their text with the system's fonts: without one per language (Debian's
 #: fonts-noto-cjk has them all), rendered pages and screenshots show boxes.
@@ -63,6 +66,16 @@ class BrowserConfig:
     Traceback (most recent call last):
     ...
     ValueError: BROWSER_UNREACHABLE_HOSTS: 'a.example, MAP *' is not a host name
+    >>> settings.set("BROWSER_UNREACHABLE_HOSTS", ["*"])
+    >>> BrowserConfig.from_settings(settings)
+    Traceback (most recent call last):
+    ...
+    ValueError: BROWSER_UNREACHABLE_HOSTS: '*' is not a host name
+    >>> settings.set("BROWSER_UNREACHABLE_HOSTS", ["*.gvt1.com"])
+    >>> own_rules = "--host-resolver-rules=MAP a.test 127.0.0.1"
+    >>> settings.set("BROWSER_CHROMIUM_ARGS", ["--headless", own_rules])
+    >>> BrowserConfig.from_settings(settings).launch_options()["args"]
+    ['--headless', '--host-resolver-rules=MAP a.test 127.0.0.1, MAP *.gvt1.com ~NOTFOUND']
     >>> settings.set("BROWSER_UNREACHABLE_HOSTS", [])
     >>> settings.set("BROWSER_CONTEXT_PAGES", 0)
     >>> BrowserConfig.from_settings(settings)
@@ -99,10 +112,13 @@ class BrowserConfig:
 
     def launch_options(self) -> dict[str, object]:
         """scrapy-playwright's ``PLAYWRIGHT_LAUNCH_OPTIONS`` for this config."""
-        args = list(self.chromium_args)
-        if self.unreachable_hosts:
-            rules = ", ".join(f"MAP {host} ~NOTFOUND" for host in self.unreachable_hosts)
-            args.append(f"--host-resolver-rules={rules}")
+        args = [arg for arg in self.chromium_args if not arg.startswith(_RULES_FLAG)]
+        # Chromium obeys the last of several such flags: the operator's own rules (in
+        # BROWSER_CHROMIUM_ARGS) and ours go in one.
+        rules = [arg.removeprefix(_RULES_FLAG) for arg in self.chromium_args if arg not in args]
+        rules += [f"MAP {host} ~NOTFOUND" for host in self.unreachable_hosts]
+        if rules:
+            args.append(_RULES_FLAG + ", ".join(rules))
         return {"executable_path": self.chromium, "args": args, "headless": True}
 
 
