@@ -481,10 +481,12 @@ def test_limits_from_settings() -> None:
     settings = Settings()
     settings.setmodule("settings.base")
     settings.set("MONITOR_MAX_COST", 7)
-    settings.set("MONITOR_ALLOWED_HOSTS", "a.example,B.example")
+    settings.set("MONITOR_ALLOWED_HOSTS", "a.example,B.example, c.example:8080")
     loaded = MonitorConfig.from_settings(settings)
     assert loaded.limits.query.max_cost == 7
-    assert loaded.allowed_hosts == ("a.example", "b.example")
-    assert loaded.host_allowed("B.EXAMPLE:443") and not loaded.host_allowed("c.example")
+    # A name given with a port stands for the name (a request's Host is read without it).
+    assert loaded.allowed_hosts == ("a.example", "b.example", "c.example")
+    assert loaded.host_allowed("c.example:8080")
+    assert loaded.host_allowed("B.EXAMPLE:443") and not loaded.host_allowed("d.example")
     with pytest.raises(ValueError, match="MONITOR_WORKERS"):
         replace(config(), limits=Limits(workers=0)).check()

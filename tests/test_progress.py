@@ -32,6 +32,14 @@ def test_off_a_terminal_a_line_every_few_seconds_with_rate_and_time_left() -> No
     assert "export: 15 rows done in 0:00:15" in lines[1]
 
 
+def test_past_its_total_no_time_is_left() -> None:
+    clock = Clock()
+    progress = Progress("parse", total=2, unit="snapshot", stream=io.StringIO(), clock=clock)
+    clock.now += 3
+    progress.done = 3  # a run that took in rows that came in while it worked
+    assert progress.line().endswith("(150.0%), 1.0/s, about 0:00:00 left")
+
+
 def test_without_a_total_it_counts_and_gives_the_rate() -> None:
     stream, clock = io.StringIO(), Clock()
     progress = Progress("walk", stream=stream, bar=False, log_every=5, clock=clock)

@@ -106,7 +106,8 @@ class Progress:
         if self.total:
             share = 100.0 * self.done / self.total
             count = f"{self.done:,}/{self.total:,} {self.unit}s ({share:.1f}%)"
-            left = (self.total - self.done) / rate if rate > 0 else None
+            # Past the total (a parse run that took in new rows as it went): no time left.
+            left = max(self.total - self.done, 0) / rate if rate > 0 else None
             eta = f", about {_duration(left)} left" if left is not None else ""
         else:
             count = f"{count} {self.unit}s"

@@ -143,8 +143,9 @@ class MonitorConfig:
             token=os.environ.get(TOKEN_ENV) or None,
             username=os.environ.get(USERNAME_ENV) or None,
             password=os.environ.get(PASSWORD_ENV) or None,
+            # Compared as a request's Host is: without a port, lower case.
             allowed_hosts=tuple(
-                name.strip().lower() for name in settings.getlist("MONITOR_ALLOWED_HOSTS")
+                host_name(name) for name in settings.getlist("MONITOR_ALLOWED_HOSTS")
             ),
             limits=Limits.from_settings(settings),
         )
