@@ -161,9 +161,11 @@ DOWNLOADER_MIDDLEWARES = {
     # After retry and throttle in process_response order: a block page is not retried.
     "middlewares.block_pages.BlockPagesDownloaderMiddleware": 580,
 }
-# Off (REMOTE_CONTROL_ENABLED, TELNETCONSOLE_ENABLED) and left out of Scrapy's base list:
-# Scrapy imports every listed extension (even one set to None) before asking it, and the
-# remote control's aiohttp alone cost 0.3-0.5 s of CPU at the start of every crawl.
+# Nobody needs a remote shell into an archiving crawler: the remote control and the telnet
+# console are left out of Scrapy's base list (so their *_ENABLED settings do nothing here),
+# not just switched off: Scrapy imports every listed extension (even one set to None)
+# before asking it, and the remote control's aiohttp alone cost 0.3-0.5 s of CPU at the
+# start of every crawl.
 _left_out = (
     "scrapy.extensions.remote_control.RemoteControl",
     "scrapy.extensions.telnet.TelnetConsole",
@@ -240,10 +242,7 @@ MONITOR_REQUEST_SECONDS = 10.0
 MONITOR_SHUTDOWN_SECONDS = 3
 MONITOR_SITE_ARTICLES = 100
 MONITOR_WORKERS = 4
-# Nobody needs a remote shell into an archiving crawler; off everywhere, not just on workers.
-REMOTE_CONTROL_ENABLED = False
 # `scrapy site_stats`: flag sites without a new article for this many days; snapshots due
 # for longer than this many seconds count as overdue.
 SITE_STATS_OVERDUE_SECONDS = 3600
 SITE_STATS_QUIET_DAYS = 3
-TELNETCONSOLE_ENABLED = False
