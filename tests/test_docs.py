@@ -163,6 +163,9 @@ def test_every_command_is_named_in_the_docs(command: str) -> None:
 @pytest.mark.parametrize("setting", project_settings())
 def test_every_setting_is_named_in_the_docs(setting: str) -> None:
     assert named(setting), f"{setting} (settings/base.py) is not named under docs/"
+    # ...and on the reference page, where a user looks for all of them.
+    reference = (DOCS / "reference" / "settings.md").read_text(encoding="utf-8")
+    assert f"`{setting}`" in reference, f"{setting} is not on docs/reference/settings.md"
 
 
 @pytest.mark.parametrize("variable", environment_variables())
@@ -397,6 +400,10 @@ def test_every_help_named_in_the_docs_runs(command: str) -> None:
     assert code == 0, text
     assert f"scrapy {command}" in text
     assert "Options" in text
+    # Scrapy's help formatter takes a wrapped line that ends in ":" for a heading and
+    # title-cases it ("The Publications Of This ... (Default" over a line of "="s).
+    headings = re.findall(r"^(.*)\n[=-]{3,}$", text, re.MULTILINE)
+    assert set(headings) <= {"Usage", "Options", "Global Options"}, headings
 
 
 # --- Site configs --------------------------------------------------------------------------

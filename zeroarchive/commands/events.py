@@ -49,7 +49,7 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--kind",
             default="deleted,edited,restored",
-            help="comma-separated kinds to list (default: all three)",
+            help="comma-separated kinds to list (by default all three)",
         )
         parser.add_argument(
             "--json",

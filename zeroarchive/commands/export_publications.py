@@ -45,7 +45,7 @@ class Command(ScrapyCommand):
         )
         parser.add_argument("--site", help="only this site (id or name)")
         parser.add_argument(
-            "--parser-version", default=PARSER_VERSION, help="default: the current one"
+            "--parser-version", default=PARSER_VERSION, help="by default the current one"
         )
 
     @one_line_errors

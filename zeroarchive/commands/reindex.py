@@ -38,7 +38,7 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--parser-version",
             default=PARSER_VERSION,
-            help=f"the publications of this parser version (default: {PARSER_VERSION})",
+            help=f"the publications of this parser version (by default {PARSER_VERSION})",
         )
 
     @one_line_errors
