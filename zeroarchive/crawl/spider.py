@@ -49,6 +49,14 @@ from zeroarchive.storage.sites import AmbiguousSite
 
 logger = logging.getLogger(__name__)
 
+
+def plain_answers(site: Site) -> bool:
+    """Whether a snapshot of this site is one plain answer, whose validators (ETag,
+    Last-Modified) a conditional watch check may send: not a rendered page, nor a document
+    assembled from several answers (a Dcard post's 304 says nothing of its comments)."""
+    return not (site.config.render or site.source.renders or site.source.assembled)
+
+
 #: Answers that say an article is not there any more.
 GONE_STATUSES = frozenset({404, 410})
 
@@ -295,7 +303,7 @@ class ArchiveSpider(scrapy.Spider):
         """The snapshot request of a due article; a long-tail watch check is conditional
         (If-None-Match / If-Modified-Since), so an unchanged page answers 304."""
         request = self.snapshot_request(site, article)
-        if article.conditional and not site.config.render:
+        if article.conditional and plain_answers(site):
             for name, value in article.conditional:
                 request.headers.setdefault(name, value)
         return request
