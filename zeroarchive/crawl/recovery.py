@@ -176,6 +176,10 @@ def take_up_dead_runs(
         if locks.acquire(site_id)
     ]
     released = release_runs(archive.engine, freed, prefix, now)
+    # Held only while their dead runs' work is given back: the sites may be of any
+    # source, and another run must not find them locked while this one chooses its own.
+    for site_id in freed:
+        locks.release(site_id)
     if released:
         logger.warning(
             "Taking up what a killed run left: %d list walk(s) and %d leased article(s) "
