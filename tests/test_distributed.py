@@ -147,6 +147,8 @@ def test_two_workers_share_one_queue_and_fetch_each_article_once(
         first = schedule_once(mariadb_url, redis_url, tmp_path)
         # The front page, and robots.txt for the sitemaps it may name.
         assert "generic: 2 list request(s) for 1 site(s), 0 snapshot(s) queued" in first
+        # Its soft-404 probe goes with the first snapshots, not with a list walk.
+        assert "; 0 soft-404 probe(s)" in first
         logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
         # Eight requests in flight each at most, so one worker cannot take the whole queue.
         workers = [

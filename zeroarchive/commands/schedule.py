@@ -115,12 +115,14 @@ class Command(ScrapyCommand):
                 pause = FIRST_PAUSE
             for name, report in reports.items():
                 logger.info(
-                    "%s: %d list request(s) for %d site(s), %d snapshot(s) queued; %d waiting",
+                    "%s: %d list request(s) for %d site(s), %d snapshot(s) queued; %d waiting; "
+                    "%d soft-404 probe(s)",
                     name,
                     report.list_requests,
                     report.list_sites,
                     report.snapshots,
                     report.queued,
+                    report.probes,
                 )
             if opts.once or stop.wait(max(0.0, opts.interval - (time.time() - started))):
                 return

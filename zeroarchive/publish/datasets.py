@@ -180,7 +180,6 @@ def write_publications(
     records: Iterable[Mapping[str, Any]],
     out: Path,
     site_names: Callable[[int], str],
-    on_row: Callable[[], None] | None = None,
 ) -> DatasetWriter:
     """Publication versions into a dataset partitioned by site and month first seen."""
     with DatasetWriter(out, PUBLICATION_SCHEMA) as writer:
@@ -188,8 +187,6 @@ def write_publications(
             site_id = int(record["site_id"])
             partition = Partition(site_id, month_of(int(record["first_seen_at"])))
             writer.add(partition, publication_row(record, site_names(site_id)))
-            if on_row is not None:
-                on_row()
     return writer
 
 
@@ -197,7 +194,6 @@ def write_snapshots(
     records: Iterable[Mapping[str, Any]],
     out: Path,
     site_names: Callable[[int], str],
-    on_row: Callable[[], None] | None = None,
 ) -> DatasetWriter:
     """Snapshot metadata (no page bodies) into a dataset partitioned by site and month."""
     with DatasetWriter(out, SNAPSHOT_SCHEMA) as writer:
@@ -207,6 +203,4 @@ def write_snapshots(
             row = {name: record.get(name) for name in SNAPSHOT_SCHEMA.names}
             row["site"] = site_names(site_id)
             writer.add(partition, row)
-            if on_row is not None:
-                on_row()
     return writer
