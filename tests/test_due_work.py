@@ -161,7 +161,7 @@ def test_both_modes_hand_out_the_same_work(
         server = connect(get_crawler(settings_dict=settings).settings, redis_url)
         # Not the first round ever: that one hands out leased work again (test_distributed).
         server.set(MARKER_KEY, "1")
-        dispatcher = Dispatcher(archive, server, spiders, DispatchConfig(2, 3600, 1000))
+        dispatcher = Dispatcher(archive, server, spiders, DispatchConfig(2, 3600, 1000, 30))
         reports = dispatcher.run_once(NOW)
         assert reports["generic"].bad_sites == ["broken"]
         walked = {row.site_id for row in archive.sites.listing() if row.last_crawl_at == NOW}

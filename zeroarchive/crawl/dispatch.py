@@ -37,7 +37,7 @@ class DispatchConfig:
     batch: int
     lease: int
     high_water: int
-    heartbeat: int = 30
+    heartbeat: float
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DispatchConfig:
@@ -45,7 +45,7 @@ class DispatchConfig:
             batch=settings.getint("ZEROARCHIVE_DUE_BATCH"),
             lease=settings.getint("ZEROARCHIVE_LEASE_SECONDS"),
             high_water=settings.getint("ZEROARCHIVE_QUEUE_HIGH_WATER"),
-            heartbeat=settings.getint("ZEROARCHIVE_HEARTBEAT_SECONDS"),
+            heartbeat=settings.getfloat("ZEROARCHIVE_HEARTBEAT_SECONDS"),
         )
         if min(config.batch, config.lease, config.high_water, config.heartbeat) < 1:
             raise ValueError(f"dispatch settings must be positive: {config}")
@@ -76,7 +76,7 @@ class Dispatcher:
         self.config = config
         # After redis lost its queues (and heartbeats), live workers get one heartbeat
         # period to beat again before any of them is taken for dead.
-        self._grace_until = 0
+        self._grace_until = 0.0
         #: Everything taken back since this dispatcher started.
         self.recovered = Released()
 
@@ -113,7 +113,7 @@ class Dispatcher:
                     "Redis lost its queues (restarted empty or flushed): %d leased article(s) "
                     "and %d list walk(s) of %d site(s) queued again; the Bloom filter starts "
                     "again empty (list pages are walked again, the Article table keeps each "
-                    "article once); %d worker(s) holding work get %d s to beat again",
+                    "article once); %d worker(s) holding work get %g s to beat again",
                     released.articles,
                     released.walks,
                     len(released.by_site),
