@@ -10,7 +10,6 @@ from zeroarchive.core.items import FetchedPage
 from zeroarchive.events.answers import sort_answers
 from zeroarchive.events.signs import Probe, page_sign
 from zeroarchive.sites.record import Site, parse_config
-from zeroarchive.storage.snapshots import content_hash
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SITE = Site(1, "farm", "https://farm.example/", "news", parse_config({"article": "/news/"}, "f"))
@@ -86,5 +85,20 @@ def test_soft_404_against_the_probe_and_unchanged_pages_are_not_looked_at() -> N
     )
     assert page_sign(page(notfound), SITE, probe) == "soft-404"
     assert page_sign(page(notfound), SITE) is None  # no probe, no soft 404
-    same = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: content_hash(notfound)})
+    same = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: len(notfound)})
     assert same.gone == [] and len(same.pages) == 1
+
+
+def test_a_notice_about_its_articles_size_is_found_by_its_title_and_others_by_their_body() -> None:
+    article = ("<title>市府說明</title><p>" + "記者報導市府說明。" * 100 + "</p>").encode()
+    in_title = ("<title>此文章已被刪除</title><p>" + "。" * 100 + "</p>").encode()
+    layout = "<div class='ad'></div>" * 100
+    in_body = f"<title>市府說明</title>{layout}<h1>此文章已被刪除</h1>".encode()
+    near = len(in_title) - 100
+    assert sort_answers([page(in_title)], [], {1: SITE}, {}, {1: near}).gone[0].evidence == (
+        "removed-notice"
+    )
+    assert page_sign(page(in_body), SITE, None, len(article)) == "removed-notice"
+    # Within a few bytes of the last snapshot: taken for the article again, by design.
+    assert page_sign(page(in_body), SITE, None, len(in_body) + 3) is None
+    assert page_sign(page(article), SITE, None, len(article) - 2000) is None
