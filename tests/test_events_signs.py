@@ -1,9 +1,12 @@
 """Deletion signs per answer (zeroarchive/events/signs.py) on real recorded platform
-answers and on what must never be a sign."""
+answers (tests/fixtures/events, dcard, ptt, youtube, facebook: see their SOURCE.txt) and on
+what must never be a sign."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 from pathlib import Path
 
 from zeroarchive.core.items import FetchedPage
@@ -102,3 +105,31 @@ def test_a_notice_about_its_articles_size_is_found_by_its_title_and_others_by_th
     # Within a few bytes of the last snapshot: taken for the article again, by design.
     assert page_sign(page(in_body), SITE, None, len(in_body) + 3) is None
     assert page_sign(page(article), SITE, None, len(article) - 2000) is None
+
+
+def test_youtube_signs_on_recorded_answers_removed_private_and_geoblocked() -> None:
+    events = FIXTURES / "events"
+    nonexistent = page((events / "youtube-nonexistent.json").read_bytes(), "YTVideo")
+    assert page_sign(nonexistent, SITE) == "platform:youtube-unavailable"
+    private = page((events / "youtube-private.json").read_bytes(), "YTVideo")
+    assert page_sign(private, SITE) == "platform:youtube-private"
+    # Blocked in the country it was asked from: not a deletion.
+    assert (
+        page_sign(page((events / "youtube-geoblocked.json").read_bytes(), "YTVideo"), SITE) is None
+    )
+    for watch in sorted((FIXTURES / "youtube").glob("watch-*.html.gz")):
+        assert page_sign(page(gzip.decompress(watch.read_bytes()), "YTVideo"), SITE) is None, watch
+
+
+def test_live_facebook_pages_are_no_sign() -> None:
+    live = lzma.decompress((FIXTURES / "events" / "facebook-live-photo-album.html.xz").read_bytes())
+    assert b"content not found" in live  # in its scripts
+    assert page_sign(page(live, "FBPost"), SITE) is None
+    for recorded in sorted((FIXTURES / "facebook").glob("*.xz")):
+        assert page_sign(page(lzma.decompress(recorded.read_bytes()), "FBPost"), SITE) is None
+    unavailable = (
+        "<html><head><title>Facebook</title></head><body><h2>This content isn\u2019t available "
+        "at the moment</h2><p>When this happens, it's usually because the owner only shared it "
+        "with a small group of people.</p></body></html>"
+    ).encode()
+    assert page_sign(page(unavailable, "FBPost"), SITE) == "platform:facebook-unavailable"
