@@ -81,15 +81,18 @@ def test_a_long_article_quoting_a_notice_is_no_notice_and_big5_notices_are_found
     assert page_sign(big5, SITE) == "removed-notice"
 
 
-def test_soft_404_against_the_probe_and_unchanged_pages_are_not_looked_at() -> None:
+def test_soft_404_against_the_probe_even_when_the_page_is_its_last_snapshot() -> None:
     notfound = b"<title>Oops</title><p>We looked for /news/1 and found nothing. Home</p>"
     probe = Probe(
         1, 0, "Oops", "Oops We looked for /zeroarchive-probe-1.html and found nothing. Home"
     )
     assert page_sign(page(notfound), SITE, probe) == "soft-404"
     assert page_sign(page(notfound), SITE) is None  # no probe, no soft 404
+    # Stored in the site's first crawl, before the probe answered: caught at the next fetch.
     same = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: len(notfound)})
-    assert same.gone == [] and len(same.pages) == 1
+    assert [answer.evidence for answer in same.gone] == ["soft-404"] and same.pages == []
+    # Without a probe a page of its last snapshot's size is not looked at.
+    assert sort_answers([page(notfound)], [], {1: SITE}, {}, {1: len(notfound)}).gone == []
 
 
 def test_a_notice_about_its_articles_size_is_found_by_its_title_and_others_by_their_body() -> None:

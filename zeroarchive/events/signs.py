@@ -111,36 +111,37 @@ def page_sign(
 ) -> str | None:
     """The evidence that a fetched (2xx) page means its article is gone, or None.
 
-    ``last_size`` is the size of the article's last snapshot (None: no snapshot yet): a
-    page of exactly that size is taken for that snapshot again and not looked at (most
-    re-snapshots are unchanged). Every other page comes through here, so its text is parsed
-    only when a cheap test says it may be a not-found page: its title is the probe's, its
-    title holds a removal notice's words, or it is not plainly its article again
-    (``same_size``: noise changes a page by a few bytes) and its head holds them.
+    ``last_size`` is the size of the article's last snapshot (None: no snapshot yet). Every
+    page comes through here, so its text is parsed only when a cheap test says it may be a
+    not-found page: its title is the probe's; its title holds a removal notice's words; or
+    it is not plainly its article again (``same_size``: noise changes a page by a few
+    bytes) and its head holds them. A page of exactly the last snapshot's size is taken for
+    that snapshot again (most re-snapshots are unchanged): only its title is held against
+    the probe, so that a soft 404 stored before the site's probe had answered (its first
+    crawl asks both at once) is still caught at its next fetch.
     """
     redirect = redirect_sign(page, site)
     if redirect:
         return redirect
+    title: str | None = None
+    if probe is not None and page.article_type not in ("Dcard", "YTVideo"):
+        title = _title(page.body, page.encoding)
+        if title == probe.title and is_soft_404(page_text(page.body, page.encoding), probe):
+            return "soft-404"
     if last_size == len(page.body):
-        return None  # its last snapshot again: no sign then, none now (most re-snapshots)
+        return None  # its last snapshot again: no sign then, none now
     platform = platform_sign(page)
     if platform:
         return platform
     if page.article_type in ("Dcard", "YTVideo"):
         return None  # JSON and player pages: only their platform's signs count
-    title = _title(page.body, page.encoding)
-    text: PageText | None = None
-    if probe is not None and title == probe.title:
-        text = page_text(page.body, page.encoding)
-        if is_soft_404(text, probe):
-            return "soft-404"
-    if removal_notice(title) or (
+    title = _title(page.body, page.encoding) if title is None else title
+    may_be_notice = removal_notice(title) or (
         not same_size(len(page.body), last_size)
         and might_be_notice(page.body[:HEAD_BYTES], page.encoding)
-    ):
-        text = text or page_text(page.body, page.encoding)
-        if removal_notice(text.text):
-            return "removed-notice"
+    )
+    if may_be_notice and removal_notice(page_text(page.body, page.encoding).text):
+        return "removed-notice"
     return None
 
 
