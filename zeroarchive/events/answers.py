@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.items import FailedFetch, FetchedPage
@@ -29,33 +29,51 @@ class SortedAnswers:
 
 
 def last_sizes(engine: Engine, article_ids: Iterable[int]) -> dict[int, int]:
-    """The size of each article's last snapshot, in bytes (two reads per batch: the
-    articles' last snapshot times, then those snapshots by their whole key, so MariaDB
-    looks in one month's partition for each)."""
+    """The size of each article's last snapshot, in bytes: one read per batch on SQLite;
+    two on MariaDB (the articles' last snapshot times, then those snapshots by article,
+    time and date, so that it looks only in the months' partitions that hold them)."""
     ids = sorted(set(article_ids))
     if not ids:
         return {}
     with engine.connect() as conn:
-        keys = [
-            (row.article_id, row.last_snapshot_at, _utc_date(row.last_snapshot_at))
+        if conn.dialect.name == "sqlite":
+            # No partitions: one join finds each last snapshot by its key.
+            joined = conn.execute(
+                select(article.c.article_id, article_snapshot.c.raw_size)
+                .join(
+                    article_snapshot,
+                    (article_snapshot.c.article_id == article.c.article_id)
+                    & (article_snapshot.c.snapshot_at == article.c.last_snapshot_at),
+                )
+                .where(article.c.article_id.in_(ids))
+            )
+            return {row.article_id: row.raw_size for row in joined}
+        last: dict[int, int] = {
+            row.article_id: row.last_snapshot_at
             for row in conn.execute(
                 select(article.c.article_id, article.c.last_snapshot_at).where(
                     article.c.article_id.in_(ids), article.c.last_snapshot_at > 0
                 )
             )
-        ]
-        if not keys:
+        }
+        if not last:
             return {}
+        times = set(last.values())
         rows = conn.execute(
-            select(article_snapshot.c.article_id, article_snapshot.c.raw_size).where(
-                tuple_(
-                    article_snapshot.c.article_id,
-                    article_snapshot.c.snapshot_at,
-                    article_snapshot.c.snapshot_at_date,
-                ).in_(keys)
+            select(
+                article_snapshot.c.article_id,
+                article_snapshot.c.snapshot_at,
+                article_snapshot.c.raw_size,
+            ).where(
+                article_snapshot.c.article_id.in_(sorted(last)),
+                article_snapshot.c.snapshot_at.in_(sorted(times)),
+                article_snapshot.c.snapshot_at_date.in_(sorted({_utc_date(t) for t in times})),
             )
         )
-        return {row.article_id: row.raw_size for row in rows}
+        # The IN lists cross: keep each article's own last snapshot only.
+        return {
+            row.article_id: row.raw_size for row in rows if last[row.article_id] == row.snapshot_at
+        }
 
 
 #: The proleptic ordinal of 1970-01-01: a day count plus this is a date's ordinal.
