@@ -11,8 +11,8 @@ detection per snapshot batch, and the watch's requests per day against its budge
 2. Times ``last_sizes`` and ``sort_answers`` (every deletion sign of
    zeroarchive/events/signs.py, soft-404 probe comparison included) against
    ``SnapshotStore.save`` on the same batch of 500 real pages (tests/fixtures/cjk-news),
-   side by side in CPU seconds, for first snapshots, noise-only changes, edits and
-   unchanged pages: the share detection adds (``--detection-only``; ``--profile`` prints
+   side by side in CPU seconds (on ``--db``), for first snapshots, noise-only changes,
+   edits and unchanged pages: the share detection adds (``--detection-only``; ``--profile`` prints
    where its time goes).
 3. The watch's requests per day: the default cadence's demand for the filled archive's
    finished articles against what ``promote_watch`` hands out in one day (the budget).
@@ -45,13 +45,14 @@ from zeroarchive.events.answers import last_sizes, sort_answers  # noqa: E402
 from zeroarchive.events.signs import Probe  # noqa: E402
 from zeroarchive.events.watch import promote_watch, watch_query  # noqa: E402
 from zeroarchive.sites.record import DEFAULT_WATCH  # noqa: E402
-from zeroarchive.storage.archive import open_archive  # noqa: E402
+from zeroarchive.storage.archive import close_archives, open_archive  # noqa: E402
 from zeroarchive.storage.engine import make_engine, migrate  # noqa: E402
 from zeroarchive.storage.schema import article  # noqa: E402
 from zeroarchive.storage.sites import site_from_row  # noqa: E402
 
 MARIADB = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
 BENCH_DB = "zeroarchive_bench_events"
+DETECT_DB = "zeroarchive_bench_events_detection"
 NOW = 1_800_000_000
 SPAN = 365 * DAY
 CHUNK = 500_000
@@ -171,13 +172,20 @@ ROUNDS = (
 )
 
 
-def detection(profile: bool = False) -> None:
+def detection(db: str, profile: bool = False) -> None:
     html = [
         gzip.decompress(path.read_bytes())
         for path in sorted((REPO / "tests/fixtures/cjk-news/html").glob("*.html.gz"))
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        archive = open_archive(url=f"sqlite:///{tmp}/a.db")
+        url = f"sqlite:///{tmp}/a.db"
+        if db == "mariadb":
+            url = f"{MARIADB}/{DETECT_DB}"
+            server = create_engine(MARIADB)
+            with server.begin() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {DETECT_DB}"))
+                conn.execute(text(f"CREATE DATABASE {DETECT_DB} CHARACTER SET utf8mb4"))
+        archive = open_archive(url=url)
         from zeroarchive.sites.record import SiteSpec
 
         site_id, _ = archive.sites.upsert(
@@ -218,6 +226,11 @@ def detection(profile: bool = False) -> None:
             )
         if profiler:
             pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+    if db == "mariadb":
+        close_archives()
+        with server.begin() as conn:
+            conn.execute(text(f"DROP DATABASE {DETECT_DB}"))
+        server.dispose()
 
 
 def main() -> None:
@@ -233,7 +246,7 @@ def main() -> None:
         "--profile", action="store_true", help="profile the detection (cProfile, by own time)"
     )
     args = parser.parse_args()
-    detection(args.profile)
+    detection(args.db, args.profile)
     if args.detection_only:
         return
     if args.db == "sqlite":
