@@ -6,7 +6,8 @@ Dcard, Facebook, YouTube) is that platform's; a URL on the host of a site in the
 that site's source; any other URL is an open-web page. The site is the one in the table
 that holds the URL (an article already archived keeps its site; a PTT post its board's
 site, a Dcard post its forum's, a Facebook post its page's or group's); else an ad-hoc,
-inactive site named ``saved:<host>`` (one per source and host) that is never walked.
+inactive site that is never walked (``_adhoc_spec``: ``saved:<host>`` for open-web pages,
+``saved:<source>:...`` for the platforms').
 """
 
 from __future__ import annotations
