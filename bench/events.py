@@ -8,20 +8,26 @@ detection per snapshot batch, and the watch's requests per day against its budge
    now). Then times ``watch_query`` (the choice of one site's due watch checks, longest
    waiting first, ``LIMIT`` the default budget of 1000) for ``--probes`` sites, and a full
    ``promote_watch`` (choose, make due, spend the budget) over every site.
-2. Times ``sort_answers`` (every deletion sign of zeroarchive/events/signs.py, soft-404
-   probe comparison included) against ``SnapshotStore.save`` on the same batch of 500
-   real pages (tests/fixtures/cjk-news), side by side: the share detection adds.
+2. Times ``last_sizes`` and ``sort_answers`` (every deletion sign of
+   zeroarchive/events/signs.py, soft-404 probe comparison included) against
+   ``SnapshotStore.save`` on the same batch of 500 real pages (tests/fixtures/cjk-news),
+   side by side in CPU seconds (on ``--db``), for first snapshots, noise-only changes,
+   edits and unchanged pages: the share detection adds (``--detection-only``; ``--profile`` prints
+   where its time goes).
 3. The watch's requests per day: the default cadence's demand for the filled archive's
    finished articles against what ``promote_watch`` hands out in one day (the budget).
 
     python bench/events.py [--articles 2000000] [--sites 200] [--db sqlite|mariadb]
+                           [--detection-only] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gzip
 import os
+import pstats
 import statistics
 import sys
 import tempfile
@@ -35,17 +41,18 @@ from sqlalchemy import create_engine, func, select, text  # noqa: E402
 
 from zeroarchive.core.items import FetchedPage  # noqa: E402
 from zeroarchive.core.schedule import DAY, STOP  # noqa: E402
-from zeroarchive.events.answers import last_hashes, sort_answers  # noqa: E402
+from zeroarchive.events.answers import last_sizes, sort_answers  # noqa: E402
 from zeroarchive.events.signs import Probe  # noqa: E402
 from zeroarchive.events.watch import promote_watch, watch_query  # noqa: E402
 from zeroarchive.sites.record import DEFAULT_WATCH  # noqa: E402
-from zeroarchive.storage.archive import open_archive  # noqa: E402
+from zeroarchive.storage.archive import close_archives, open_archive  # noqa: E402
 from zeroarchive.storage.engine import make_engine, migrate  # noqa: E402
 from zeroarchive.storage.schema import article  # noqa: E402
 from zeroarchive.storage.sites import site_from_row  # noqa: E402
 
 MARIADB = os.environ.get("ZEROARCHIVE_TEST_MARIADB", "mysql+pymysql://root@127.0.0.1:3306")
 BENCH_DB = "zeroarchive_bench_events"
+DETECT_DB = "zeroarchive_bench_events_detection"
 NOW = 1_800_000_000
 SPAN = 365 * DAY
 CHUNK = 500_000
@@ -154,13 +161,31 @@ def choose(url: str, sites: int, probes: int) -> None:
     engine.dispose()
 
 
-def detection() -> None:
+#: The detection rounds: what each batch of 500 pages is, against the articles' last
+#: snapshots. A first snapshot and an edit that changes the size are searched for a removal
+#: notice; noise (a counter, a token) and an unchanged page are the article again.
+ROUNDS = (
+    ("first snapshots", b"<!-- views 1000 -->"),
+    ("noise-only changes", b"<!-- views 1001 -->"),
+    ("edits (+2 KB of text)", b"<!-- views 1001 --><p>" + "更正說明。".encode() * 136 + b"</p>"),
+    ("unchanged", b"<!-- views 1001 --><p>" + "更正說明。".encode() * 136 + b"</p>"),
+)
+
+
+def detection(db: str, profile: bool = False) -> None:
     html = [
         gzip.decompress(path.read_bytes())
         for path in sorted((REPO / "tests/fixtures/cjk-news/html").glob("*.html.gz"))
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        archive = open_archive(url=f"sqlite:///{tmp}/a.db")
+        url = f"sqlite:///{tmp}/a.db"
+        if db == "mariadb":
+            url = f"{MARIADB}/{DETECT_DB}"
+            server = create_engine(MARIADB)
+            with server.begin() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {DETECT_DB}"))
+                conn.execute(text(f"CREATE DATABASE {DETECT_DB} CHARACTER SET utf8mb4"))
+        archive = open_archive(url=url)
         from zeroarchive.sites.record import SiteSpec
 
         site_id, _ = archive.sites.upsert(
@@ -173,33 +198,39 @@ def detection() -> None:
         site = archive.sites.get(site_id)
         assert site is not None
         probe = Probe(site_id, NOW, "Not found", "Sorry, nothing here. Home")
-        rounds = []
-        # Rounds 0-2: every page changed; 3-4: every page as in round 2 (unchanged: most
-        # re-snapshots are).
-        for round_ in range(5):
+        profiler = cProfile.Profile() if profile else None
+        for round_, (name, tail) in enumerate(ROUNDS):
             at = NOW + round_ * 3600
-            body = str(min(round_, 2)).encode()
             pages = [
                 FetchedPage(
-                    i, site_id, "Article", at, 200, url, {}, "utf-8", html[i % len(html)] + body
+                    i, site_id, "Article", at, 200, url, {}, "utf-8", html[i % len(html)] + tail
                 )
                 for i, url in zip(ids, urls, strict=True)
             ]
-            started = time.perf_counter()
-            hashes = last_hashes(archive.engine, ids)
-            sorted_ = sort_answers(pages, [], {site_id: site}, {site_id: probe}, hashes)
-            detect = time.perf_counter() - started
+            # CPU seconds: the machine may be shared; both sides are measured alike.
+            started = time.process_time()
+            if profiler:
+                profiler.enable()
+            sizes = last_sizes(archive.engine, ids)
+            sorted_ = sort_answers(pages, [], {site_id: site}, {site_id: probe}, sizes)
+            if profiler:
+                profiler.disable()
+            detect = time.process_time() - started
             assert len(sorted_.pages) == len(pages)
-            started = time.perf_counter()
+            started = time.process_time()
             archive.snapshots.save(pages)
-            save = time.perf_counter() - started
-            rounds.append((detect, save))
-        for index, (detect, save) in enumerate(rounds):
+            save = time.process_time() - started
             print(
-                f"500 {'changed' if index < 3 else 'unchanged'} pages: detection "
-                f"{detect * 1000:.0f} ms, save {save * 1000:.0f} ms: "
-                f"detection adds {detect / save:.0%}"
+                f"500 pages, {name}: detection {detect * 1000:.0f} ms, save "
+                f"{save * 1000:.0f} ms: detection adds {detect / save:.0%}"
             )
+        if profiler:
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+    if db == "mariadb":
+        close_archives()
+        with server.begin() as conn:
+            conn.execute(text(f"DROP DATABASE {DETECT_DB}"))
+        server.dispose()
 
 
 def main() -> None:
@@ -208,8 +239,16 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=200)
     parser.add_argument("--probes", type=int, default=50)
     parser.add_argument("--db", choices=("sqlite", "mariadb"), default="sqlite")
+    parser.add_argument(
+        "--detection-only", action="store_true", help="time deletion detection only"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="profile the detection (cProfile, by own time)"
+    )
     args = parser.parse_args()
-    detection()
+    detection(args.db, args.profile)
+    if args.detection_only:
+        return
     if args.db == "sqlite":
         tmp = tempfile.mkdtemp()
         url = f"sqlite:///{tmp}/bench.db"

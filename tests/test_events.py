@@ -181,3 +181,29 @@ def test_events_rejects_an_unknown_kind_in_one_line(kind: str, tmp_path: Path) -
     assert done.returncode != 0
     assert "Traceback" not in done.output
     assert "--kind takes deleted, edited, restored" in done.output
+
+
+def test_a_soft_404_met_in_the_sites_first_crawl_is_caught(db_url: str, tmp_path: Path) -> None:
+    """The first crawl asks the probe and the articles at once, so a soft 404 may be
+    stored before the site's not-found page is known: the next fetch catches it."""
+    gone = Route(200, HTML, (SOFT_404 % "/news/afirst").encode())
+    routes = {"/": front_page(("afirst", "alive")), "/news/afirst": gone}
+    routes["/news/alive"] = article_page("alive")
+    with ReplayServer(routes) as server:
+        # The probe answers slowly, after the articles' pages were sorted and stored.
+        server.fallback = Route(200, HTML, (SOFT_404 % "that page").encode(), delay=3)
+        config = {"article": "/news/", "following": r"^http://127\.0\.0\.1:\d+/$", "delay": 0}
+        sites = [{"name": "farm", "url": server.url("/"), "type": "news", "config": config}]
+        loaded = scrapy(
+            "load_sites", str(write_sites(tmp_path / "s.yaml", sites)), db_url=db_url, cwd=tmp_path
+        )
+        assert loaded.returncode == 0, loaded.output
+        at_once = ("-s", "ZEROARCHIVE_SNAPSHOT_BATCH=1", "-s", "SITE_POLICY_CONCURRENCY=4")
+        first = run("crawl", "generic", *at_once, db_url=db_url, tmp_path=tmp_path, at=T0)
+        assert "'zeroarchive/events/probes': 1" in first.output
+        assert "zeroarchive/events/suspected" not in first.output  # stored as a snapshot
+        for at in (T0 + 2 * HOUR, T0 + 2 * HOUR + 11 * MINUTE):
+            run("crawl", "generic", db_url=db_url, tmp_path=tmp_path, at=at)
+        base = server.url("/news/")
+        listed = events(db_url, tmp_path, T0 + 3 * HOUR)
+    assert found(listed, base) == {("deleted", "afirst", "soft-404")}

@@ -1,16 +1,18 @@
 """Deletion signs per answer (zeroarchive/events/signs.py) on real recorded platform
-answers and on what must never be a sign."""
+answers (tests/fixtures/events, dcard, ptt, youtube, facebook: see their SOURCE.txt) and on
+what must never be a sign."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 from pathlib import Path
 
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.events.answers import sort_answers
 from zeroarchive.events.signs import Probe, page_sign
 from zeroarchive.sites.record import Site, parse_config
-from zeroarchive.storage.snapshots import content_hash
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SITE = Site(1, "farm", "https://farm.example/", "news", parse_config({"article": "/news/"}, "f"))
@@ -79,12 +81,58 @@ def test_a_long_article_quoting_a_notice_is_no_notice_and_big5_notices_are_found
     assert page_sign(big5, SITE) == "removed-notice"
 
 
-def test_soft_404_against_the_probe_and_unchanged_pages_are_not_looked_at() -> None:
+def test_soft_404_against_the_probe_even_when_the_page_is_its_last_snapshot() -> None:
     notfound = b"<title>Oops</title><p>We looked for /news/1 and found nothing. Home</p>"
     probe = Probe(
         1, 0, "Oops", "Oops We looked for /zeroarchive-probe-1.html and found nothing. Home"
     )
     assert page_sign(page(notfound), SITE, probe) == "soft-404"
     assert page_sign(page(notfound), SITE) is None  # no probe, no soft 404
-    same = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: content_hash(notfound)})
-    assert same.gone == [] and len(same.pages) == 1
+    # Stored in the site's first crawl, before the probe answered: caught at the next fetch.
+    same = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: len(notfound)})
+    assert [answer.evidence for answer in same.gone] == ["soft-404"] and same.pages == []
+    # Without a probe a page of its last snapshot's size is not looked at.
+    assert sort_answers([page(notfound)], [], {1: SITE}, {}, {1: len(notfound)}).gone == []
+
+
+def test_a_notice_about_its_articles_size_is_found_by_its_title_and_others_by_their_body() -> None:
+    article = ("<title>市府說明</title><p>" + "記者報導市府說明。" * 100 + "</p>").encode()
+    in_title = ("<title>此文章已被刪除</title><p>" + "。" * 100 + "</p>").encode()
+    layout = "<div class='ad'></div>" * 100
+    in_body = f"<title>市府說明</title>{layout}<h1>此文章已被刪除</h1>".encode()
+    near = len(in_title) - 100
+    assert sort_answers([page(in_title)], [], {1: SITE}, {}, {1: near}).gone[0].evidence == (
+        "removed-notice"
+    )
+    assert page_sign(page(in_body), SITE, None, len(article)) == "removed-notice"
+    # Within a few bytes of the last snapshot: taken for the article again, by design.
+    assert page_sign(page(in_body), SITE, None, len(in_body) + 3) is None
+    assert page_sign(page(article), SITE, None, len(article) - 2000) is None
+
+
+def test_youtube_signs_on_recorded_answers_removed_private_and_geoblocked() -> None:
+    events = FIXTURES / "events"
+    nonexistent = page((events / "youtube-nonexistent.json").read_bytes(), "YTVideo")
+    assert page_sign(nonexistent, SITE) == "platform:youtube-unavailable"
+    private = page((events / "youtube-private.json").read_bytes(), "YTVideo")
+    assert page_sign(private, SITE) == "platform:youtube-private"
+    # Blocked in the country it was asked from: not a deletion.
+    assert (
+        page_sign(page((events / "youtube-geoblocked.json").read_bytes(), "YTVideo"), SITE) is None
+    )
+    for watch in sorted((FIXTURES / "youtube").glob("watch-*.html.gz")):
+        assert page_sign(page(gzip.decompress(watch.read_bytes()), "YTVideo"), SITE) is None, watch
+
+
+def test_live_facebook_pages_are_no_sign() -> None:
+    live = lzma.decompress((FIXTURES / "events" / "facebook-live-photo-album.html.xz").read_bytes())
+    assert b"content not found" in live  # in its scripts
+    assert page_sign(page(live, "FBPost"), SITE) is None
+    for recorded in sorted((FIXTURES / "facebook").glob("*.xz")):
+        assert page_sign(page(lzma.decompress(recorded.read_bytes()), "FBPost"), SITE) is None
+    unavailable = (
+        "<html><head><title>Facebook</title></head><body><h2>This content isn\u2019t available "
+        "at the moment</h2><p>When this happens, it's usually because the owner only shared it "
+        "with a small group of people.</p></body></html>"
+    ).encode()
+    assert page_sign(page(unavailable, "FBPost"), SITE) == "platform:facebook-unavailable"

@@ -1,20 +1,40 @@
 """The monitor's events: GraphQL ``events``, the Atom feeds and the events pages with the
-diff view, over events written by the events store (the crawl and the parser's hook)."""
+diff view, over events written by the events store (the crawl and the parser's hook); save
+page now, as a form (in Chromium too, its `scrapy save` run for real) and as the GraphQL
+mutation ``save``, refused to other origins."""
 
 from __future__ import annotations
 
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
+import pytest
+import uvicorn
+from playwright.sync_api import expect, sync_playwright
 from sqlalchemy import select
+from starlette.testclient import TestClient
 
+from tests.conftest import REPO, require_service
+from tests.monitor_archive import NOW
+from tests.replay import ReplayServer
+from tests.test_events import article_page
 from tests.test_events_watch import T0, archive_with
-from tests.test_monitor import make_client
+from tests.test_monitor import config, make_client
+from tests.test_monitor_browser import browser_config, free_port
 from zeroarchive.core.items import Parsed
 from zeroarchive.events.edits import edit_hook
 from zeroarchive.events.store import GoneAnswer, record_gone
+from zeroarchive.monitor.app import create_app
+from zeroarchive.monitor.save_page import Saver
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.publications import ArticleInfo, PublicationStore
-from zeroarchive.storage.schema import article_event
+from zeroarchive.storage.schema import article, article_event
 from zeroarchive.storage.site_stats import SiteStatsConfig, site_stats
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -84,3 +104,145 @@ def test_site_stats_count_events_per_site_and_month(db_url: str) -> None:
     assert row.events_this_month(T0 + 1000) == {"deleted": 1, "edited": 1, "restored": 0}
     assert row.as_json()["events"] == row.events
     assert "deleted / edited" in make_client(db_url).get("/").text
+
+
+def saving_client(db_url: str, allowed: bool = True) -> tuple[TestClient, list[tuple[Any, ...]]]:
+    """A monitor whose saves are filed for real and whose `scrapy save` is a no-op process
+    (its arguments recorded)."""
+    calls: list[tuple[Any, ...]] = []
+
+    def command(urls: list[str], watch: bool) -> list[str]:
+        calls.append((urls, watch))
+        return [sys.executable, "-c", "pass"]
+
+    engine = open_archive(url=db_url).engine
+    saver = Saver(engine, allowed, command)
+    app = create_app(engine, config(), SiteStatsConfig(3, 3600), clock=lambda: NOW, saver=saver)
+    return TestClient(app, base_url="http://127.0.0.1"), calls
+
+
+SAVE = "mutation($u: [String!]!, $w: Boolean) { save(url: $u, watch: $w) { url site source } }"
+
+
+def test_the_save_mutation_files_pages_and_starts_scrapy_save_from_this_origin_only(
+    db_url: str,
+) -> None:
+    archive_with(db_url, 1)
+    client, calls = saving_client(db_url)
+    urls = ["https://farm.example/news/9", "https://elsewhere.example/a?utm_source=x"]
+    answer = client.post("/graphql", json={"query": SAVE, "variables": {"u": urls, "w": True}})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["data"]["save"] == [
+        {"url": "https://farm.example/news/9", "site": "farm", "source": "generic"},
+        {
+            "url": "https://elsewhere.example/a",
+            "site": "saved:elsewhere.example",
+            "source": "generic",
+        },
+    ]
+    assert calls == [(["https://farm.example/news/9", "https://elsewhere.example/a"], True)]
+    engine = open_archive(url=db_url).engine
+    with engine.connect() as conn:
+        due = dict(conn.execute(select(article.c.url, article.c.next_snapshot_at)).all())
+    assert due["https://elsewhere.example/a"] > 0
+    # Another site's page may not ask: the origin is not this monitor's.
+    evil = client.post(
+        "/graphql",
+        json={"query": SAVE, "variables": {"u": ["https://x.example/"]}},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert evil.status_code == 403
+    bad = client.post(
+        "/graphql",
+        json={"query": SAVE, "variables": {"u": ["https://www.ptt.cc/bbs/A/index.html"]}},
+    )
+    assert "not a PTT post" in bad.json()["errors"][0]["message"]
+    off, off_calls = saving_client(db_url, allowed=False)
+    refused = off.post("/graphql", json={"query": SAVE, "variables": {"u": ["https://x.example/"]}})
+    assert "needs a login" in refused.json()["errors"][0]["message"]
+    assert len(calls) == 1 and off_calls == []
+
+
+def test_the_save_form_needs_its_token_and_this_origin(db_url: str) -> None:
+    archive_with(db_url, 1)
+    client, calls = saving_client(db_url)
+    page = client.get("/save")
+    token = re.search(r'name="token" value="([^"]+)"', page.text)
+    assert page.status_code == 200 and token is not None
+    form = {"urls": "https://farm.example/news/7\nhttps://farm.example/news/8", "watch": "on"}
+    assert client.post("/save", data=form).status_code == 403  # no token
+    signed = {**form, "token": token.group(1)}
+    evil = client.post("/save", data=signed, headers={"Origin": "https://evil.example"})
+    assert evil.status_code == 403
+    cross = client.post("/save", data=signed, headers={"Sec-Fetch-Site": "cross-site"})
+    assert cross.status_code == 403
+    forged = {**form, "token": token.group(1)[:-1] + "0"}
+    assert client.post("/save", data=forged).status_code == 403
+    assert calls == []
+    # A browser's own form: Origin null (the pages send no referrer), same-origin fetch.
+    own = {"Origin": "null", "Sec-Fetch-Site": "same-origin"}
+    saved = client.post("/save", data=signed, headers=own)
+    assert saved.status_code == 200 and "Saving 2 page(s), watched afterwards" in saved.text
+    assert calls == [(["https://farm.example/news/7", "https://farm.example/news/8"], True)]
+    off, _ = saving_client(db_url, allowed=False)
+    assert "Saving is off" in off.get("/save").text
+
+
+@pytest.fixture
+def monitor_on_port(db_url: str) -> Iterator[str]:
+    """The monitor on a real uvicorn server in a thread; its saves run `scrapy save`."""
+    archive_with(db_url, 1)
+    cfg = config(port=free_port())
+    app = create_app(open_archive(url=db_url).engine, cfg, SiteStatsConfig(3, 3600))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=cfg.host, port=cfg.port, log_config=None, access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{cfg.port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_a_page_is_saved_from_the_form_in_chromium(
+    db_url: str, monitor_on_port: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chromium = browser_config()
+    require_service("Chromium", None if Path(chromium.chromium).exists() else "no Chromium")
+    # The `scrapy save` the monitor starts runs this project against this database.
+    monkeypatch.setenv("SCRAPY_SETTINGS_MODULE", "settings.base")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    with ReplayServer({"/story/1": article_page("s1")}) as site, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium.chromium, args=list(chromium.chromium_args), headless=True
+        )
+        try:
+            page = browser.new_page()
+            page.goto(f"{monitor_on_port}/events")
+            page.click("#save-link")
+            expect(page.locator("h1")).to_have_text("Save pages now")
+            page.fill("#urls", site.url("/story/1"))
+            page.check("#watch")
+            page.click("#save-button")
+            expect(page.locator("#save-started")).to_contain_text("Saving 1 page(s)")
+            expect(page.locator("#saved td").first).to_have_text(site.url("/story/1"))
+        finally:
+            browser.close()
+        engine = open_archive(url=db_url).engine
+        deadline = time.monotonic() + 120
+        while True:
+            with engine.connect() as conn:
+                count = conn.execute(
+                    select(article.c.snapshot_count).where(article.c.url == site.url("/story/1"))
+                ).scalar()
+            if count or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert count == 1, "the save process did not archive the page"
+        assert site.hits["/story/1"] == 1

@@ -3,6 +3,7 @@ failures to back off, signs of deletion and unchanged watch checks (304)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -13,8 +14,7 @@ from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.events.signs import Probe, page_sign, status_sign
 from zeroarchive.events.store import GoneAnswer
 from zeroarchive.sites.record import Site
-from zeroarchive.storage.schema import article
-from zeroarchive.storage.snapshots import content_hash
+from zeroarchive.storage.schema import article, article_snapshot
 
 NOT_MODIFIED = 304
 
@@ -28,18 +28,65 @@ class SortedAnswers:
     not_modified: list[tuple[int, int]] = field(default_factory=list)
 
 
-def last_hashes(engine: Engine, article_ids: Iterable[int]) -> dict[int, bytes]:
-    """The content hash of each article's last snapshot (one read per batch)."""
+def last_sizes(engine: Engine, article_ids: Iterable[int]) -> dict[int, int]:
+    """The size of each article's last snapshot, in bytes: one read per batch on SQLite;
+    two on MariaDB (the articles' last snapshot times, then those snapshots by article,
+    time and date, so that it looks only in the months' partitions that hold them)."""
     ids = sorted(set(article_ids))
     if not ids:
         return {}
     with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            # No partitions: one join finds each last snapshot by its key.
+            joined = conn.execute(
+                select(article.c.article_id, article_snapshot.c.raw_size)
+                .join(
+                    article_snapshot,
+                    (article_snapshot.c.article_id == article.c.article_id)
+                    & (article_snapshot.c.snapshot_at == article.c.last_snapshot_at),
+                )
+                .where(article.c.article_id.in_(ids))
+            )
+            return {row.article_id: row.raw_size for row in joined}
+        last: dict[int, int] = {
+            row.article_id: row.last_snapshot_at
+            for row in conn.execute(
+                select(article.c.article_id, article.c.last_snapshot_at).where(
+                    article.c.article_id.in_(ids), article.c.last_snapshot_at > 0
+                )
+            )
+        }
+        if not last:
+            return {}
+        times = set(last.values())
         rows = conn.execute(
-            select(article.c.article_id, article.c.last_content_hash).where(
-                article.c.article_id.in_(ids), article.c.last_content_hash.is_not(None)
+            select(
+                article_snapshot.c.article_id,
+                article_snapshot.c.snapshot_at,
+                article_snapshot.c.raw_size,
+            ).where(
+                article_snapshot.c.article_id.in_(sorted(last)),
+                article_snapshot.c.snapshot_at.in_(sorted(times)),
+                article_snapshot.c.snapshot_at_date.in_(sorted({_utc_date(t) for t in times})),
             )
         )
-        return {row.article_id: bytes(row.last_content_hash) for row in rows}
+        # The IN lists cross: keep each article's own last snapshot only.
+        return {
+            row.article_id: row.raw_size for row in rows if last[row.article_id] == row.snapshot_at
+        }
+
+
+#: The proleptic ordinal of 1970-01-01: a day count plus this is a date's ordinal.
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+
+
+def _utc_date(at: int) -> dt.date:
+    """The UTC date of a unix time (a snapshot's ``snapshot_at_date``).
+
+    >>> _utc_date(0), _utc_date(1_800_000_000)
+    (datetime.date(1970, 1, 1), datetime.date(2027, 1, 15))
+    """
+    return dt.date.fromordinal(_EPOCH_ORDINAL + at // 86400)
 
 
 def sort_answers(
@@ -47,22 +94,21 @@ def sort_answers(
     failures: Sequence[FailedFetch],
     sites: Mapping[int, Site],
     probes: Mapping[int, Probe],
-    last: Mapping[int, bytes] | None = None,
+    last_size: Mapping[int, int] | None = None,
 ) -> SortedAnswers:
     """Sort one batch: a page or failure that says its article is gone becomes a
     GoneAnswer (never a snapshot, never a move); a 304 a not-modified check.
 
-    A page with the same bytes as its article's last snapshot (``last``: hashes by article
-    id, from ``last_hashes``) is not looked at: it was no sign of deletion then, and is
-    none now. Most re-snapshots are unchanged, so most pages cost one hash."""
+    ``last_size`` (sizes by article id, from ``last_sizes``) lets a page about the size of
+    its article's last snapshot skip the search for a removal notice in its body: most
+    re-snapshots are unchanged or changed by noise only (``signs.same_size``)."""
     result = SortedAnswers()
-    last = last or {}
+    last_size = last_size or {}
     for page in pages:
         site_record = sites.get(page.site_id)
-        unchanged = last.get(page.article_id) == content_hash(page.body)
         evidence = (
-            page_sign(page, site_record, probes.get(page.site_id))
-            if site_record is not None and not unchanged
+            page_sign(page, site_record, probes.get(page.site_id), last_size.get(page.article_id))
+            if site_record is not None
             else None
         )
         if evidence:

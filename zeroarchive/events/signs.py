@@ -30,6 +30,14 @@ from zeroarchive.sites.record import Site
 GONE_STATUSES = frozenset({404, 410})
 #: How much of a page is read for its text.
 TEXT_BYTES = 256 * 1024
+#: How much of a page is searched for a removal notice's words: a notice page has little
+#: text (``notices.MAX_NOTICE_TEXT``), so its words come early (the title, then the body).
+HEAD_BYTES = 64 * 1024
+#: A page within this many bytes (and this share) of its article's last snapshot is that
+#: article again (noise: counters, tokens, ads), not a notice put in its place: a notice
+#: page drops the article's text, more than this on all but the shortest articles.
+SAME_SIZE_BYTES = 512
+SAME_SIZE_SHARE = 0.01
 #: A page this much like the site's not-found page (difflib ratio of their texts, equal
 #: titles) is that page.
 SOFT_404_SIMILARITY = 0.9
@@ -45,6 +53,11 @@ _FACEBOOK_UNAVAILABLE = (
     "this page isn't available",
     "此內容目前無法顯示",
     "此內容目前無法使用",
+)
+_FACEBOOK_MARKERS = tuple(
+    variant.encode()
+    for marker in _FACEBOOK_UNAVAILABLE
+    for variant in dict.fromkeys((marker, marker.replace("'", "\u2019")))
 )
 
 
@@ -93,41 +106,68 @@ def page_text(body: bytes, encoding: str) -> PageText:
     return PageText(title, " ".join(tree.text_content().split()))
 
 
-def page_sign(page: FetchedPage, site: Site, probe: Probe | None = None) -> str | None:
-    """The evidence that a fetched (2xx) page means its article is gone, or None."""
+def page_sign(
+    page: FetchedPage, site: Site, probe: Probe | None = None, last_size: int | None = None
+) -> str | None:
+    """The evidence that a fetched (2xx) page means its article is gone, or None.
+
+    ``last_size`` is the size of the article's last snapshot (None: no snapshot yet). Every
+    page comes through here, so its text is parsed only when a cheap test says it may be a
+    not-found page: its title is the probe's; its title holds a removal notice's words; or
+    it is not plainly its article again (``same_size``: noise changes a page by a few
+    bytes) and its head holds them. A page of exactly the last snapshot's size is taken for
+    that snapshot again (most re-snapshots are unchanged): only its title is held against
+    the probe, so that a soft 404 stored before the site's probe had answered (its first
+    crawl asks both at once) is still caught at its next fetch.
+    """
     redirect = redirect_sign(page, site)
     if redirect:
         return redirect
+    title: str | None = None
+    if probe is not None and page.article_type not in ("Dcard", "YTVideo"):
+        title = _title(page.body, page.encoding)
+        if title == probe.title and is_soft_404(page_text(page.body, page.encoding), probe):
+            return "soft-404"
+    if last_size == len(page.body):
+        return None  # its last snapshot again: no sign then, none now
     platform = platform_sign(page)
     if platform:
         return platform
     if page.article_type in ("Dcard", "YTVideo"):
         return None  # JSON and player pages: only their platform's signs count
-    # Every page comes through here: the text is parsed only when the title is the
-    # probe's or a removal notice's words are somewhere in the page (a regex, then substrings).
-    head = page.body[:TEXT_BYTES]
-    if (
-        probe is not None
-        and _title(head, page.encoding) == probe.title
-        and is_soft_404(page_text(page.body, page.encoding), probe)
-    ):
-        return "soft-404"
-    if might_be_notice(head, page.encoding) and removal_notice(
-        page_text(page.body, page.encoding).text
-    ):
+    title = _title(page.body, page.encoding) if title is None else title
+    may_be_notice = removal_notice(title) or (
+        not same_size(len(page.body), last_size)
+        and might_be_notice(page.body[:HEAD_BYTES], page.encoding)
+    )
+    if may_be_notice and removal_notice(page_text(page.body, page.encoding).text):
         return "removed-notice"
     return None
 
 
-def _title(head: bytes, encoding: str) -> str:
-    """The page's first title, entities resolved, spaces collapsed (as ``page_text``).
+def same_size(size: int, last_size: int | None) -> bool:
+    """Whether a page is plainly its article's last snapshot again, by size alone.
+
+    >>> same_size(40_000, 40_000), same_size(40_300, 40_000), same_size(40_000, None)
+    (True, True, False)
+    >>> same_size(39_000, 40_000), same_size(1_000, 1_020)
+    (False, False)
+    """
+    if last_size is None:
+        return False
+    return abs(size - last_size) <= min(SAME_SIZE_BYTES, last_size * SAME_SIZE_SHARE)
+
+
+def _title(body: bytes, encoding: str) -> str:
+    """The page's first title (in its first ``HEAD_BYTES``), entities resolved, spaces
+    collapsed (as ``page_text``).
 
     >>> _title(b"<head><TITLE lang=x> Not&nbsp;found </TITLE>", "utf-8")
     'Not found'
     """
     if encoding.lower().startswith(("utf-16", "utf-32")):
-        head, encoding = decode_body(head, encoding).encode("utf-8"), "utf-8"
-    found = _TITLE.search(head)
+        body, encoding = decode_body(body[:HEAD_BYTES], encoding).encode("utf-8"), "utf-8"
+    found = _TITLE.search(body, 0, HEAD_BYTES)
     if found is None:
         return ""
     return " ".join(html.unescape(decode_body(found.group(1), encoding)).split())
@@ -189,14 +229,27 @@ def platform_sign(page: FetchedPage) -> str | None:
     if page.article_type == "Dcard":
         return _dcard_sign(page.body)
     if page.article_type == "YTVideo":
-        return _youtube_sign(decode_body(page.body[: 4 * TEXT_BYTES], page.encoding))
+        return _youtube_sign(_playability(page.body))
     if page.article_type == "PTT":
         return _ptt_sign(page.body, page.encoding)
-    if page.article_type == "FBPost":
+    if page.article_type == "FBPost" and _might_be_unavailable(page.body[:TEXT_BYTES]):
         text = page_text(page.body, page.encoding).text.replace("\u2019", "'").lower()
         if len(text) < 3000 and any(marker in text for marker in _FACEBOOK_UNAVAILABLE):
             return "platform:facebook-unavailable"
     return None
+
+
+def _might_be_unavailable(head: bytes) -> bool:
+    """Whether a Facebook page's bytes (UTF-8) hold an unavailable marker at all: the
+    cheap test before its text is parsed.
+
+    >>> _might_be_unavailable("<span>This content isn\u2019t available</span>".encode())
+    True
+    >>> _might_be_unavailable(b"<div>A post</div>")
+    False
+    """
+    lowered = head.lower()  # UTF-8: only ASCII letters change
+    return any(marker in lowered for marker in _FACEBOOK_MARKERS)
 
 
 def _dcard_sign(body: bytes) -> str | None:
@@ -247,6 +300,21 @@ def _youtube_sign(text: str) -> str | None:
     if status == "ERROR":
         return "platform:youtube-removed" if "removed" in reason else "platform:youtube-unavailable"
     return None
+
+
+def _playability(body: bytes) -> str:
+    """The player's ``playabilityStatus`` of a watch page and what follows it (a watch
+    page is a megabyte: only this part is decoded).
+
+    >>> _playability(b'x = {"playabilityStatus": {"status": "OK"}}')
+    '"playabilityStatus": {"status": "OK"}}'
+    >>> _playability(b"<html></html>")
+    ''
+    """
+    start = body.find(b'"playabilityStatus"', 0, 4 * TEXT_BYTES)
+    if start < 0:
+        return ""
+    return body[start : start + 2048].decode("utf-8", errors="replace")
 
 
 def _ptt_sign(body: bytes, encoding: str) -> str | None:

@@ -1,5 +1,6 @@
 """The monitor as an ASGI app (Starlette): the dashboard's pages, the archived pages as
-stored, and /graphql. Read-only: nothing here writes to the database.
+stored, and /graphql. Read-only but for save page now (save_page.py), which files the
+URLs it is given and starts a `scrapy save` process.
 
 Each part brings its own routes (``pages.routes()``, ``graphql_api.route()``): a new page
 is one more entry in ``create_app``'s list and, for the navigation bar, in ``pages.NAV``."""
@@ -20,9 +21,9 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from zeroarchive.monitor import deadline, events_page, graphql_api, pages, search_page
+from zeroarchive.monitor import deadline, events_page, graphql_api, pages, save_page, search_page
 from zeroarchive.monitor.auth import AuthMiddleware
-from zeroarchive.monitor.config import MonitorConfig
+from zeroarchive.monitor.config import MonitorConfig, is_loopback
 from zeroarchive.monitor.guard import GuardMiddleware
 from zeroarchive.monitor.refusals import Refusals
 from zeroarchive.monitor.sites_api import Context, build_schema, list_sizes
@@ -57,6 +58,7 @@ def create_app(
     config: MonitorConfig,
     stats_config: SiteStatsConfig,
     clock: Callable[[], float] = time.time,
+    saver: save_page.Saver | None = None,
 ) -> Starlette:
     stats = StatsCache(engine, stats_config, config.chart_days, clock)
     charts = pages.Charts(config.chart_days)
@@ -64,9 +66,11 @@ def create_app(
     # Set when the server is told to stop: every request's deadline passes at once.
     stopping = threading.Event()
     deadline.guard_engine(engine)
+    # Saving fetches pages and writes: only behind a login or on loopback alone.
+    saver = saver or save_page.Saver(engine, config.requires_auth or is_loopback(config.host))
     graphql = graphql_api.GraphQLEndpoint(
         build_schema(),
-        lambda: Context(engine=engine, stats=stats, hist={}),
+        lambda: Context(engine=engine, stats=stats, hist={}, saver=saver),
         lambda: list_sizes(stats),
         config.limits,
         refusals,
@@ -108,6 +112,7 @@ def create_app(
             *pages.routes(),
             *search_page.routes(),
             *events_page.routes(),
+            *save_page.routes(),
             graphql_api.route(graphql),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
@@ -120,4 +125,5 @@ def create_app(
     app.state.charts = charts
     app.state.refusals = refusals
     app.state.stopping = stopping
+    app.state.saver = saver
     return app

@@ -115,6 +115,8 @@ class Context:
     engine: Engine
     stats: StatsCache
     hist: dict[int, dict[int, list[int]]]  # days -> site id -> counts
+    #: Save page now (save_page.Saver), for the ``save`` mutation.
+    saver: Any = None
 
 
 def _number(value: Any, name: str) -> int:
@@ -295,10 +297,12 @@ def list_sizes(stats: StatsCache) -> ListSizes:
 
 def build_schema() -> GraphQLSchema:
     from zeroarchive.monitor.events_api import BINDABLES, EVENTS_SCHEMA
+    from zeroarchive.monitor.save_page import SAVE_SCHEMA, mutation
 
     return make_executable_schema(
-        [SCHEMA, search_api.SCHEMA, EVENTS_SCHEMA],
+        [SCHEMA, search_api.SCHEMA, EVENTS_SCHEMA, SAVE_SCHEMA],
         query,
+        mutation,
         *search_api.BINDABLES,
         *BINDABLES,
         site_type,
