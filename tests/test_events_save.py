@@ -25,6 +25,7 @@ from tests.test_facebook import snapshots as facebook_snapshots
 from tests.test_generic import write_sites
 from tests.test_render import EXPECTED, NAMES, ScriptedSite
 from tests.youtube_server import GOOGLE, YoutubeApp, feed_video_ids
+from zeroarchive.core.schedule import DAY
 from zeroarchive.storage.schema import article, site
 from zeroarchive.storage.snapshots import iter_snapshots
 
@@ -67,7 +68,25 @@ def test_save_archives_a_page_now_and_watches_it_only_when_asked(
         assert unwatched.returncode == 0, unwatched.output
         with engine.connect() as conn:
             config = json.loads(conn.execute(select(site.c.config)).scalar_one())
-        assert config["watch"] == []
+            watch_at = dict(conn.execute(select(article.c.url, article.c.watch_at)).all())
+        # Snapshotted once, then the watch is each page's: the first page's first check a
+        # week after its snapshot, none for the page saved without --watch.
+        assert config["schedule"] == {"steps": []} and "watch" not in config
+        assert watch_at == {server.url("/story/1"): T0 + 7 * DAY, server.url("/story/2"): 0}
+        # The regular crawl takes the watch check of the inactive ad-hoc site, and walks
+        # nothing of it.
+        later = scrapy(
+            "crawl",
+            "generic",
+            "-s",
+            "ROBOTSTXT_OBEY=False",
+            db_url=db_url,
+            cwd=tmp_path,
+            extra_env={"ZEROARCHIVE_FAKE_NOW": str(T0 + 8 * DAY)},
+        )
+        assert later.returncode == 0, later.output
+        assert server.hits["/story/1"] == 2 and server.hits["/story/2"] == 1
+        assert "/" not in server.hits
         # A platform URL that is no post is refused in one line, before anything is fetched.
         refused = scrapy(
             "save", "https://www.ptt.cc/bbs/Gossiping/index.html", db_url=db_url, cwd=tmp_path

@@ -24,11 +24,13 @@ class Command(ScrapyCommand):
 
     def long_desc(self) -> str:
         return (
-            "Snapshots each URL at once. A page of a site in the table is filed under it; a "
-            "page of any other host under an ad-hoc, inactive site 'saved:<host>' that is "
-            "never walked. With --watch the pages stay under the long-tail watch (site "
-            "config 'watch'), so a later deletion or edit becomes an event (`scrapy "
-            "events`). A PTT post, Dcard post, Facebook post or YouTube video is saved by its "
+            "Snapshots each URL at once. A page of a site in the table is filed under it (and "
+            "watched as that site's config says); a page of any other host under an ad-hoc, "
+            "inactive site 'saved:<host>' that is never walked. With --watch such a page stays "
+            "under the long-tail watch (about 7, 30, 90, 180 and 365 days after its "
+            "snapshot, run by the regular `scrapy crawl`), so a later deletion or edit "
+            "becomes an event (`scrapy events`); without it, it is snapshotted once. A PTT "
+            "post, Dcard post, Facebook post or YouTube video is saved by its "
             "source's spider (a post under its board's, forum's, page's or group's site, "
             "'saved:<source>:<its URL>' when that is not in the table); a page of a site "
             "whose config says 'render' is rendered by the browser."
@@ -48,7 +50,7 @@ class Command(ScrapyCommand):
             raise UsageError("give one or more URLs to save")
         archive = open_archive(self.settings)
         try:
-            targets = save_targets(archive, args, opts.watch, now())
+            targets = save_targets(archive, args, now())
         except NotSavable as exc:
             raise UsageError(str(exc)) from None
         sites = {target.site.site_id: target.site for target in targets}
@@ -56,3 +58,7 @@ class Command(ScrapyCommand):
         for site in sites.values():
             self.crawler_process.crawl(site.source.name, site=str(site.site_id), mode="snapshot")
         self.crawler_process.start()
+        if not opts.watch:
+            # Pages of ad-hoc sites are watched after their snapshot unless saved without
+            # --watch; a site in the table keeps its own watch config for its pages.
+            archive.articles.stop_watch([t.url for t in targets if t.site.adhoc])

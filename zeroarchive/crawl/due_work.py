@@ -58,16 +58,17 @@ def due_sites(
             bad.append(row["name"])
             continue
         sites[site.site_id] = site
-        if lists and row["next_crawl_at"] <= now:
+        if lists and site.is_active and row["next_crawl_at"] <= now:
             walk.add(site.site_id)
     return DueSites(sites, frozenset(walk), tuple(bad))
 
 
 def watch_checks(archive: Archive, site_types: Sequence[str], now: int) -> dict[int, int]:
-    """Make the long-tail watch checks of active sites of these types due now, within each
-    site's daily budget (zeroarchive/events/watch.py); how many per site."""
+    """Make the long-tail watch checks of the watched sites of these types (active ones,
+    and the ad-hoc sites of saved pages) due now, within each site's daily budget
+    (zeroarchive/events/watch.py); how many per site."""
     watched = []
-    for row in archive.sites.active_rows(tuple(site_types)):
+    for row in archive.sites.watched_rows(tuple(site_types)):
         try:
             watched.append(site_from_row(row))
         except SiteConfigError:

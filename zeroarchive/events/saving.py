@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 from sqlalchemy import select
 
 from zeroarchive.core.urls import UrlRejected, canonicalize_url, host_of, url_hash
-from zeroarchive.sites.record import Site, SiteConfigError, SiteSpec, parse_spec
+from zeroarchive.sites.record import ADHOC_PREFIX, Site, SiteConfigError, SiteSpec, parse_spec
 from zeroarchive.sources import Source, platform_of, source_named
 from zeroarchive.sources.base import SiteUrlError, rebuild
 from zeroarchive.sources.facebook import MOBILE_HOST
@@ -32,8 +32,6 @@ from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.schema import article, site
 from zeroarchive.storage.sites import site_from_row
 
-#: The name of the ad-hoc (inactive) site a saved page of an unknown host is filed under.
-ADHOC_PREFIX = "saved:"
 _DCARD_POST = re.compile(r"^(?P<prefix>.*)/f/(?P<forum>[A-Za-z0-9_-]+)/p/(?P<id>\d+)/?$")
 
 
@@ -53,15 +51,15 @@ class SaveTarget:
         return self.site.source
 
 
-def save_targets(archive: Archive, urls: Sequence[str], watch: bool, now: int) -> list[SaveTarget]:
+def save_targets(archive: Archive, urls: Sequence[str], now: int) -> list[SaveTarget]:
     """The site and article URL of each URL, ad-hoc sites added, the articles added and
     made due now. NotSavable for the first URL that cannot be saved, before anything is
     added."""
     sites = _sites(archive)
-    chosen = [_choose(archive, sites, given, watch) for given in urls]
+    chosen = [_choose(archive, sites, given) for given in urls]
     targets = []
     for url, held, spec in chosen:
-        targets.append(SaveTarget(held or _adhoc_site(archive, spec, watch, now), url))
+        targets.append(SaveTarget(held or _adhoc_site(archive, spec, now), url))
     by_site: dict[int, list[SaveTarget]] = {}
     for target in targets:
         by_site.setdefault(target.site.site_id, []).append(target)
@@ -73,7 +71,7 @@ def save_targets(archive: Archive, urls: Sequence[str], watch: bool, now: int) -
 
 
 def _choose(
-    archive: Archive, sites: list[Site], given: str, watch: bool
+    archive: Archive, sites: list[Site], given: str
 ) -> tuple[str, Site | None, SiteSpec | None]:
     """A URL's article URL and its site, or the spec of the ad-hoc site to file it under."""
     try:
@@ -83,7 +81,7 @@ def _choose(
     held = _site_of_article(archive, url)
     if held is not None:
         return url, held, None
-    # Ad-hoc sites are found by name below, where their watch is switched as asked.
+    # Ad-hoc sites are found by name below (_adhoc_site).
     on_host = [
         s for s in sites if _origin(s.url) == _origin(url) and not s.name.startswith(ADHOC_PREFIX)
     ]
@@ -97,7 +95,7 @@ def _choose(
         # An open-web page belongs to any site on its host; a post to its owner's site.
         if candidate.source is source and (source.name == "generic" or candidate.url == owner):
             return article_url, candidate, None
-    return article_url, None, _adhoc_spec(source, url, owner, watch)
+    return article_url, None, _adhoc_spec(source, url, owner)
 
 
 def _origin(url: str) -> tuple[str, int | None]:
@@ -113,12 +111,9 @@ def _origin(url: str) -> tuple[str, int | None]:
     return host_of(url), port
 
 
-def _adhoc_site(archive: Archive, spec: SiteSpec | None, watch: bool, now: int) -> Site:
-    """The ad-hoc site of ``spec``, added, or its watch switched as asked."""
+def _adhoc_site(archive: Archive, spec: SiteSpec | None, now: int) -> Site:
+    """The ad-hoc site of ``spec``, added (or its config brought up to date)."""
     assert spec is not None
-    existing = archive.sites.get(spec.name, (spec.type,))
-    if existing is not None and bool(existing.config.watch) == watch:
-        return existing
     site_id, _ = archive.sites.upsert(spec, now)
     found = archive.sites.get(site_id)
     assert found is not None
@@ -247,14 +242,17 @@ def _owner_url(source: Source, url: str) -> str | None:
         return None
 
 
-def _adhoc_spec(source: Source, url: str, owner: str | None, watch: bool) -> SiteSpec:
-    """The ad-hoc, inactive site of a saved URL: never walked, watched only with ``watch``.
+def _adhoc_spec(source: Source, url: str, owner: str | None) -> SiteSpec:
+    """The ad-hoc, inactive site of a saved URL: never walked; its pages are snapshotted
+    once, then watched (those saved with ``--watch``).
     An open-web page's is ``saved:<host>``; a post's is its board, forum, page or group as
     ``saved:<source>:<its URL>``; a video's, or a Facebook post's whose URL names no page,
     stands for the host (never walked, so its URL is never read as a channel's or page's).
     """
     parts = urlsplit(url)
-    config: dict[str, object] = {"discover": False, **({} if watch else {"watch": []})}
+    # Snapshotted once, then under the site's watch; which of its pages are watched is the
+    # articles' (a page saved without --watch has its watch cleared: stop_watch).
+    config: dict[str, object] = {"discover": False, "schedule": {"steps": []}}
     if source.name == "generic":
         # Any page of the host saved here is an article.
         config = {"article": ".", **config}

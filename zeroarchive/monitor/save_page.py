@@ -122,7 +122,7 @@ class Saver:
         if not self._running.acquire(blocking=False):
             raise SaveRefused(f"busy: {MAX_RUNNING} saves are running")
         try:
-            targets = save_targets(self.archive, urls, watch, now())
+            targets = save_targets(self.archive, urls, now())
             self._start([target.url for target in targets], watch)
         except NotSavable as exc:
             self._running.release()

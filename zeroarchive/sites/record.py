@@ -114,6 +114,10 @@ class SiteConfig:
         return any(pattern.search(url) for pattern in self.following)
 
 
+#: The name of an ad-hoc site `scrapy save` files pages of an unknown host under.
+ADHOC_PREFIX = "saved:"
+
+
 @dataclass(frozen=True)
 class Site:
     site_id: int
@@ -128,6 +132,12 @@ class Site:
     @property
     def source(self) -> Source:
         return sources.source_for_type(self.type)
+
+    @property
+    def adhoc(self) -> bool:
+        """Whether this is a site `scrapy save` made for pages of a host not in the table:
+        inactive (never walked), yet its saved pages are snapshotted and watched."""
+        return self.name.startswith(ADHOC_PREFIX)
 
     @property
     def plan(self) -> Plan:

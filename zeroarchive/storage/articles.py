@@ -162,6 +162,19 @@ class ArticleStore:
                 ).rowcount
             )
 
+    def stop_watch(self, urls: Sequence[str]) -> int:
+        """Take these (canonical) articles off the long-tail watch (`scrapy save` without
+        ``--watch``); how many there were."""
+        hashes = [url_hash(url) for url in urls]
+        if not hashes:
+            return 0
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    update(article).where(article.c.url_hash.in_(hashes)).values(watch_at=0)
+                ).rowcount
+            )
+
     def claim_due(
         self,
         site_ids: Sequence[int],

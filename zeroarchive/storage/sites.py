@@ -5,11 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.engine import Engine, RowMapping
 
-from zeroarchive.sites.record import Site, SiteConfigError, SiteSpec, parse_config
+from zeroarchive.sites.record import (
+    ADHOC_PREFIX,
+    Site,
+    SiteConfigError,
+    SiteSpec,
+    parse_config,
+)
 from zeroarchive.storage.articles import due_for_snapshot
 from zeroarchive.storage.schema import article, site
 
@@ -44,6 +51,11 @@ def _as_id(key: str) -> int | None:
     (12, None, None)
     """
     return int(key) if key.isascii() and key.isdigit() else None
+
+
+def _adhoc() -> Any:
+    """The ad-hoc sites of saved pages, by name (sites.record.ADHOC_PREFIX)."""
+    return site.c.name.startswith(ADHOC_PREFIX, autoescape=True)
 
 
 def site_from_row(row: RowMapping) -> Site:
@@ -203,13 +215,25 @@ class SiteStore:
             )
             return list(conn.execute(query).mappings())
 
+    def watched_rows(self, types: tuple[str, ...]) -> list[RowMapping]:
+        """The sites of these types whose articles the long-tail watch checks: the active
+        ones, and the ad-hoc sites of saved pages (inactive, but their pages are watched)."""
+        with self.engine.connect() as conn:
+            query = (
+                select(site)
+                .where(or_(site.c.is_active.is_(True), _adhoc()), site.c.type.in_(types))
+                .order_by(site.c.site_id)
+            )
+            return list(conn.execute(query).mappings())
+
     def due_rows(
         self, types: tuple[str, ...], now: int, *, lists: bool = True, snapshots: bool = False
     ) -> list[RowMapping]:
         """Active sites of these types with due work: the due-work selection.
 
         A site is due when its list pages are (``lists``) or, with ``snapshots``, when one
-        of its articles is: article schedules do not follow the list page schedule.
+        of its articles is: article schedules do not follow the list page schedule. An
+        ad-hoc site of saved pages (inactive) is due only for its articles.
         """
         if not (lists or snapshots):
             return []
@@ -217,6 +241,7 @@ class SiteStore:
             due = []
             if lists:
                 due.append(site.c.next_crawl_at <= now)
+            adhoc_due = None
             if snapshots:
                 # Its own statement over the range of due articles in ix_Article_scheduled:
                 # as a subquery of Site, MariaDB ran it per site over all of the site's
@@ -224,12 +249,13 @@ class SiteStore:
                 # all of ix_Article_site_next for its site order (1M articles: 3.5 s).
                 site_id = (article.c.site_id + 0).label("site_id")
                 due_articles = select(site_id).where(due_for_snapshot(now)).distinct()
-                due.append(site.c.site_id.in_(list(conn.execute(due_articles).scalars())))
-            query = (
-                select(site)
-                .where(site.c.is_active.is_(True), site.c.type.in_(types), or_(*due))
-                .order_by(site.c.site_id)
-            )
+                with_due = site.c.site_id.in_(list(conn.execute(due_articles).scalars()))
+                due.append(with_due)
+                adhoc_due = and_(_adhoc(), with_due)
+            selected = and_(site.c.is_active.is_(True), or_(*due))
+            if adhoc_due is not None:
+                selected = or_(selected, adhoc_due)
+            query = select(site).where(site.c.type.in_(types), selected).order_by(site.c.site_id)
             return list(conn.execute(query).mappings())
 
     def mark_list_crawl(
