@@ -49,6 +49,7 @@ def test_save_archives_a_page_now_and_watches_it_only_when_asked(
         assert saved.returncode == 0, saved.output
         assert "Traceback" not in saved.output
         assert server.hits["/story/1"] == 1
+        assert re.search(r"^saved http://127\.0\.0\.1:\d+/story/1 \(saved:127", saved.stdout, re.M)
         engine = create_engine(db_url)
         with engine.connect() as conn:
             (row,) = conn.execute(select(site)).all()
@@ -87,6 +88,19 @@ def test_save_archives_a_page_now_and_watches_it_only_when_asked(
         assert later.returncode == 0, later.output
         assert server.hits["/story/1"] == 2 and server.hits["/story/2"] == 1
         assert "/" not in server.hits
+        # A page that cannot be fetched is said, and the run fails (exit 1).
+        closed = scrapy(
+            "save",
+            "http://127.0.0.1:9/gone",
+            "-s",
+            "RETRY_TIMES=0",
+            db_url=db_url,
+            cwd=tmp_path,
+            extra_env=env,
+        )
+        assert closed.returncode == 1, closed.output
+        assert "NOT saved http://127.0.0.1:9/gone" in closed.stdout
+        assert "Traceback" not in closed.output
         # A platform URL that is no post is refused in one line, before anything is fetched.
         refused = scrapy(
             "save", "https://www.ptt.cc/bbs/Gossiping/index.html", db_url=db_url, cwd=tmp_path

@@ -49,8 +49,9 @@ class Command(ScrapyCommand):
         if not args:
             raise UsageError("give one or more URLs to save")
         archive = open_archive(self.settings)
+        asked_at = now()
         try:
-            targets = save_targets(archive, args, now())
+            targets = save_targets(archive, args, asked_at)
         except NotSavable as exc:
             raise UsageError(str(exc)) from None
         sites = {target.site.site_id: target.site for target in targets}
@@ -62,3 +63,11 @@ class Command(ScrapyCommand):
             # Pages of ad-hoc sites are watched after their snapshot unless saved without
             # --watch; a site in the table keeps its own watch config for its pages.
             archive.articles.stop_watch([t.url for t in targets if t.site.adhoc])
+        # One line per URL, and exit 1 when one was not saved (it failed, or another run
+        # held its site): the crawl's log says why.
+        taken = archive.articles.last_snapshot_times([t.url for t in targets])
+        for target in targets:
+            saved = taken[target.url] >= asked_at
+            print(f"{'saved' if saved else 'NOT saved'} {target.url} ({target.site.name})")
+            if not saved:
+                self.exitcode = 1

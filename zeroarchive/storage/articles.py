@@ -162,6 +162,16 @@ class ArticleStore:
                 ).rowcount
             )
 
+    def last_snapshot_times(self, urls: Sequence[str]) -> dict[str, int]:
+        """When each of these (canonical) articles was last snapshotted (0: never)."""
+        hashes = {url_hash(url): url for url in urls}
+        query = select(article.c.url_hash, article.c.last_snapshot_at).where(
+            article.c.url_hash.in_(list(hashes))
+        )
+        with self.engine.connect() as conn:
+            found = {hashes[row.url_hash]: int(row.last_snapshot_at) for row in conn.execute(query)}
+        return {url: found.get(url, 0) for url in urls}
+
     def stop_watch(self, urls: Sequence[str]) -> int:
         """Take these (canonical) articles off the long-tail watch (`scrapy save` without
         ``--watch``); how many there were."""
