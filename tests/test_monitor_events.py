@@ -5,6 +5,7 @@ mutation ``save``, refused to other origins."""
 
 from __future__ import annotations
 
+import base64
 import re
 import sys
 import threading
@@ -71,7 +72,22 @@ def test_graphql_events_pages_newest_first_with_a_cursor(db_url: str) -> None:
     assert [(e["kind"], e["evidence"]) for e in second["items"]] == [("deleted", "410")]
     assert second["endCursor"] is None
     bad = client.post("/graphql", json={"query": '{ events(kind: ["gone"]) { endCursor } }'})
-    assert "kind: gone" in bad.json()["errors"][0]["message"]
+    assert "kind: 'gone'" in bad.json()["errors"][0]["message"]
+    # Bad input is one clear error, never "internal error" (nor a traceback on the pages).
+    huge = "9" * 23
+    forged = base64.urlsafe_b64encode(f"{huge}:{huge}".encode()).decode()
+    for arguments, said in (
+        ("kind: [null]", "kind: None"),
+        (f'site: "{huge}"', "site must be a site id"),
+        (f'after: "{forged}"', "not a cursor from this API"),
+    ):
+        answer = client.post(
+            "/graphql", json={"query": f"{{ events({arguments}) {{ endCursor }} }}"}
+        )
+        assert said in answer.json()["errors"][0]["message"], answer.text
+    assert client.get(f"/events?site={huge}").status_code == 200
+    for path in (f"/events/{huge}", f"/sites/{huge}/events.atom"):
+        assert client.get(path).status_code == 404
 
 
 def test_atom_feeds_and_the_diff_view(db_url: str) -> None:

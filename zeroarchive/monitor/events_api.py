@@ -10,6 +10,7 @@ from ariadne import ObjectType
 from graphql import GraphQLError, GraphQLResolveInfo
 
 from zeroarchive.events.store import KINDS, Event, iter_events
+from zeroarchive.storage.sites import MAX_ID
 
 MAX_FIRST = 500
 
@@ -55,6 +56,8 @@ def encode_cursor(event: Event) -> str:
 def decode_cursor(cursor: str) -> tuple[int, int]:
     try:
         at, event_id = base64.urlsafe_b64decode(cursor.encode()).decode().split(":")
+        if max(len(at), len(event_id)) > 18:
+            raise ValueError("a number no column holds")
         return int(at), int(event_id)
     except (ValueError, UnicodeDecodeError):
         raise GraphQLError(f"after: not a cursor from this API: {cursor!r}") from None
@@ -71,7 +74,7 @@ def resolve_events(
     after: str | None = None,
 ) -> dict[str, Any]:
     kinds = kind or list(KINDS)
-    unknown = sorted(set(kinds) - set(KINDS))
+    unknown = sorted({repr(k) for k in kinds if k not in KINDS})
     if unknown:
         raise GraphQLError(f"kind: {', '.join(unknown)} (known: {', '.join(KINDS)})")
     if not 1 <= first <= MAX_FIRST:
@@ -80,6 +83,8 @@ def resolve_events(
     if site is not None:
         try:
             site_id = int(site)
+            if not 0 < site_id <= MAX_ID:
+                raise ValueError(site)
         except (TypeError, ValueError):
             raise GraphQLError(f"site must be a site id, got {site!r}") from None
     cursor = decode_cursor(after) if after else None
