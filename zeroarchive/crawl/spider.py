@@ -344,15 +344,21 @@ class ArchiveSpider(scrapy.Spider):
             response.body, content_type.decode("latin-1") if content_type else None
         )
         at = now()
-        await asyncio.to_thread(
-            record_probe,
-            self.archive.engine,
-            site.site_id,
-            at,
-            response.status,
-            response.body,
-            encoding,
-        )
+        try:
+            await asyncio.to_thread(
+                record_probe,
+                self.archive.engine,
+                site.site_id,
+                at,
+                response.status,
+                response.body,
+                encoding,
+            )
+        except DBAPIError as exc:
+            # The probe is asked again with the site's next snapshots; nothing else waits.
+            count(self.crawler.stats, "errors/db_write", site.site_id)
+            logger.warning("Soft-404 probe of %s not stored: %s", site.name, exc.orig)
+            return
         count(self.crawler.stats, "events/probes", site.site_id)
 
     def probe_failed(self, failure: Failure) -> None:
