@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -67,6 +68,21 @@ def make_page(pages: list[bytes], rng: random.Random) -> bytes:
     while len(out) < size:
         out += rng.choice(pages)
     return bytes(out[:size]).decode("utf-8", "ignore").encode()
+
+
+def insert_pages(cursor: Any, table: str, rows: list[tuple[int, int, bytes, str]]) -> None:
+    """Multi-row INSERTs of pages as hex literals, each under the server's 16 MB
+    max_allowed_packet: a row at a time, with pymysql escaping each page in Python, filled
+    62-140 rows/s."""
+    head = f"INSERT INTO {table} (article_id, snapshot_at, raw_data, snapshot_at_date) VALUES "
+    values: list[str] = []
+    size = 0
+    for index, (article_id, at, body, when) in enumerate(rows):
+        values.append(f"({article_id}, {at}, X'{body.hex()}', '{when}')")
+        size += 2 * len(body)
+        if size > 12 * 1024 * KB or index == len(rows) - 1:
+            cursor.execute(head + ", ".join(values))
+            values, size = [], 0
 
 
 def fill(url: str, snapshots: int, per_article: int) -> None:
@@ -129,9 +145,10 @@ def fill(url: str, snapshots: int, per_article: int) -> None:
                     stamp = f"<!-- {at} ad {rng.randrange(10**9)} -->".encode()
                     body = base[:cut] + stamp + base[cut:]
                 table = "ArticleSnapshot202003" if article_id % 3 == 0 else "ArticleSnapshot"
-                snapshot_rows[table].append((article_id, at, body.decode(), at))
+                when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at))
+                snapshot_rows[table].append((article_id, at, body, when))
                 pending += len(body)
-            if pending > 12 * 1024 * KB or article_id == articles:
+            if pending > 48 * 1024 * KB or article_id == articles:
                 cursor.executemany(
                     "INSERT INTO Article (article_id, site_id, url, url_hash, first_snapshot_at,"
                     " last_snapshot_at, next_snapshot_at, snapshot_count, article_type)"
@@ -139,12 +156,7 @@ def fill(url: str, snapshots: int, per_article: int) -> None:
                     article_rows,
                 )
                 for table, rows in snapshot_rows.items():
-                    for row in rows:
-                        cursor.execute(
-                            f"INSERT INTO {table} (article_id, snapshot_at, raw_data,"
-                            " snapshot_at_date) VALUES (%s, %s, %s, FROM_UNIXTIME(%s))",
-                            row,
-                        )
+                    insert_pages(cursor, table, rows)
                     rows.clear()
                 db.commit()
                 article_rows.clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TextIO
 
 from sqlalchemy.engine import Engine
@@ -29,6 +30,7 @@ from zeroarchive.storage.from_0archive.sites import map_site, write_sites
 from zeroarchive.storage.from_0archive.snapshots import (
     SnapshotCounts,
     SnapshotWriter,
+    imported_keys,
     skip_reason,
     text_encoding,
 )
@@ -203,19 +205,22 @@ class ZeroArchiveImport:
         counts = self.report.snapshots
         writer = SnapshotWriter(self.engine, self.source.key) if self.engine else None
         total = self.source.estimated_rows(table)
+        options = self.options
+        imported = partial(imported_keys, self.engine, self.source.key) if self.engine else None
         batches = prefetched(
             self.source.snapshots(
-                table, self.options.site_ids, self.options.batch, self.options.batch_bytes
+                table, options.site_ids, options.batch, options.batch_bytes, imported
             )
         )
         with self._progress(f"0archive snapshots ({table})", total, "snapshot") as progress:
             try:
                 for batch in batches:
+                    counts.already += batch.already
                     if writer is None:
-                        self._check_snapshots(batch, sites, counts)
-                    else:
-                        writer.write(batch, counts, self.skip, self.problem)
-                    progress.advance(len(batch))
+                        self._check_snapshots(batch.rows, sites, counts)
+                    elif batch.rows:
+                        writer.write(batch.rows, counts, self.skip, self.problem)
+                    progress.advance(len(batch.rows) + batch.already)
             finally:
                 if writer is not None:
                     writer.close()

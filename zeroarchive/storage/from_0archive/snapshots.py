@@ -223,6 +223,20 @@ class SnapshotWriter:
         return {site_id: self._renders.get(site_id, False) for site_id in site_ids}
 
 
+def imported_keys(
+    engine: Engine, source: str, snapshots: Sequence[OldSnapshot]
+) -> set[tuple[int, int]]:
+    """The (article_id, snapshot_at) of those 0archive ``snapshots`` that the archive
+    holds already (their article imported, a snapshot at that second stored)."""
+    with engine.connect() as conn:
+        ids = known_ids(conn, source, ARTICLE, [s.article_id for s in snapshots])
+        mapped = {(ids[s.article_id], s.snapshot_at): s for s in snapshots if s.article_id in ids}
+        if not mapped:
+            return set()
+        taken = _taken(conn, list(mapped))
+    return {(mapped[key].article_id, mapped[key].snapshot_at) for key in taken}
+
+
 def _taken(conn: Connection, keys: list[tuple[int, int]]) -> set[tuple[int, int]]:
     query = select(article_snapshot.c.article_id, article_snapshot.c.snapshot_at).where(
         tuple_(article_snapshot.c.article_id, article_snapshot.c.snapshot_at).in_(sorted(keys))

@@ -2,17 +2,19 @@
 (360d0f705ee3), read in streams: Site, Article, the live ArticleSnapshot table and the
 monthly tables 0archive rotated old snapshots into (ArticleSnapshot202003, ...).
 
-Only reads. Rows come through pymysql's server-side cursor (SSCursor) in batches, so
-memory stays bounded whatever the size; each stream has a connection of its own.
-``raw_data`` (MEDIUMTEXT) is read as the bytes 0archive held (``CAST ... AS BINARY``):
-some of it is not valid UTF-8, and decoding it on the way would change it.
+Only reads. Snapshots are read a page of keys at a time (keyset pagination on their
+primary key), then the bytes of those the archive does not hold yet, streamed through a
+server-side cursor (SSCursor) in batches, so memory stays bounded whatever the size and a
+resumed run does not read again what it imported. ``raw_data`` (MEDIUMTEXT) comes as the
+bytes 0archive held (``character_set_results = binary``): some of it is not valid UTF-8,
+and decoding or converting it on the way would change it.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from queue import Empty, Full, Queue
 from typing import Any, TypeVar
@@ -68,6 +70,14 @@ class OldSnapshot:
         return f"snapshot {self.table}({self.article_id}, {self.snapshot_at})"
 
 
+@dataclass(frozen=True)
+class SnapshotBatch:
+    #: Snapshots read with their bytes (``raw`` None: NULL in 0archive).
+    rows: list[OldSnapshot]
+    #: Snapshots of the same stretch of the table that the archive holds already: not read.
+    already: int = 0
+
+
 def source_key(url: str) -> str:
     """How the archive names an imported 0archive database: host, port and database name
     (never the password), so the same database is recognised whatever the URL's spelling.
@@ -106,7 +116,14 @@ class ZeroArchiveDb:
         if missing:
             raise ValueError(f"not a 0archive database: no {', '.join(sorted(missing))} table")
 
-    def _connect(self) -> pymysql.connections.Connection[Any]:
+    def _connect(self, raw_text: bool = False) -> pymysql.connections.Connection[Any]:
+        """A connection; with ``raw_text``, text comes as the bytes the table holds (no
+        conversion to the connection's character set: some of 0archive's bytes are not
+        UTF-8, and a latin1 column would be converted), cheaper than ``CAST AS BINARY``."""
+        if raw_text:
+            return pymysql.connect(
+                **self._connect_args, init_command="SET character_set_results = binary"
+            )
         return pymysql.connect(**self._connect_args)
 
     def close(self) -> None:
@@ -204,47 +221,160 @@ class ZeroArchiveDb:
                 for r in rows
             ]
 
+    def keyed(self, table: str) -> bool:
+        """Whether ``table`` has an index that starts with (article_id, snapshot_at), as
+        the live table's primary key and a rotated copy made with ``CREATE TABLE LIKE``."""
+        rows = self._query(
+            "SELECT GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM"
+            " information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()"
+            " AND TABLE_NAME = %s GROUP BY INDEX_NAME",
+            (table,),
+        )
+        return any(str(row[0]).startswith("article_id,snapshot_at") for row in rows)
+
     def snapshots(
-        self, table: str, site_ids: Sequence[int] | None, batch: int, batch_bytes: int
-    ) -> Iterator[list[OldSnapshot]]:
+        self,
+        table: str,
+        site_ids: Sequence[int] | None,
+        batch: int,
+        batch_bytes: int,
+        imported: Callable[[list[OldSnapshot]], set[tuple[int, int]]] | None = None,
+    ) -> Iterator[SnapshotBatch]:
         """Every snapshot of one table (of these sites' articles) with its article's site
-        and URL, in batches of at most ``batch`` rows and about ``batch_bytes`` raw bytes."""
+        and URL, in batches of at most ``batch`` rows and about ``batch_bytes`` raw bytes.
+
+        A keyed table is read a page of keys at a time, in key order; ``imported`` names
+        the (article_id, snapshot_at) of a page that the archive holds already, and their
+        bytes are not read (a resumed run goes over the imported part at the speed of
+        its keys). A table without that key is read in one pass, bytes and all."""
         if table != LIVE_TABLE and not ROTATED_TABLE.match(table):
             raise ValueError(f"not a snapshot table: {table!r}")
-        where, args = _in("a.site_id", site_ids)
-        # No ORDER BY: InnoDB returns a table in its primary key's order anyway, and a
-        # rotated copy without that key would be sorted whole first.
+        if not self.keyed(table):
+            yield from self._snapshots_in_one_pass(table, site_ids, batch, batch_bytes)
+            return
+        keys_connection = self._connect()
+        pages_connection = self._connect(raw_text=True)
+        try:
+            for keys in self._snapshot_keys(keys_connection, table, site_ids, batch):
+                done = imported(keys) if imported else set()
+                wanted = [k for k in keys if (k.article_id, k.snapshot_at) not in done]
+                first = True
+                for rows in self._with_bytes(pages_connection, table, wanted, batch_bytes):
+                    yield SnapshotBatch(rows, len(keys) - len(wanted) if first else 0)
+                    first = False
+                if first:
+                    yield SnapshotBatch([], len(keys) - len(wanted))
+        finally:
+            keys_connection.close()
+            pages_connection.close()
+
+    def _snapshot_keys(
+        self,
+        connection: pymysql.connections.Connection[Any],
+        table: str,
+        site_ids: Sequence[int] | None,
+        batch: int,
+    ) -> Iterator[list[OldSnapshot]]:
+        """A table's keys, ``batch`` at a time, each page starting after the last one's
+        last key (a range scan of the key, however far into the table)."""
+        sites = ""
+        if site_ids:
+            sites = f" AND a.site_id IN ({', '.join(['%s'] * len(site_ids))})"
         sql = (
-            "SELECT s.article_id, s.snapshot_at, CAST(s.raw_data AS BINARY), a.site_id, a.url"
+            "SELECT s.article_id, s.snapshot_at, a.site_id, a.url"
+            f" FROM `{table}` s LEFT JOIN Article a ON a.article_id = s.article_id"
+            " WHERE (s.article_id > %s OR (s.article_id = %s AND s.snapshot_at > %s))"
+            f"{sites} ORDER BY s.article_id, s.snapshot_at LIMIT %s"
+        )
+        args = list(site_ids or ())
+        after = (-1, -1)
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, [after[0], after[0], after[1], *args, batch])
+                rows = cursor.fetchall()
+            if not rows:
+                return
+            yield [
+                OldSnapshot(
+                    table=table,
+                    article_id=int(row[0]),
+                    snapshot_at=int(row[1]),
+                    raw=None,
+                    site_id=int(row[2]) if row[2] is not None else None,
+                    url=str(row[3]) if row[3] is not None else None,
+                )
+                for row in rows
+            ]
+            after = (int(rows[-1][0]), int(rows[-1][1]))
+
+    def _with_bytes(
+        self,
+        connection: pymysql.connections.Connection[Any],
+        table: str,
+        keys: list[OldSnapshot],
+        batch_bytes: int,
+    ) -> Iterator[list[OldSnapshot]]:
+        """``keys`` with their raw bytes, streamed, in batches of about ``batch_bytes``."""
+        if not keys:
+            return
+        by_key = {(k.article_id, k.snapshot_at): k for k in keys}
+        pairs = ", ".join(["(%s, %s)"] * len(keys))
+        sql = (
+            f"SELECT article_id, snapshot_at, raw_data FROM `{table}`"
+            f" WHERE (article_id, snapshot_at) IN ({pairs}) ORDER BY article_id, snapshot_at"
+        )
+        args = [value for key in by_key for value in key]
+        with connection.cursor(pymysql.cursors.SSCursor) as cursor:
+            cursor.execute(sql, args)
+            rows: list[OldSnapshot] = []
+            size = 0
+            while (row := cursor.fetchone()) is not None:
+                key = by_key[(int(row[0]), int(row[1]))]
+                rows.append(
+                    OldSnapshot(
+                        key.table, key.article_id, key.snapshot_at, row[2], key.site_id, key.url
+                    )
+                )
+                size += len(row[2] or b"")
+                if size >= batch_bytes:
+                    yield rows
+                    rows, size = [], 0
+            if rows:
+                yield rows
+
+    def _snapshots_in_one_pass(
+        self, table: str, site_ids: Sequence[int] | None, batch: int, batch_bytes: int
+    ) -> Iterator[SnapshotBatch]:
+        where, args = _in("a.site_id", site_ids)
+        # No ORDER BY: without the key, MariaDB would sort the whole table first.
+        sql = (
+            "SELECT s.article_id, s.snapshot_at, s.raw_data, a.site_id,"
+            " CONVERT(a.url USING utf8mb4)"
             f" FROM `{table}` s LEFT JOIN Article a ON a.article_id = s.article_id{where}"
         )
-        connection = self._connect()
+        connection = self._connect(raw_text=True)
         try:
             with connection.cursor(pymysql.cursors.SSCursor) as cursor:
                 cursor.execute(sql, args)
                 rows: list[OldSnapshot] = []
                 size = 0
-                while True:
-                    row = cursor.fetchone()
-                    if row is None:
-                        break
-                    raw = bytes(row[2]) if row[2] is not None else None
+                while (row := cursor.fetchone()) is not None:
                     rows.append(
                         OldSnapshot(
                             table=table,
                             article_id=int(row[0]),
                             snapshot_at=int(row[1]),
-                            raw=raw,
+                            raw=row[2],
                             site_id=int(row[3]) if row[3] is not None else None,
-                            url=str(row[4]) if row[4] is not None else None,
+                            url=row[4].decode() if row[4] is not None else None,
                         )
                     )
-                    size += len(raw or b"")
+                    size += len(row[2] or b"")
                     if len(rows) >= batch or size >= batch_bytes:
-                        yield rows
+                        yield SnapshotBatch(rows, 0)
                         rows, size = [], 0
                 if rows:
-                    yield rows
+                    yield SnapshotBatch(rows, 0)
         finally:
             connection.close()
 
