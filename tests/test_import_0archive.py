@@ -41,7 +41,13 @@ from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.engine import make_engine
 from zeroarchive.storage.from_0archive.sites import map_site
 from zeroarchive.storage.from_0archive.source import OldSite, prefetched
-from zeroarchive.storage.schema import article, article_snapshot, legacy_id, site
+from zeroarchive.storage.schema import (
+    article,
+    article_snapshot,
+    legacy_id,
+    site,
+    site_article_days,
+)
 from zeroarchive.storage.snapshots import read_snapshot
 
 CLOCK = {"ZEROARCHIVE_FAKE_NOW": str(NOW)}
@@ -148,8 +154,11 @@ def test_import_brings_every_site_article_and_snapshot_over_and_again_adds_nothi
         "skipped snapshot ArticleSnapshot(12, 1585699620): raw_data is NULL",
         "site 3 (文山伯 (search), fb_page): kept inactive",
         "snapshot ArticleSnapshot202003(4, 1583020800): not valid UTF-8 text",
+        "skipped 0archive's SiteStats: 1 row (its daily counts",
+        "skipped 0archive's Variable: 1 row (last_dump; its processes' locks",
     ):
         assert named in output, named
+    assert output.count("skipped 0archive's Variable") == 1
     engine = make_engine(db_url)
 
     with engine.connect() as conn:
@@ -193,6 +202,20 @@ def test_import_brings_every_site_article_and_snapshot_over_and_again_adds_nothi
     assert found["https://www.facebook.com/100/posts/200"]["article_type"] == "FBPost"
     assert "ftp://news.example.tw/news/10" not in found
     assert len(found) == 12  # 13 of 0archive's rows, 1-3 merged into one, plus news/80
+    # What SiteStats counted of new articles, the archive counts from the articles.
+    with engine.connect() as conn:
+        news = sites["rec0001"].site_id
+        per_day = {
+            int(row.day): int(row.articles)
+            for row in conn.execute(
+                select(site_article_days).where(site_article_days.c.site_id == news)
+            )
+        }
+    by_day: dict[int, int] = {}
+    for row in found.values():
+        if row["site_id"] == news:
+            by_day[row["created_at"] // 86400] = by_day.get(row["created_at"] // 86400, 0) + 1
+    assert per_day == by_day and sum(by_day.values()) == 9
 
     expected = expected_snapshots(rows)
     with engine.connect() as conn:
@@ -236,7 +259,7 @@ def test_dry_run_counts_and_names_the_problems_and_writes_nothing(
         "problem: snapshot ArticleSnapshot202003(4, 1583020800): not valid UTF-8 text",
         "problem: snapshot ArticleSnapshot202003(9, 1583021100): not valid UTF-8 text",
         "skipped article 11 (https://news.example.tw/news/11): its site 99 is not in 0archive",
-        "not imported: 0archive's Variable last_dump",
+        "skipped 0archive's Variable: 1 row (last_dump;",
     ):
         assert named in output, named
     assert not target.exists()
@@ -249,6 +272,7 @@ def test_only_the_sites_asked_for(zeroscraper: tuple[str, ZeroArchiveRows], tmp_
     assert output.rstrip().splitlines()[-1] == (
         "imported 2 sites, 2 articles, 2 snapshots (0 skipped)"
     ), output
+    assert "SiteStats" not in output  # its one row is of site 1
     missing = scrapy("import_0archive", source, "--sites", "77", db_url=db, cwd=REPO)
     assert missing.returncode != 0 and "no site 77 in the 0archive database" in missing.output
 

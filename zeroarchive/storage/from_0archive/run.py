@@ -245,13 +245,26 @@ class ZeroArchiveImport:
             counts.imported += 1
 
     def _not_imported(self) -> None:
-        for key, value in self.source.variables():
-            shown = f"{key} = {value[:80]!r}"
-            self.say(f"not imported: 0archive's Variable {shown} (its own bookkeeping)")
-        self.say(
-            "not imported: SiteStats (the archive counts each site's new articles per day "
-            "from the articles' first snapshot times)"
-        )
+        """0archive's two tables that have no place here, each named once with its count."""
+        stats = self.source.site_stats_rows(self.options.site_ids)
+        if stats:
+            self.say(
+                f"skipped 0archive's SiteStats: {_rows(stats)} (its daily counts of new and "
+                "updated articles per site: the archive counts new articles per site and "
+                "day from the imported articles themselves, and re-snapshots are its "
+                "snapshot rows)"
+            )
+        keys = self.source.variable_keys()
+        if keys:
+            shown = ", ".join(key[:60] for key in keys[:10]) + (", ..." if len(keys) > 10 else "")
+            self.say(
+                f"skipped 0archive's Variable: {_rows(len(keys))} ({shown}; its processes' "
+                "locks, such as discover:pid, which the archive keeps as leases of its own)"
+            )
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" + ("s" * (count != 1))
 
 
 def _site_filter(site_ids: tuple[int, ...] | None) -> tuple[str, list[int]]:

@@ -187,10 +187,18 @@ class ZeroArchiveDb:
             for row in rows
         ]
 
-    def variables(self) -> list[tuple[str, str]]:
+    def variable_keys(self) -> list[str]:
+        """The keys of 0archive's Variable table (its processes' locks, ``discover:pid``)."""
         if "Variable" not in self._tables():
             return []
-        return [(str(k), str(v)) for k, v in self._query("SELECT `key`, value FROM Variable")]
+        return [str(row[0]) for row in self._query("SELECT `key` FROM Variable ORDER BY `key`")]
+
+    def site_stats_rows(self, site_ids: Sequence[int] | None) -> int:
+        """How many rows 0archive's SiteStats holds (of these sites)."""
+        if "SiteStats" not in self._tables():
+            return 0
+        where, args = _in("site_id", site_ids)
+        return self.count(f"SELECT COUNT(*) FROM SiteStats{where}", args)
 
     def articles(
         self, site_ids: Sequence[int] | None, batch: int, redirects_only: bool = False
