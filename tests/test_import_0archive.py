@@ -40,7 +40,12 @@ from zeroarchive.sources import label_types
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.engine import make_engine
 from zeroarchive.storage.from_0archive.sites import map_site
-from zeroarchive.storage.from_0archive.source import OldSite, prefetched
+from zeroarchive.storage.from_0archive.source import (
+    OldSite,
+    OldSnapshot,
+    ZeroArchiveDb,
+    prefetched,
+)
 from zeroarchive.storage.schema import (
     article,
     article_snapshot,
@@ -431,6 +436,68 @@ def contextlib_target(kind: str, tmp_path: Path) -> Any:
     if kind == "mariadb":
         return fresh_mariadb()
     return contextlib.nullcontext(f"sqlite:///{tmp_path / 'archive.db'}")
+
+
+def test_snapshots_the_archive_holds_are_not_read_again(
+    zeroscraper: tuple[str, ZeroArchiveRows],
+) -> None:
+    source_url, rows = zeroscraper
+    source = ZeroArchiveDb(source_url)
+    month = "ArticleSnapshot202003"
+    asked: list[list[tuple[int, int]]] = []
+
+    def imported(keys: list[OldSnapshot]) -> set[tuple[int, int]]:
+        asked.append([(k.article_id, k.snapshot_at) for k in keys])
+        return {(k.article_id, k.snapshot_at) for k in keys if k.article_id == 4}
+
+    try:
+        assert source.keyed(month)
+        batches = list(source.snapshots(month, None, 2, 1 << 20, imported))
+    finally:
+        source.close()
+    in_month = sorted((a, at) for (table, a, at) in rows.snapshots if table == month)
+    # Every key was offered in key order, two at a time; the bytes came only for the others.
+    assert [key for page in asked for key in page] == in_month
+    assert {len(page) for page in asked[:-1]} == {2}
+    read = {(s.article_id, s.snapshot_at): s.raw for b in batches for s in b.rows}
+    assert read == {(a, at): rows.snapshots[(month, a, at)] for a, at in in_month if a != 4}
+    assert sum(b.already for b in batches) == sum(1 for a, _ in in_month if a == 4) == 3
+
+
+def test_a_month_table_without_the_key_is_read_in_one_pass(tmp_path: Path) -> None:
+    with fresh_mariadb() as source:
+        engine = build_zeroscraper(source)
+        rows = ZeroArchiveRows()
+        add_site(engine, 1)
+        add_article(engine, rows, 1, snapshot_count=3, last_snapshot_at=APRIL_2020)
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE ArticleSnapshot_202003 LIKE ArticleSnapshot"))
+            conn.execute(
+                text(
+                    "ALTER TABLE ArticleSnapshot_202003 DROP PRIMARY KEY,"
+                    " MODIFY raw_data MEDIUMTEXT CHARACTER SET latin1"
+                )
+            )
+        month = page("udn_s1")  # Big5
+        add_snapshot(engine, rows, 1, MARCH_2020, month, "ArticleSnapshot_202003")
+        add_snapshot(engine, rows, 1, MARCH_2020 + 60, page("cna_s1"), "ArticleSnapshot_202003")
+        add_snapshot(engine, rows, 1, APRIL_2020, page("cna_s2"))
+        engine.dispose()
+        reader = ZeroArchiveDb(source)
+        assert not reader.keyed("ArticleSnapshot_202003") and reader.keyed("ArticleSnapshot")
+        reader.close()
+        db = f"sqlite:///{tmp_path / 'archive.db'}"
+        output = run_import(source, db)
+        assert output.rstrip().splitlines()[-1] == (
+            "imported 1 sites, 1 articles, 3 snapshots (0 skipped)"
+        ), output
+        archive = make_engine(db)
+        new = new_id(archive, "https://news.example.tw/news/1")
+        for (_, _, at), raw in rows.snapshots.items():
+            assert read_snapshot(archive, new, at).raw == raw
+        archive.dispose()
+        again = run_import(source, db)
+        assert "already imported before: 1 sites, 1 articles, 3 snapshots" in again
 
 
 def test_prefetched_reads_ahead_and_hands_on_errors_and_stops_when_left() -> None:
