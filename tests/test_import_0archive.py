@@ -452,6 +452,8 @@ def test_snapshots_the_archive_holds_are_not_read_again(
 
     try:
         assert source.keyed(month)
+        # The live table is utf8mb4: its bytes are UTF-8 for certain, and not checked again.
+        assert source.holds_utf8("ArticleSnapshot") and not source.holds_utf8(month)
         batches = list(source.snapshots(month, None, 2, 1 << 20, imported))
     finally:
         source.close()
@@ -462,6 +464,7 @@ def test_snapshots_the_archive_holds_are_not_read_again(
     read = {(s.article_id, s.snapshot_at): s.raw for b in batches for s in b.rows}
     assert read == {(a, at): rows.snapshots[(month, a, at)] for a, at in in_month if a != 4}
     assert sum(b.already for b in batches) == sum(1 for a, _ in in_month if a == 4) == 3
+    assert not any(b.utf8 for b in batches)
 
 
 def test_a_month_table_without_the_key_is_read_in_one_pass(tmp_path: Path) -> None:

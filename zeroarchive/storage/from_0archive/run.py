@@ -217,16 +217,20 @@ class ZeroArchiveImport:
                 for batch in batches:
                     counts.already += batch.already
                     if writer is None:
-                        self._check_snapshots(batch.rows, sites, counts)
+                        self._check_snapshots(batch.rows, sites, counts, batch.utf8)
                     elif batch.rows:
-                        writer.write(batch.rows, counts, self.skip, self.problem)
+                        writer.write(batch.rows, counts, self.skip, self.problem, batch.utf8)
                     progress.advance(len(batch.rows) + batch.already)
             finally:
                 if writer is not None:
                     writer.close()
 
     def _check_snapshots(
-        self, batch: list[OldSnapshot], sites: dict[int, TargetSite], counts: SnapshotCounts
+        self,
+        batch: list[OldSnapshot],
+        sites: dict[int, TargetSite],
+        counts: SnapshotCounts,
+        utf8: bool,
     ) -> None:
         for snap in batch:
             imported = (
@@ -237,7 +241,7 @@ class ZeroArchiveImport:
                 self.skip(snap.name(), skip_reason(snap, imported))
                 counts.skipped += 1
                 continue
-            encoding = text_encoding(snap.raw)
+            encoding = None if utf8 else text_encoding(snap.raw)
             if encoding is not None:
                 counts.not_utf8 += 1
                 why = f"not valid UTF-8 text: would be kept as it is, read as {encoding}"

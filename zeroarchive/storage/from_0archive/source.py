@@ -29,6 +29,7 @@ LIVE_TABLE = "ArticleSnapshot"
 # the separator people add by hand (ArticleSnapshot_202003).
 ROTATED_TABLE = re.compile(r"^(?:Article)?Snapshot_?(\d+)$", re.IGNORECASE)
 SNAPSHOT_COLUMNS = {"article_id", "snapshot_at", "raw_data"}
+UTF8_CHARSETS = {"utf8mb4", "utf8mb3", "utf8"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class SnapshotBatch:
     rows: list[OldSnapshot]
     #: Snapshots of the same stretch of the table that the archive holds already: not read.
     already: int = 0
+    #: Whether the bytes are valid UTF-8 for certain: their column's character set is
+    #: utf8mb4 or utf8mb3, into which MySQL and MariaDB store no invalid byte (not even
+    #: from a binary client or LOAD DATA: they become "?").
+    utf8: bool = False
 
 
 def source_key(url: str) -> str:
@@ -229,6 +234,15 @@ class ZeroArchiveDb:
                 for r in rows
             ]
 
+    def holds_utf8(self, table: str) -> bool:
+        """Whether ``table``'s raw_data column is of a UTF-8 character set."""
+        rows = self._query(
+            "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS WHERE"
+            " TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND COLUMN_NAME = 'raw_data'",
+            (table,),
+        )
+        return bool(rows) and str(rows[0][0]).lower() in UTF8_CHARSETS
+
     def keyed(self, table: str) -> bool:
         """Whether ``table`` has an index that starts with (article_id, snapshot_at), as
         the live table's primary key and a rotated copy made with ``CREATE TABLE LIKE``."""
@@ -257,8 +271,10 @@ class ZeroArchiveDb:
         its keys). A table without that key is read in one pass, bytes and all."""
         if table != LIVE_TABLE and not ROTATED_TABLE.match(table):
             raise ValueError(f"not a snapshot table: {table!r}")
+        utf8 = self.holds_utf8(table)
         if not self.keyed(table):
-            yield from self._snapshots_in_one_pass(table, site_ids, batch, batch_bytes)
+            for rows in self._snapshots_in_one_pass(table, site_ids, batch, batch_bytes):
+                yield SnapshotBatch(rows, 0, utf8)
             return
         keys_connection = self._connect()
         pages_connection = self._connect(raw_text=True)
@@ -268,10 +284,10 @@ class ZeroArchiveDb:
                 wanted = [k for k in keys if (k.article_id, k.snapshot_at) not in done]
                 first = True
                 for rows in self._with_bytes(pages_connection, table, wanted, batch_bytes):
-                    yield SnapshotBatch(rows, len(keys) - len(wanted) if first else 0)
+                    yield SnapshotBatch(rows, len(keys) - len(wanted) if first else 0, utf8)
                     first = False
                 if first:
-                    yield SnapshotBatch([], len(keys) - len(wanted))
+                    yield SnapshotBatch([], len(keys) - len(wanted), utf8)
         finally:
             keys_connection.close()
             pages_connection.close()
@@ -352,7 +368,7 @@ class ZeroArchiveDb:
 
     def _snapshots_in_one_pass(
         self, table: str, site_ids: Sequence[int] | None, batch: int, batch_bytes: int
-    ) -> Iterator[SnapshotBatch]:
+    ) -> Iterator[list[OldSnapshot]]:
         where, args = _in("a.site_id", site_ids)
         # No ORDER BY: without the key, MariaDB would sort the whole table first.
         sql = (
@@ -379,10 +395,10 @@ class ZeroArchiveDb:
                     )
                     size += len(row[2] or b"")
                     if len(rows) >= batch or size >= batch_bytes:
-                        yield SnapshotBatch(rows, 0)
+                        yield rows
                         rows, size = [], 0
                 if rows:
-                    yield SnapshotBatch(rows, 0)
+                    yield rows
         finally:
             connection.close()
 
