@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select, tuple_, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.core.encoding import detect_encoding
@@ -245,10 +245,18 @@ def imported_keys(
 
 
 def _taken(conn: Connection, keys: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Those of ``keys`` (article_id, snapshot_at) that the archive holds. Asked by
+    article and time range, which the primary key serves: SQLite answers a row-value
+    ``IN`` by scanning the whole key (1.5 ms at 20,000 snapshots, and growing with the
+    archive, twice a batch)."""
+    wanted = set(keys)
+    times = [at for _, at in wanted]
     query = select(article_snapshot.c.article_id, article_snapshot.c.snapshot_at).where(
-        tuple_(article_snapshot.c.article_id, article_snapshot.c.snapshot_at).in_(sorted(keys))
+        article_snapshot.c.article_id.in_(sorted({article_id for article_id, _ in wanted})),
+        article_snapshot.c.snapshot_at.between(min(times), max(times)),
     )
-    return {(int(row.article_id), int(row.snapshot_at)) for row in conn.execute(query)}
+    found = {(int(row.article_id), int(row.snapshot_at)) for row in conn.execute(query)}
+    return found & wanted
 
 
 def _hashes_with_bytes(conn: Connection, ids: set[int]) -> set[tuple[int, bytes]]:

@@ -273,21 +273,32 @@ class ZeroArchiveDb:
             raise ValueError(f"not a snapshot table: {table!r}")
         utf8 = self.holds_utf8(table)
         if not self.keyed(table):
-            for rows in self._snapshots_in_one_pass(table, site_ids, batch, batch_bytes):
-                yield SnapshotBatch(rows, 0, utf8)
+            for found in self._snapshots_in_one_pass(table, site_ids, batch, batch_bytes):
+                yield SnapshotBatch(found, 0, utf8)
             return
         keys_connection = self._connect()
         pages_connection = self._connect(raw_text=True)
+        # Batches fill across pages of keys: cut at each page's end, a page of 200 keys
+        # of 100 KB pages made a full batch and a tail of a quarter, and each batch costs
+        # the writer its queries and a commit.
+        rows: list[OldSnapshot] = []
+        size = already = 0
         try:
             for keys in self._snapshot_keys(keys_connection, table, site_ids, batch):
                 done = imported(keys) if imported else set()
                 wanted = [k for k in keys if (k.article_id, k.snapshot_at) not in done]
-                first = True
-                for rows in self._with_bytes(pages_connection, table, wanted, batch_bytes):
-                    yield SnapshotBatch(rows, len(keys) - len(wanted) if first else 0, utf8)
-                    first = False
-                if first:
-                    yield SnapshotBatch([], len(keys) - len(wanted), utf8)
+                already += len(keys) - len(wanted)
+                for snap in self._with_bytes(pages_connection, table, wanted):
+                    rows.append(snap)
+                    size += len(snap.raw or b"")
+                    if len(rows) >= batch or size >= batch_bytes:
+                        yield SnapshotBatch(rows, already, utf8)
+                        rows, size, already = [], 0, 0
+                if already >= batch:  # a stretch imported before: show the progress
+                    yield SnapshotBatch(rows, already, utf8)
+                    rows, size, already = [], 0, 0
+            if rows or already:
+                yield SnapshotBatch(rows, already, utf8)
         finally:
             keys_connection.close()
             pages_connection.close()
@@ -332,13 +343,9 @@ class ZeroArchiveDb:
             after = (int(rows[-1][0]), int(rows[-1][1]))
 
     def _with_bytes(
-        self,
-        connection: pymysql.connections.Connection[Any],
-        table: str,
-        keys: list[OldSnapshot],
-        batch_bytes: int,
-    ) -> Iterator[list[OldSnapshot]]:
-        """``keys`` with their raw bytes, streamed, in batches of about ``batch_bytes``."""
+        self, connection: pymysql.connections.Connection[Any], table: str, keys: list[OldSnapshot]
+    ) -> Iterator[OldSnapshot]:
+        """``keys`` with their raw bytes, streamed one by one."""
         if not keys:
             return
         by_key = {(k.article_id, k.snapshot_at): k for k in keys}
@@ -350,21 +357,11 @@ class ZeroArchiveDb:
         args = [value for key in by_key for value in key]
         with connection.cursor(pymysql.cursors.SSCursor) as cursor:
             cursor.execute(sql, args)
-            rows: list[OldSnapshot] = []
-            size = 0
             while (row := cursor.fetchone()) is not None:
                 key = by_key[(int(row[0]), int(row[1]))]
-                rows.append(
-                    OldSnapshot(
-                        key.table, key.article_id, key.snapshot_at, row[2], key.site_id, key.url
-                    )
+                yield OldSnapshot(
+                    key.table, key.article_id, key.snapshot_at, row[2], key.site_id, key.url
                 )
-                size += len(row[2] or b"")
-                if size >= batch_bytes:
-                    yield rows
-                    rows, size = [], 0
-            if rows:
-                yield rows
 
     def _snapshots_in_one_pass(
         self, table: str, site_ids: Sequence[int] | None, batch: int, batch_bytes: int
