@@ -40,8 +40,19 @@ from zeroarchive.sources import label_types
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.engine import make_engine
 from zeroarchive.storage.from_0archive.sites import map_site
-from zeroarchive.storage.from_0archive.source import OldSite, prefetched
-from zeroarchive.storage.schema import article, article_snapshot, legacy_id, site
+from zeroarchive.storage.from_0archive.source import (
+    OldSite,
+    OldSnapshot,
+    ZeroArchiveDb,
+    prefetched,
+)
+from zeroarchive.storage.schema import (
+    article,
+    article_snapshot,
+    legacy_id,
+    site,
+    site_article_days,
+)
 from zeroarchive.storage.snapshots import read_snapshot
 
 CLOCK = {"ZEROARCHIVE_FAKE_NOW": str(NOW)}
@@ -148,8 +159,11 @@ def test_import_brings_every_site_article_and_snapshot_over_and_again_adds_nothi
         "skipped snapshot ArticleSnapshot(12, 1585699620): raw_data is NULL",
         "site 3 (文山伯 (search), fb_page): kept inactive",
         "snapshot ArticleSnapshot202003(4, 1583020800): not valid UTF-8 text",
+        "skipped 0archive's SiteStats: 1 row (its daily counts",
+        "skipped 0archive's Variable: 1 row (last_dump; its processes' locks",
     ):
         assert named in output, named
+    assert output.count("skipped 0archive's Variable") == 1
     engine = make_engine(db_url)
 
     with engine.connect() as conn:
@@ -193,6 +207,20 @@ def test_import_brings_every_site_article_and_snapshot_over_and_again_adds_nothi
     assert found["https://www.facebook.com/100/posts/200"]["article_type"] == "FBPost"
     assert "ftp://news.example.tw/news/10" not in found
     assert len(found) == 12  # 13 of 0archive's rows, 1-3 merged into one, plus news/80
+    # What SiteStats counted of new articles, the archive counts from the articles.
+    with engine.connect() as conn:
+        news = sites["rec0001"].site_id
+        per_day = {
+            int(row.day): int(row.articles)
+            for row in conn.execute(
+                select(site_article_days).where(site_article_days.c.site_id == news)
+            )
+        }
+    by_day: dict[int, int] = {}
+    for row in found.values():
+        if row["site_id"] == news:
+            by_day[row["created_at"] // 86400] = by_day.get(row["created_at"] // 86400, 0) + 1
+    assert per_day == by_day and sum(by_day.values()) == 9
 
     expected = expected_snapshots(rows)
     with engine.connect() as conn:
@@ -236,7 +264,7 @@ def test_dry_run_counts_and_names_the_problems_and_writes_nothing(
         "problem: snapshot ArticleSnapshot202003(4, 1583020800): not valid UTF-8 text",
         "problem: snapshot ArticleSnapshot202003(9, 1583021100): not valid UTF-8 text",
         "skipped article 11 (https://news.example.tw/news/11): its site 99 is not in 0archive",
-        "not imported: 0archive's Variable last_dump",
+        "skipped 0archive's Variable: 1 row (last_dump;",
     ):
         assert named in output, named
     assert not target.exists()
@@ -249,6 +277,7 @@ def test_only_the_sites_asked_for(zeroscraper: tuple[str, ZeroArchiveRows], tmp_
     assert output.rstrip().splitlines()[-1] == (
         "imported 2 sites, 2 articles, 2 snapshots (0 skipped)"
     ), output
+    assert "SiteStats" not in output  # its one row is of site 1
     missing = scrapy("import_0archive", source, "--sites", "77", db_url=db, cwd=REPO)
     assert missing.returncode != 0 and "no site 77 in the 0archive database" in missing.output
 
@@ -407,6 +436,71 @@ def contextlib_target(kind: str, tmp_path: Path) -> Any:
     if kind == "mariadb":
         return fresh_mariadb()
     return contextlib.nullcontext(f"sqlite:///{tmp_path / 'archive.db'}")
+
+
+def test_snapshots_the_archive_holds_are_not_read_again(
+    zeroscraper: tuple[str, ZeroArchiveRows],
+) -> None:
+    source_url, rows = zeroscraper
+    source = ZeroArchiveDb(source_url)
+    month = "ArticleSnapshot202003"
+    asked: list[list[tuple[int, int]]] = []
+
+    def imported(keys: list[OldSnapshot]) -> set[tuple[int, int]]:
+        asked.append([(k.article_id, k.snapshot_at) for k in keys])
+        return {(k.article_id, k.snapshot_at) for k in keys if k.article_id == 4}
+
+    try:
+        assert source.keyed(month)
+        # The live table is utf8mb4: its bytes are UTF-8 for certain, and not checked again.
+        assert source.holds_utf8("ArticleSnapshot") and not source.holds_utf8(month)
+        batches = list(source.snapshots(month, None, 2, 1 << 20, imported))
+    finally:
+        source.close()
+    in_month = sorted((a, at) for (table, a, at) in rows.snapshots if table == month)
+    # Every key was offered in key order, two at a time; the bytes came only for the others.
+    assert [key for page in asked for key in page] == in_month
+    assert {len(page) for page in asked[:-1]} == {2}
+    read = {(s.article_id, s.snapshot_at): s.raw for b in batches for s in b.rows}
+    assert read == {(a, at): rows.snapshots[(month, a, at)] for a, at in in_month if a != 4}
+    assert sum(b.already for b in batches) == sum(1 for a, _ in in_month if a == 4) == 3
+    assert not any(b.utf8 for b in batches)
+
+
+def test_a_month_table_without_the_key_is_read_in_one_pass(tmp_path: Path) -> None:
+    with fresh_mariadb() as source:
+        engine = build_zeroscraper(source)
+        rows = ZeroArchiveRows()
+        add_site(engine, 1)
+        add_article(engine, rows, 1, snapshot_count=3, last_snapshot_at=APRIL_2020)
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE ArticleSnapshot_202003 LIKE ArticleSnapshot"))
+            conn.execute(
+                text(
+                    "ALTER TABLE ArticleSnapshot_202003 DROP PRIMARY KEY,"
+                    " MODIFY raw_data MEDIUMTEXT CHARACTER SET latin1"
+                )
+            )
+        month = page("udn_s1")  # Big5
+        add_snapshot(engine, rows, 1, MARCH_2020, month, "ArticleSnapshot_202003")
+        add_snapshot(engine, rows, 1, MARCH_2020 + 60, page("cna_s1"), "ArticleSnapshot_202003")
+        add_snapshot(engine, rows, 1, APRIL_2020, page("cna_s2"))
+        engine.dispose()
+        reader = ZeroArchiveDb(source)
+        assert not reader.keyed("ArticleSnapshot_202003") and reader.keyed("ArticleSnapshot")
+        reader.close()
+        db = f"sqlite:///{tmp_path / 'archive.db'}"
+        output = run_import(source, db)
+        assert output.rstrip().splitlines()[-1] == (
+            "imported 1 sites, 1 articles, 3 snapshots (0 skipped)"
+        ), output
+        archive = make_engine(db)
+        new = new_id(archive, "https://news.example.tw/news/1")
+        for (_, _, at), raw in rows.snapshots.items():
+            assert read_snapshot(archive, new, at).raw == raw
+        archive.dispose()
+        again = run_import(source, db)
+        assert "already imported before: 1 sites, 1 articles, 3 snapshots" in again
 
 
 def test_prefetched_reads_ahead_and_hands_on_errors_and_stops_when_left() -> None:

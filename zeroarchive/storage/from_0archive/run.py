@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TextIO
 
 from sqlalchemy.engine import Engine
@@ -29,6 +30,7 @@ from zeroarchive.storage.from_0archive.sites import map_site, write_sites
 from zeroarchive.storage.from_0archive.snapshots import (
     SnapshotCounts,
     SnapshotWriter,
+    imported_keys,
     skip_reason,
     text_encoding,
 )
@@ -203,25 +205,32 @@ class ZeroArchiveImport:
         counts = self.report.snapshots
         writer = SnapshotWriter(self.engine, self.source.key) if self.engine else None
         total = self.source.estimated_rows(table)
+        options = self.options
+        imported = partial(imported_keys, self.engine, self.source.key) if self.engine else None
         batches = prefetched(
             self.source.snapshots(
-                table, self.options.site_ids, self.options.batch, self.options.batch_bytes
+                table, options.site_ids, options.batch, options.batch_bytes, imported
             )
         )
         with self._progress(f"0archive snapshots ({table})", total, "snapshot") as progress:
             try:
                 for batch in batches:
+                    counts.already += batch.already
                     if writer is None:
-                        self._check_snapshots(batch, sites, counts)
-                    else:
-                        writer.write(batch, counts, self.skip, self.problem)
-                    progress.advance(len(batch))
+                        self._check_snapshots(batch.rows, sites, counts, batch.utf8)
+                    elif batch.rows:
+                        writer.write(batch.rows, counts, self.skip, self.problem, batch.utf8)
+                    progress.advance(len(batch.rows) + batch.already)
             finally:
                 if writer is not None:
                     writer.close()
 
     def _check_snapshots(
-        self, batch: list[OldSnapshot], sites: dict[int, TargetSite], counts: SnapshotCounts
+        self,
+        batch: list[OldSnapshot],
+        sites: dict[int, TargetSite],
+        counts: SnapshotCounts,
+        utf8: bool,
     ) -> None:
         for snap in batch:
             imported = (
@@ -232,7 +241,7 @@ class ZeroArchiveImport:
                 self.skip(snap.name(), skip_reason(snap, imported))
                 counts.skipped += 1
                 continue
-            encoding = text_encoding(snap.raw)
+            encoding = None if utf8 else text_encoding(snap.raw)
             if encoding is not None:
                 counts.not_utf8 += 1
                 why = f"not valid UTF-8 text: would be kept as it is, read as {encoding}"
@@ -240,13 +249,26 @@ class ZeroArchiveImport:
             counts.imported += 1
 
     def _not_imported(self) -> None:
-        for key, value in self.source.variables():
-            shown = f"{key} = {value[:80]!r}"
-            self.say(f"not imported: 0archive's Variable {shown} (its own bookkeeping)")
-        self.say(
-            "not imported: SiteStats (the archive counts each site's new articles per day "
-            "from the articles' first snapshot times)"
-        )
+        """0archive's two tables that have no place here, each named once with its count."""
+        stats = self.source.site_stats_rows(self.options.site_ids)
+        if stats:
+            self.say(
+                f"skipped 0archive's SiteStats: {_rows(stats)} (its daily counts of new and "
+                "updated articles per site: the archive counts new articles per site and "
+                "day from the imported articles themselves, and re-snapshots are its "
+                "snapshot rows)"
+            )
+        keys = self.source.variable_keys()
+        if keys:
+            shown = ", ".join(key[:60] for key in keys[:10]) + (", ..." if len(keys) > 10 else "")
+            self.say(
+                f"skipped 0archive's Variable: {_rows(len(keys))} ({shown}; its processes' "
+                "locks, such as discover:pid, which the archive keeps as leases of its own)"
+            )
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" + ("s" * (count != 1))
 
 
 def _site_filter(site_ids: tuple[int, ...] | None) -> tuple[str, list[int]]:

@@ -2,17 +2,19 @@
 (360d0f705ee3), read in streams: Site, Article, the live ArticleSnapshot table and the
 monthly tables 0archive rotated old snapshots into (ArticleSnapshot202003, ...).
 
-Only reads. Rows come through pymysql's server-side cursor (SSCursor) in batches, so
-memory stays bounded whatever the size; each stream has a connection of its own.
-``raw_data`` (MEDIUMTEXT) is read as the bytes 0archive held (``CAST ... AS BINARY``):
-some of it is not valid UTF-8, and decoding it on the way would change it.
+Only reads. Snapshots are read a page of keys at a time (keyset pagination on their
+primary key), then the bytes of those the archive does not hold yet, streamed through a
+server-side cursor (SSCursor) in batches, so memory stays bounded whatever the size and a
+resumed run does not read again what it imported. ``raw_data`` (MEDIUMTEXT) comes as the
+bytes 0archive held (``character_set_results = binary``): some of it is not valid UTF-8,
+and decoding or converting it on the way would change it.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from queue import Empty, Full, Queue
 from typing import Any, TypeVar
@@ -27,6 +29,7 @@ LIVE_TABLE = "ArticleSnapshot"
 # the separator people add by hand (ArticleSnapshot_202003).
 ROTATED_TABLE = re.compile(r"^(?:Article)?Snapshot_?(\d+)$", re.IGNORECASE)
 SNAPSHOT_COLUMNS = {"article_id", "snapshot_at", "raw_data"}
+UTF8_CHARSETS = {"utf8mb4", "utf8mb3", "utf8"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,18 @@ class OldSnapshot:
         return f"snapshot {self.table}({self.article_id}, {self.snapshot_at})"
 
 
+@dataclass(frozen=True)
+class SnapshotBatch:
+    #: Snapshots read with their bytes (``raw`` None: NULL in 0archive).
+    rows: list[OldSnapshot]
+    #: Snapshots of the same stretch of the table that the archive holds already: not read.
+    already: int = 0
+    #: Whether the bytes are valid UTF-8 for certain: their column's character set is
+    #: utf8mb4 or utf8mb3, into which MySQL and MariaDB store no invalid byte (not even
+    #: from a binary client or LOAD DATA: they become "?").
+    utf8: bool = False
+
+
 def source_key(url: str) -> str:
     """How the archive names an imported 0archive database: host, port and database name
     (never the password), so the same database is recognised whatever the URL's spelling.
@@ -106,7 +121,14 @@ class ZeroArchiveDb:
         if missing:
             raise ValueError(f"not a 0archive database: no {', '.join(sorted(missing))} table")
 
-    def _connect(self) -> pymysql.connections.Connection[Any]:
+    def _connect(self, raw_text: bool = False) -> pymysql.connections.Connection[Any]:
+        """A connection; with ``raw_text``, text comes as the bytes the table holds (no
+        conversion to the connection's character set: some of 0archive's bytes are not
+        UTF-8, and a latin1 column would be converted), cheaper than ``CAST AS BINARY``."""
+        if raw_text:
+            return pymysql.connect(
+                **self._connect_args, init_command="SET character_set_results = binary"
+            )
         return pymysql.connect(**self._connect_args)
 
     def close(self) -> None:
@@ -170,10 +192,18 @@ class ZeroArchiveDb:
             for row in rows
         ]
 
-    def variables(self) -> list[tuple[str, str]]:
+    def variable_keys(self) -> list[str]:
+        """The keys of 0archive's Variable table (its processes' locks, ``discover:pid``)."""
         if "Variable" not in self._tables():
             return []
-        return [(str(k), str(v)) for k, v in self._query("SELECT `key`, value FROM Variable")]
+        return [str(row[0]) for row in self._query("SELECT `key` FROM Variable ORDER BY `key`")]
+
+    def site_stats_rows(self, site_ids: Sequence[int] | None) -> int:
+        """How many rows 0archive's SiteStats holds (of these sites)."""
+        if "SiteStats" not in self._tables():
+            return 0
+        where, args = _in("site_id", site_ids)
+        return self.count(f"SELECT COUNT(*) FROM SiteStats{where}", args)
 
     def articles(
         self, site_ids: Sequence[int] | None, batch: int, redirects_only: bool = False
@@ -204,42 +234,163 @@ class ZeroArchiveDb:
                 for r in rows
             ]
 
+    def holds_utf8(self, table: str) -> bool:
+        """Whether ``table``'s raw_data column is of a UTF-8 character set."""
+        rows = self._query(
+            "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS WHERE"
+            " TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND COLUMN_NAME = 'raw_data'",
+            (table,),
+        )
+        return bool(rows) and str(rows[0][0]).lower() in UTF8_CHARSETS
+
+    def keyed(self, table: str) -> bool:
+        """Whether ``table`` has an index that starts with (article_id, snapshot_at), as
+        the live table's primary key and a rotated copy made with ``CREATE TABLE LIKE``."""
+        rows = self._query(
+            "SELECT GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM"
+            " information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()"
+            " AND TABLE_NAME = %s GROUP BY INDEX_NAME",
+            (table,),
+        )
+        return any(str(row[0]).startswith("article_id,snapshot_at") for row in rows)
+
     def snapshots(
-        self, table: str, site_ids: Sequence[int] | None, batch: int, batch_bytes: int
-    ) -> Iterator[list[OldSnapshot]]:
+        self,
+        table: str,
+        site_ids: Sequence[int] | None,
+        batch: int,
+        batch_bytes: int,
+        imported: Callable[[list[OldSnapshot]], set[tuple[int, int]]] | None = None,
+    ) -> Iterator[SnapshotBatch]:
         """Every snapshot of one table (of these sites' articles) with its article's site
-        and URL, in batches of at most ``batch`` rows and about ``batch_bytes`` raw bytes."""
+        and URL, in batches of at most ``batch`` rows and about ``batch_bytes`` raw bytes.
+
+        A keyed table is read a page of keys at a time, in key order; ``imported`` names
+        the (article_id, snapshot_at) of a page that the archive holds already, and their
+        bytes are not read (a resumed run goes over the imported part at the speed of
+        its keys). A table without that key is read in one pass, bytes and all."""
         if table != LIVE_TABLE and not ROTATED_TABLE.match(table):
             raise ValueError(f"not a snapshot table: {table!r}")
-        where, args = _in("a.site_id", site_ids)
-        # No ORDER BY: InnoDB returns a table in its primary key's order anyway, and a
-        # rotated copy without that key would be sorted whole first.
+        utf8 = self.holds_utf8(table)
+        if not self.keyed(table):
+            for found in self._snapshots_in_one_pass(table, site_ids, batch, batch_bytes):
+                yield SnapshotBatch(found, 0, utf8)
+            return
+        keys_connection = self._connect()
+        pages_connection = self._connect(raw_text=True)
+        # Batches fill across pages of keys: cut at each page's end, a page of 200 keys
+        # of 100 KB pages made a full batch and a tail of a quarter, and each batch costs
+        # the writer its queries and a commit.
+        rows: list[OldSnapshot] = []
+        size = already = 0
+        try:
+            for keys in self._snapshot_keys(keys_connection, table, site_ids, batch):
+                done = imported(keys) if imported else set()
+                wanted = [k for k in keys if (k.article_id, k.snapshot_at) not in done]
+                already += len(keys) - len(wanted)
+                for snap in self._with_bytes(pages_connection, table, wanted):
+                    rows.append(snap)
+                    size += len(snap.raw or b"")
+                    if len(rows) >= batch or size >= batch_bytes:
+                        yield SnapshotBatch(rows, already, utf8)
+                        rows, size, already = [], 0, 0
+                if already >= batch:  # a stretch imported before: show the progress
+                    yield SnapshotBatch(rows, already, utf8)
+                    rows, size, already = [], 0, 0
+            if rows or already:
+                yield SnapshotBatch(rows, already, utf8)
+        finally:
+            keys_connection.close()
+            pages_connection.close()
+
+    def _snapshot_keys(
+        self,
+        connection: pymysql.connections.Connection[Any],
+        table: str,
+        site_ids: Sequence[int] | None,
+        batch: int,
+    ) -> Iterator[list[OldSnapshot]]:
+        """A table's keys, ``batch`` at a time, each page starting after the last one's
+        last key (a range scan of the key, however far into the table)."""
+        sites = ""
+        if site_ids:
+            sites = f" AND a.site_id IN ({', '.join(['%s'] * len(site_ids))})"
         sql = (
-            "SELECT s.article_id, s.snapshot_at, CAST(s.raw_data AS BINARY), a.site_id, a.url"
+            "SELECT s.article_id, s.snapshot_at, a.site_id, a.url"
+            f" FROM `{table}` s LEFT JOIN Article a ON a.article_id = s.article_id"
+            " WHERE (s.article_id > %s OR (s.article_id = %s AND s.snapshot_at > %s))"
+            f"{sites} ORDER BY s.article_id, s.snapshot_at LIMIT %s"
+        )
+        args = list(site_ids or ())
+        after = (-1, -1)
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, [after[0], after[0], after[1], *args, batch])
+                rows = cursor.fetchall()
+            if not rows:
+                return
+            yield [
+                OldSnapshot(
+                    table=table,
+                    article_id=int(row[0]),
+                    snapshot_at=int(row[1]),
+                    raw=None,
+                    site_id=int(row[2]) if row[2] is not None else None,
+                    url=str(row[3]) if row[3] is not None else None,
+                )
+                for row in rows
+            ]
+            after = (int(rows[-1][0]), int(rows[-1][1]))
+
+    def _with_bytes(
+        self, connection: pymysql.connections.Connection[Any], table: str, keys: list[OldSnapshot]
+    ) -> Iterator[OldSnapshot]:
+        """``keys`` with their raw bytes, streamed one by one."""
+        if not keys:
+            return
+        by_key = {(k.article_id, k.snapshot_at): k for k in keys}
+        pairs = ", ".join(["(%s, %s)"] * len(keys))
+        sql = (
+            f"SELECT article_id, snapshot_at, raw_data FROM `{table}`"
+            f" WHERE (article_id, snapshot_at) IN ({pairs}) ORDER BY article_id, snapshot_at"
+        )
+        args = [value for key in by_key for value in key]
+        with connection.cursor(pymysql.cursors.SSCursor) as cursor:
+            cursor.execute(sql, args)
+            while (row := cursor.fetchone()) is not None:
+                key = by_key[(int(row[0]), int(row[1]))]
+                yield OldSnapshot(
+                    key.table, key.article_id, key.snapshot_at, row[2], key.site_id, key.url
+                )
+
+    def _snapshots_in_one_pass(
+        self, table: str, site_ids: Sequence[int] | None, batch: int, batch_bytes: int
+    ) -> Iterator[list[OldSnapshot]]:
+        where, args = _in("a.site_id", site_ids)
+        # No ORDER BY: without the key, MariaDB would sort the whole table first.
+        sql = (
+            "SELECT s.article_id, s.snapshot_at, s.raw_data, a.site_id,"
+            " CONVERT(a.url USING utf8mb4)"
             f" FROM `{table}` s LEFT JOIN Article a ON a.article_id = s.article_id{where}"
         )
-        connection = self._connect()
+        connection = self._connect(raw_text=True)
         try:
             with connection.cursor(pymysql.cursors.SSCursor) as cursor:
                 cursor.execute(sql, args)
                 rows: list[OldSnapshot] = []
                 size = 0
-                while True:
-                    row = cursor.fetchone()
-                    if row is None:
-                        break
-                    raw = bytes(row[2]) if row[2] is not None else None
+                while (row := cursor.fetchone()) is not None:
                     rows.append(
                         OldSnapshot(
                             table=table,
                             article_id=int(row[0]),
                             snapshot_at=int(row[1]),
-                            raw=raw,
+                            raw=row[2],
                             site_id=int(row[3]) if row[3] is not None else None,
-                            url=str(row[4]) if row[4] is not None else None,
+                            url=row[4].decode() if row[4] is not None else None,
                         )
                     )
-                    size += len(raw or b"")
+                    size += len(row[2] or b"")
                     if len(rows) >= batch or size >= batch_bytes:
                         yield rows
                         rows, size = [], 0
