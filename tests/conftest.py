@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.forked_cli import fork_server
 from zeroarchive.storage.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,6 +46,31 @@ def require_service(name: str, error: str | None) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"{name} is required (ZEROARCHIVE_REQUIRE_SERVICES=1) but: {error}")
     pytest.skip(f"{name} not available: {error}")
+
+
+# Modules whose tests take tens of seconds each, mostly waiting on real processes and
+# timers: collected first, so that pytest-xdist hands them out among its workers at the
+# start, where they overlap with the quick tests, instead of one worker ending on them.
+SLOW_FIRST = (
+    "test_distributed.py",
+    "test_recovery_e2e.py",
+    "test_schedule_adaptive.py",
+    "test_events.py",
+    "test_import_0archive.py",
+    "test_facebook.py",
+    "test_sync_sites.py",
+    "test_youtube.py",
+    "test_render.py",
+    "test_proxies.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
 
 
 @pytest.fixture(params=["sqlite", "mariadb"])
@@ -129,7 +155,8 @@ class Run:
 def scrapy(
     *args: str, db_url: str, cwd: Path, extra_env: dict[str, str] | None = None, timeout: int = 240
 ) -> Run:
-    """Run ``scrapy ARGS`` from the project, as a user would, against ``db_url``."""
+    """Run ``scrapy ARGS`` from the project, as a user would, against ``db_url``: a new
+    process forked from a warm interpreter (tests/forked_cli.py)."""
     env = {
         **os.environ,
         "ZEROARCHIVE_DB_URL": db_url,
@@ -137,6 +164,12 @@ def scrapy(
         "SCRAPY_SETTINGS_MODULE": "settings.base",
         **(extra_env or {}),
     }
+    server = fork_server(REPO) if _forkable(env) else None
+    if server is not None and server.busy.acquire(blocking=False):
+        try:
+            return Run(*server.run(list(args), env, cwd, timeout))
+        finally:
+            server.busy.release()
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", *args],
         cwd=cwd,
@@ -147,3 +180,14 @@ def scrapy(
         check=False,
     )
     return Run(done.returncode, done.stdout, done.stderr)
+
+
+def _forkable(env: dict[str, str]) -> bool:
+    """Whether a forked warm interpreter starts as ``env`` would: the interpreter's own
+    variables (PYTHONIOENCODING, PYTHONWARNINGS, ...) are read only at its start, and its
+    project modules are this checkout's."""
+    return env.get("PYTHONPATH") == str(REPO) and all(
+        env.get(name) == os.environ.get(name)
+        for name in {*env, *os.environ}
+        if name.startswith("PYTHON") and name != "PYTHONPATH"
+    )

@@ -1,0 +1,244 @@
+"""`python -m scrapy ARGS` as a fresh process, started by forking a warm one.
+
+Each command the tests run costs a new interpreter about a second of CPU before it does
+anything (importing Scrapy, Twisted, SQLAlchemy, lxml): several hundred such starts were a
+third of the test run's CPU. A fork server per pytest process imports those libraries once,
+never the project's own modules nor Twisted's reactor, and forks a child per command. The
+child is a process of its own as before: its working directory, environment, argv, exit
+code, stdout and stderr are the command's; it runs `scrapy`'s `__main__` as `python -m`
+does and exits through the interpreter's normal shutdown (atexit, thread joins).
+
+Set ZEROARCHIVE_TEST_FORK=0 to start every command as a new interpreter instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+# What the commands import: Scrapy and the libraries under it, and the project's command,
+# spider, pipeline and middleware packages (none reads the environment when imported: the
+# settings and environment are read when a command runs, in the child).
+PRELOAD = (
+    "alembic.command",
+    "lxml.html",
+    "pymysql",
+    "redis",
+    "scrapy.cmdline",
+    "scrapy.crawler",
+    "sqlalchemy.orm",
+)
+PRELOAD_PACKAGES = (
+    "scrapy.commands",
+    "zeroarchive.commands",
+    "spiders",
+    "pipelines",
+    "middlewares",
+)
+
+SERVER = r"""
+import importlib, json, os, sys, threading
+sys.path[:1] = [sys.argv[1]]
+modules, packages = sys.argv[2].split(","), sys.argv[3].split(",")
+for name in modules:
+    importlib.import_module(name)
+from scrapy.utils.misc import walk_modules_iter
+for name in packages:
+    for _ in walk_modules_iter(name): pass
+# A fork copies one thread only, and the reactor is chosen by each command's settings.
+assert threading.active_count() == 1, "a preload started a thread"
+assert "twisted.internet.reactor" not in sys.modules, "a preload installed the reactor"
+# Children neither collect nor copy what the server holds.
+import gc
+gc.freeze()
+requests = os.fdopen(0, "rb", buffering=0)
+
+
+def answer(line):
+    os.write(1, (line + "\n").encode())
+
+
+def serve():
+    answer("ready")
+    while True:
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = requests.read(1)
+            if not chunk:
+                return None
+            line += chunk
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            return request
+        answer(str(pid))
+        _, status = os.waitpid(pid, 0)
+        answer(str(os.waitstatus_to_exitcode(status)))
+
+
+request = serve()
+if request is not None:
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(out, fd)
+        os.close(out)
+    os.close(null)
+    # What `python -m` puts first on the path: the working directory, then PYTHONPATH.
+    extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:1] = [request["cwd"], *extra]
+    import atexit, runpy, signal, traceback
+    sys.argv = ["-m", *request["args"]]
+    code = 0
+    try:
+        runpy.run_module("scrapy", run_name="__main__", alter_sys=True)
+    except SystemExit as stop:
+        code = stop.code
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        code = -signal.SIGINT
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    # The interpreter's exit but for tearing down every module, which would write to (and
+    # so copy) most of the memory shared with the server.
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    if code == -signal.SIGINT:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code & 0xFF)
+"""
+
+
+class ForkServer:
+    """One warm interpreter that forks a child per command; one command at a time."""
+
+    def __init__(self, repo: Path) -> None:
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SERVER,
+                str(repo),
+                ",".join(PRELOAD),
+                ",".join(PRELOAD_PACKAGES),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.busy = threading.Lock()
+        if self._read_line(timeout=120) != "ready":
+            raise RuntimeError("the fork server did not start")
+
+    def _read_line(self, timeout: float | None) -> str | None:
+        """A line of the server's answer, or None when ``timeout`` passed first."""
+        assert self._process.stdout is not None
+        pipe = self._process.stdout.fileno()
+        line = b""
+        while not line.endswith(b"\n"):
+            ready, _, _ = select.select([pipe], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(pipe, 1)
+            if not chunk:
+                raise RuntimeError("the fork server ended")
+            line += chunk
+        return line.decode().strip()
+
+    def run(
+        self, args: list[str], env: dict[str, str], cwd: Path, timeout: float
+    ) -> tuple[int, str, str]:
+        """(returncode, stdout, stderr) of `python -m scrapy ARGS`, as subprocess.run."""
+        try:
+            return self._run(args, env, cwd, timeout)
+        except subprocess.TimeoutExpired:
+            raise
+        except BaseException:
+            # Cut off mid-answer (a test's timeout, Ctrl-C): the next command gets a new one.
+            self._process.kill()
+            self._process.wait()
+            raise
+
+    def _run(
+        self, args: list[str], env: dict[str, str], cwd: Path, timeout: float
+    ) -> tuple[int, str, str]:
+        assert self._process.stdin is not None
+        with tempfile.TemporaryDirectory(prefix="forked-cli-") as folder:
+            out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+            request = {
+                "args": args,
+                "env": env,
+                "cwd": str(cwd),
+                "stdout": str(out),
+                "stderr": str(err),
+            }
+            self._process.stdin.write(json.dumps(request).encode() + b"\n")
+            self._process.stdin.flush()
+            pid = int(self._read_line(timeout=60) or "0")
+            if not pid:
+                raise RuntimeError("the fork server did not fork")
+            code = self._read_line(timeout=timeout)
+            if code is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._read_line(timeout=60)
+                raise subprocess.TimeoutExpired(
+                    [sys.executable, "-m", "scrapy", *args],
+                    timeout,
+                    out.read_text(),
+                    err.read_text(),
+                )
+            return int(code), _text(out), _text(err)
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            self._process.wait(timeout=30)
+
+
+def _text(path: Path) -> str:
+    # As subprocess.run(text=True) decodes: the locale's encoding, newlines translated.
+    with path.open(encoding=None, newline=None, errors="strict") as handle:
+        return handle.read()
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+
+
+def fork_server(repo: Path) -> ForkServer | None:
+    """This process's fork server for the project at ``repo``, started on first use (None
+    when switched off or when it could not start)."""
+    global _server
+    if os.environ.get("ZEROARCHIVE_TEST_FORK", "1") == "0":
+        return None
+    with _server_lock:
+        if _server is None or _server._process.poll() is not None:
+            try:
+                _server = ForkServer(repo)
+            except RuntimeError:
+                return None
+            atexit.register(_server.close)
+        return _server
