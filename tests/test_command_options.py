@@ -42,3 +42,22 @@ def test_site_option_names_one_site_or_says_why_not(db_url: str) -> None:
     for name in ("99999999999999999999999", "0", "²"):
         with pytest.raises(UsageError, match="no site"):
             site_option(archive, name)
+
+
+def test_a_search_may_span_the_sites_that_share_a_name(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    ids = [
+        archive.sites.upsert(
+            dataclasses.replace(
+                parse_spec(
+                    {"name": "twin", "url": url, "type": "news", "config": {"article": "/"}}
+                ),
+                airtable_id=airtable_id,
+            ),
+            NOW,
+        )[0]
+        for url, airtable_id in (("https://one.example/", "rec1"), ("https://two.example/", "rec2"))
+    ]
+    assert archive.sites.ids_named("twin") == ids
+    assert archive.sites.ids_named(str(ids[1])) == [ids[1]]
+    assert archive.sites.ids_named("9" * 23) == archive.sites.ids_named("nobody") == []

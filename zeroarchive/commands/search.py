@@ -7,15 +7,13 @@ import sys
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
-from sqlalchemy import or_, select
 
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
 from zeroarchive.search.index import SORTS, Hit, SearchRequest
 from zeroarchive.search.query import QueryError, parse_query
-from zeroarchive.storage.archive import open_archive
-from zeroarchive.storage.schema import site
+from zeroarchive.storage.archive import Archive, open_archive
 
 MAX_LIMIT = 10_000
 
@@ -29,19 +27,15 @@ def day(value: str, option: str) -> int:
     return int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
 
 
-def site_ids(engine: object, names: list[str]) -> tuple[int, ...]:
+def site_ids(archive: Archive, names: list[str]) -> tuple[int, ...]:
     """The ids of the sites named (by id or name; a name several sites share: all)."""
-    found: list[int] = []
-    with engine.connect() as conn:  # type: ignore[attr-defined]
-        for name in names:
-            clause = site.c.name == name
-            if name.isdigit():
-                clause = or_(clause, site.c.site_id == int(name))
-            ids = conn.execute(select(site.c.site_id).where(clause)).scalars().all()
-            if not ids:
-                raise UsageError(f"no site {name!r}")
-            found.extend(ids)
-    return tuple(sorted(set(found)))
+    found: set[int] = set()
+    for name in names:
+        ids = archive.sites.ids_named(name)
+        if not ids:
+            raise UsageError(f"no site {name!r}: see `scrapy sites`")
+        found.update(ids)
+    return tuple(sorted(found))
 
 
 def readable(hit: Hit, number: int) -> str:
@@ -166,7 +160,7 @@ class Command(ScrapyCommand):
         request = SearchRequest(
             query=query,
             parser_version=PARSER_VERSION,
-            site_ids=site_ids(archive.engine, opts.site),
+            site_ids=site_ids(archive, opts.site),
             since=since,
             until=until,
             all_versions=opts.all_versions,

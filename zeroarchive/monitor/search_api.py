@@ -14,7 +14,7 @@ from typing import Any
 from ariadne import ObjectType, QueryType
 from graphql import GraphQLError, GraphQLResolveInfo
 from markupsafe import Markup, escape
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from zeroarchive.monitor.masking import masked_url
@@ -22,7 +22,8 @@ from zeroarchive.search import open_index
 from zeroarchive.search.index import MAX_TOTAL, SORTS, Hit, Hits, SearchRequest
 from zeroarchive.search.match import Snippet
 from zeroarchive.search.query import QueryError, parse_query
-from zeroarchive.storage.schema import parser_info, site
+from zeroarchive.storage.schema import parser_info
+from zeroarchive.storage.sites import SiteStore
 
 MAX_FIRST = 100
 
@@ -125,16 +126,14 @@ def newest_parser_version(engine: Engine) -> str | None:
 
 
 def site_ids(engine: Engine, names: Sequence[str]) -> tuple[int, ...]:
+    """The ids of the sites named (by id or name; a name several sites share: all)."""
+    sites = SiteStore(engine)
     found: set[int] = set()
-    with engine.connect() as conn:
-        for name in names:
-            clause = site.c.name == name
-            if name.isdigit():
-                clause = or_(clause, site.c.site_id == int(name))
-            ids = conn.execute(select(site.c.site_id).where(clause)).scalars().all()
-            if not ids:
-                raise GraphQLError(f"site: no site {name[:100]!r}")
-            found.update(ids)
+    for name in names:
+        ids = sites.ids_named(name)
+        if not ids:
+            raise GraphQLError(f"site: no site {name[:100]!r}")
+        found.update(ids)
     return tuple(sorted(found))
 
 

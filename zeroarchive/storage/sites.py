@@ -190,6 +190,16 @@ class SiteStore:
                 row = rows[0] if rows else None
         return site_from_row(row) if row is not None else None
 
+    def ids_named(self, key: str) -> list[int]:
+        """The ids of every site named ``key``, or with that id (a search may span the
+        sites that share a name)."""
+        clause = site.c.name == key
+        site_id = _as_id(key)
+        if site_id is not None and 0 < site_id <= MAX_ID:
+            clause = or_(clause, site.c.site_id == site_id)
+        with self.engine.connect() as conn:
+            return sorted(conn.execute(select(site.c.site_id).where(clause)).scalars())
+
     def renders(self, types: Sequence[str]) -> bool:
         """Whether an active site of these types is to be rendered by a browser (its config
         says ``render``, or 0archive's ``selenium``)."""
