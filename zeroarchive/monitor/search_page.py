@@ -8,12 +8,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from graphql import GraphQLError
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from zeroarchive.monitor.pages import render, templates
+from zeroarchive.monitor.pages import render, templates, timed
 from zeroarchive.monitor.search_api import run_search, snippet_html
 from zeroarchive.search.index import SORTS
 
@@ -27,7 +26,7 @@ def _int(value: str | None, default: int) -> int:
     return int(value) if value and value.isdigit() and len(value) < 6 else default
 
 
-async def search_page(request: Request) -> Response:
+def search_page(request: Request) -> Response:
     params = request.query_params
     q, site = params.get("q", ""), params.get("site", "").strip()
     since, until = params.get("since", ""), params.get("until", "")
@@ -48,8 +47,7 @@ async def search_page(request: Request) -> Response:
     status = 200
     if q.strip():
         try:
-            result = await run_in_threadpool(
-                run_search,
+            result = run_search(
                 request.app.state.engine,
                 q,
                 sites=[site] if site else [],
@@ -80,4 +78,5 @@ async def search_page(request: Request) -> Response:
 
 
 def routes() -> list[Route]:
-    return [Route("/search", search_page, name="search")]
+    # A plain function (Starlette runs it in its threads) under the monitor's time limit.
+    return [Route("/search", timed(search_page), name="search")]
