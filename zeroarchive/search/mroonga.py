@@ -1,37 +1,42 @@
-"""The MariaDB engine: a Mroonga table with a FULLTEXT index (TokenBigram, an NFKC
-normaliser) — Groonga inside the server, so one- and two-character CJK words are found
-through the index, never with a LIKE scan.
+"""The MariaDB engine: a Mroonga table with a FULLTEXT index — Groonga inside the server,
+so every query is answered through the index, never with a LIKE scan.
 
-The table holds the normalised title and body (Mroonga indexes only what it stores) keyed
-by document id (``search_doc``). Queries run in boolean mode with ``*D+`` (terms ANDed),
-every run of a term quoted, so nothing in a query is Groonga syntax.
+The table holds each document's tokens (``text.index_text``, the same as SQLite's index)
+keyed by document id (``search_doc``), compressed (zlib: Mroonga indexes only what it
+stores, and the plain text is in ``publication`` already); the index splits them at spaces
+(TokenDelimit, no normaliser: they are normalised). Queries run in boolean mode with
+``*D+`` (terms ANDed), every phrase quoted, so nothing in a query is Groonga syntax; match
+escalation (Groonga's fallback to looser matching when nothing matches exactly) is off.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import column, select, table, text
+from sqlalchemy import Text, column, select, table, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql import FromClause
+from sqlalchemy.sql import ColumnElement, FromClause
 
-from zeroarchive.search.index import SharedSearch, new_doc_ids, site_doc_ids
-from zeroarchive.search.query import Query, Term
-from zeroarchive.search.text import normalize, runs
-from zeroarchive.storage.publications import AddedVersion
+from zeroarchive.search.index import Doc, SharedSearch, site_doc_ids
+from zeroarchive.search.plan import Phrase, Plan, TermPlan
+from zeroarchive.search.text import index_document
 from zeroarchive.storage.schema import search_doc
 
-logger = logging.getLogger(__name__)
 TABLE = "publication_search"
-#: Newest first: the first the server's Groonga knows is used (7.0.7 has NFKC51 only).
-NORMALIZERS = ("NormalizerNFKC121", "NormalizerNFKC100", "NormalizerNFKC51")
 INSTALL_HINT = (
     "MariaDB has no Mroonga: apt-get install mariadb-plugin-mroonga, then as root "
     "INSTALL SONAME 'ha_mroonga'; then run scrapy reindex"
 )
-_fts = table(TABLE, column("doc_id"), column("body"))
+CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+    " doc_id BIGINT NOT NULL PRIMARY KEY,"
+    " body LONGTEXT NOT NULL COMMENT 'flags \"COLUMN_SCALAR|COMPRESS_ZLIB\"',"
+    f" FULLTEXT INDEX ft_{TABLE} (body)"
+    ' COMMENT \'tokenizer "TokenDelimit", normalizer "none"\''
+    ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
+)
+_fts = table(TABLE, column("doc_id"), column("body", Text))
 #: Databases whose table is known to be there (each search asks; SHOW ENGINES is not free).
 _READY: set[str] = set()
 
@@ -41,44 +46,31 @@ def create_table(conn: Connection) -> str | None:
     engines = {row[0].lower() for row in conn.execute(text("SHOW ENGINES"))}
     if "mroonga" not in engines:
         return INSTALL_HINT
-    for normalizer in NORMALIZERS:
-        try:
-            conn.execute(
-                text(
-                    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
-                    " doc_id BIGINT NOT NULL PRIMARY KEY,"
-                    " body LONGTEXT NOT NULL,"
-                    f" FULLTEXT INDEX ft_{TABLE} (body)"
-                    f' COMMENT \'tokenizer "TokenBigram", normalizer "{normalizer}"\''
-                    ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
-                )
-            )
-            return None
-        except DBAPIError as exc:
-            logger.debug("Mroonga refused %s: %s", normalizer, exc)
-    return "Mroonga knows none of the normalizers " + ", ".join(NORMALIZERS)
+    conn.execute(text(CREATE))
+    return None
 
 
-def document(title: str, body: str) -> str:
-    return normalize(title) + "\n" + normalize(body)
+def _phrase(phrase: Phrase) -> str:
+    # A lone CJK character as a prefix; everything else quoted (tokens hold no quote).
+    if phrase.prefix:
+        return phrase.tokens[0] + "*"
+    return '"' + " ".join(phrase.tokens) + '"'
 
 
-def _form(form: str) -> str:
-    return "(" + " ".join(f'"{run}"' for run in runs(form)) + ")"
+def _term(term: TermPlan) -> str:
+    return "(" + " OR ".join("(" + " ".join(map(_phrase, f)) + ")" for f in term) + ")"
 
 
-def _term(term: Term) -> str:
-    return "(" + " OR ".join(_form(f) for f in term.forms if runs(f)) + ")"
+def mroonga_query(engine_plan: Plan) -> str:
+    """The boolean-mode query for a plan.
 
-
-def mroonga_query(query: Query) -> str:
-    """The boolean-mode query for a query's searchable terms.
-
+    >>> from zeroarchive.search.plan import plan
     >>> from zeroarchive.search.query import parse_query
-    >>> mroonga_query(parse_query('台 covid-19 NEAR'))
-    '*D+ (("台")) (("covid" "19")) (("near"))'
+    >>> mroonga_query(plan(parse_query('台 "台灣海峽" NEAR -covid')))
+    '*D+ ((台*)) (("台灣 灣海 海峽")) (("near")) -(("covid"))'
     """
-    return "*D+ " + " ".join(_term(t) for t in query.positive if t.searchable)
+    found = "*D+ " + " ".join(map(_term, engine_plan.positive))
+    return found + "".join(" -" + _term(term) for term in engine_plan.excluded)
 
 
 class MroongaIndex(SharedSearch):
@@ -86,7 +78,6 @@ class MroongaIndex(SharedSearch):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._missing: str | None = None
 
     def available(self) -> str | None:
         key = str(self.engine.url)
@@ -98,19 +89,18 @@ class MroongaIndex(SharedSearch):
             _READY.add(key)
         return missing
 
-    def index_version(self, conn: Connection, added: AddedVersion) -> None:
-        self.index_publications(
-            conn, [(added.publication_id, added.parsed.title, added.parsed.text)]
-        )
+    def _prepare(self, conn: Connection) -> None:
+        # Else a query nothing matches exactly is searched again loosely ("ab" finds "abc").
+        conn.execute(text("SET SESSION mroonga_match_escalation_threshold = -1"))
 
-    def index_publications(self, conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-        new, old = new_doc_ids(conn, [row[0] for row in rows])
-        if old:
-            conn.execute(_fts.delete().where(_fts.c.doc_id.in_(list(old.values()))))
+    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
         conn.execute(
             _fts.insert(),
-            [{"doc_id": new[pid], "body": document(title, body)} for pid, title, body in rows],
+            [{"doc_id": doc_id, "body": index_document(d.title, d.text)} for doc_id, d in docs],
         )
+
+    def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+        conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))
 
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
         if site_id is None:
@@ -123,14 +113,10 @@ class MroongaIndex(SharedSearch):
             conn.execute(_fts.delete().where(_fts.c.doc_id.in_(chunk)))
             conn.execute(search_doc.delete().where(search_doc.c.doc_id.in_(chunk)))
 
-    def matching(self, query: Query) -> FromClause:
-        return (
-            select(search_doc.c.publication_id)
-            .select_from(_fts.join(search_doc, search_doc.c.doc_id == _fts.c.doc_id))
-            .where(
-                text(f"MATCH({TABLE}.body) AGAINST(:fts IN BOOLEAN MODE)").bindparams(
-                    fts=mroonga_query(query)
-                )
-            )
-            .subquery("matched")
-        )
+    def matched(self, plan: Plan, scored: bool) -> FromClause:
+        # MariaDB's dialect spells match() MATCH (body) AGAINST (... IN BOOLEAN MODE).
+        against = _fts.c.body.match(mroonga_query(plan))
+        columns: list[ColumnElement[Any]] = [_fts.c.doc_id]
+        if scored:
+            columns.append(against.label("score"))
+        return select(*columns).select_from(_fts).where(against).subquery("matched")
