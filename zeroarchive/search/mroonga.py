@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, FromClause
 
 from zeroarchive.search.index import Doc, SharedSearch, site_doc_ids
-from zeroarchive.search.plan import Phrase, Plan, TermPlan
+from zeroarchive.search.plan import Phrase, Plan, TermPlan, has_prefix, only_prefixes
 from zeroarchive.search.text import index_document
 from zeroarchive.storage.schema import search_doc
 
@@ -62,15 +62,25 @@ def _term(term: TermPlan) -> str:
 
 
 def mroonga_query(engine_plan: Plan) -> str:
-    """The boolean-mode query for a plan.
+    """The boolean-mode query for a plan, its prefixes last: Groonga 7 searches whatever
+    follows a prefix (``台*``) as a prefix too (``"ab"`` then finds ``abc``; a phrase of
+    several tokens then nothing).
 
     >>> from zeroarchive.search.plan import plan
     >>> from zeroarchive.search.query import parse_query
-    >>> mroonga_query(plan(parse_query('台 "台灣海峽" NEAR -covid')))
-    '*D+ ((台*)) (("台灣 灣海 海峽")) (("near")) -(("covid"))'
+    >>> mroonga_query(plan(parse_query('台 "台灣海峽" NEAR -covid -灣')))
+    '*D+ (("台灣 灣海 海峽")) (("near")) -(("covid")) ((台*)) -((灣*))'
     """
-    found = "*D+ " + " ".join(map(_term, engine_plan.positive))
-    return found + "".join(" -" + _term(term) for term in engine_plan.excluded)
+    positive = list(engine_plan.positive)
+    mixed = [term for term in positive if has_prefix(term) and not only_prefixes(term)]
+    if mixed:  # only in a superset plan (plan.py): one such term at most, or none
+        positive = [term for term in positive if term not in mixed] or mixed[:1]
+        positive = [tuple(sorted(t, key=lambda form: form[0].prefix)) for t in positive]
+    parts = [_term(t) for t in positive if not only_prefixes(t)]
+    parts += ["-" + _term(t) for t in engine_plan.excluded if not only_prefixes(t)]
+    parts += [_term(t) for t in positive if only_prefixes(t)]
+    parts += ["-" + _term(t) for t in engine_plan.excluded if only_prefixes(t)]
+    return "*D+ " + " ".join(parts)
 
 
 class MroongaIndex(SharedSearch):

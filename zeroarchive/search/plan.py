@@ -47,6 +47,14 @@ def _run_phrase(run: str) -> Phrase:
     return Phrase((run,))
 
 
+def has_prefix(term: TermPlan) -> bool:
+    return any(phrase.prefix for form in term for phrase in form)
+
+
+def only_prefixes(term: TermPlan) -> bool:
+    return all(phrase.prefix for form in term for phrase in form)
+
+
 def _exact_term(term: Term) -> TermPlan | None:
     forms = []
     for form in term.forms:
@@ -54,11 +62,23 @@ def _exact_term(term: Term) -> TermPlan | None:
         if found is None:
             return None
         forms.append((Phrase(*found),))
-    return tuple(forms)
+    plan = tuple(forms)
+    # A lone character's form beside a longer one's (another script): Groonga cannot put a
+    # phrase after a prefix (mroonga.py), so the text decides.
+    if has_prefix(plan) and not only_prefixes(plan):
+        return None
+    return plan
+
+
+def _loose_form(form: str) -> Form:
+    phrases = tuple(_run_phrase(run) for run in runs(form))
+    # A superset either way; without its lone characters a form is one kind or the other.
+    longer = tuple(phrase for phrase in phrases if not phrase.prefix)
+    return longer or phrases[:1]
 
 
 def _loose_term(term: Term) -> TermPlan:
-    return tuple(tuple(_run_phrase(run) for run in runs(form)) for form in term.forms if runs(form))
+    return tuple(_loose_form(form) for form in term.forms if runs(form))
 
 
 def plan(query: Query) -> Plan:
