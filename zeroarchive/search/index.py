@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import bindparam, func, select, true
+from sqlalchemy import func, select, true
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, FromClause, Select
 
@@ -171,7 +171,9 @@ def index_hook(index: SearchIndex) -> VersionHook:
 
 
 @dataclass(frozen=True)
-class _Found:
+class Found:
+    """A hit of a page before its row is read."""
+
     publication_id: int
     score: float
 
@@ -185,8 +187,13 @@ class SharedSearch:
     def matched(self, plan: Plan, scored: bool) -> FromClause:
         raise NotImplementedError
 
-    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc, bool]]) -> None:
+        """Add (document id, doc, whether it is its article's latest) to the index."""
         raise NotImplementedError
+
+    def _relabel(self, conn: Connection, doc_ids: set[int]) -> None:
+        """Documents indexed before whose latest mark changed (nothing, unless an engine
+        keeps the mark in its index)."""
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
         raise NotImplementedError
@@ -202,11 +209,18 @@ class SharedSearch:
     def index_publications(self, conn: Connection, docs: Sequence[Doc]) -> None:
         if not docs:
             return
-        new, old = new_doc_ids(conn, docs)
+        new, old, changed = new_doc_ids(conn, docs)
         by_id = {doc.publication_id: doc for doc in docs}
         if old:
             self._forget(conn, [(doc_id, by_id[pid]) for pid, doc_id in old.items()])
-        self._add(conn, [(new[doc.publication_id], doc) for doc in docs])
+        # A new document is its article's latest when its mark changed (from unmarked).
+        self._add(
+            conn,
+            [(new[doc.publication_id], doc, new[doc.publication_id] in changed) for doc in docs],
+        )
+        others = changed - set(new.values())
+        if others:
+            self._relabel(conn, others)
 
     def search(self, request: SearchRequest) -> Hits:
         matcher = Matcher(request.query)
@@ -214,10 +228,18 @@ class SharedSearch:
         with self.engine.connect() as conn:
             self._prepare(conn)
             if engine_plan.exact:
-                page, total, capped = self._exact(conn, request, engine_plan)
+                page, total, capped = self._fast(conn, request, engine_plan) or self._exact(
+                    conn, request, engine_plan
+                )
             else:
                 page, total, capped = self._checked(conn, request, engine_plan, matcher)
             return self._page(conn, request, matcher, page, total, capped)
+
+    def _fast(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan
+    ) -> tuple[list[Found], int, bool] | None:
+        """An engine's own way to an exact plan's page and total, or None (then SQL's)."""
+        return None
 
     def _filters(self, request: SearchRequest) -> list[ColumnElement[bool]]:
         doc = search_doc.c
@@ -234,7 +256,7 @@ class SharedSearch:
 
     def _exact(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
-    ) -> tuple[list[_Found], int, bool]:
+    ) -> tuple[list[Found], int, bool]:
         """The page and the total from the engine alone (its answer is the answer)."""
         doc = search_doc.c
         filters = self._filters(request)
@@ -275,12 +297,12 @@ class SharedSearch:
         if request.sort == "relevance":
             order.insert(0, score.desc())
         page = conn.execute(ranked.order_by(*order).offset(request.offset).limit(request.limit))
-        found = [_Found(row.publication_id, round(float(row.score), 6)) for row in page]
+        found = [Found(row.publication_id, round(float(row.score), 6)) for row in page]
         return found, min(total, MAX_TOTAL), total > MAX_TOTAL
 
     def _checked(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan, matcher: Matcher
-    ) -> tuple[list[_Found], int, bool]:
+    ) -> tuple[list[Found], int, bool]:
         """The engine's candidates, newest first, each checked on its text (``BATCH`` read
         at a time); relevance from ``Matcher.score``."""
         doc = search_doc.c
@@ -292,7 +314,7 @@ class SharedSearch:
             .order_by(doc.date.desc(), doc.publication_id.desc())
         ).all()
         seen: set[int] = set()
-        found: list[_Found] = []
+        found: list[Found] = []
         capped = False
         for start in range(0, len(keys), BATCH):
             chunk = [key for key in keys[start : start + BATCH] if key.article_id not in seen]
@@ -314,7 +336,7 @@ class SharedSearch:
                     capped = True
                     break
                 seen.add(key.article_id)
-                found.append(_Found(key.publication_id, matcher.score(title, body)))
+                found.append(Found(key.publication_id, matcher.score(title, body)))
             if capped:
                 break
         if request.sort == "relevance":
@@ -327,7 +349,7 @@ class SharedSearch:
         conn: Connection,
         request: SearchRequest,
         matcher: Matcher,
-        page: list[_Found],
+        page: list[Found],
         total: int,
         capped: bool,
     ) -> Hits:
@@ -429,11 +451,14 @@ def without_deletions(spans: list[Span], gone: list[tuple[int, int | None]]) -> 
     return spans
 
 
-def new_doc_ids(conn: Connection, docs: Sequence[Doc]) -> tuple[dict[int, int], dict[int, int]]:
-    """A new document id for each publication, and the ids they had before (forgotten
-    now): an index never reuses a document id, so a stale entry never names a live
-    version (a trigger forgets a deleted publication's, migration 0012). Each article's
-    newest version indexed is marked its latest."""
+def new_doc_ids(
+    conn: Connection, docs: Sequence[Doc]
+) -> tuple[dict[int, int], dict[int, int], set[int]]:
+    """A new document id for each publication, the ids they had before (forgotten now),
+    and the document ids whose latest mark changed: an index never reuses a document id,
+    so a stale entry never names a live version (a trigger forgets a deleted
+    publication's, migration 0012). Each article's newest version indexed is marked its
+    latest."""
     doc = search_doc.c
     publication_ids = [d.publication_id for d in docs]
     old = {
@@ -465,33 +490,36 @@ def new_doc_ids(conn: Connection, docs: Sequence[Doc]) -> tuple[dict[int, int], 
             select(doc.publication_id, doc.doc_id).where(doc.publication_id.in_(publication_ids))
         )
     }
-    mark_latest(conn, {(d.parser_version, d.article_id) for d in docs})
-    return new, old
+    changed = mark_latest(conn, {(d.parser_version, d.article_id) for d in docs})
+    return new, old, changed
 
 
-def mark_latest(conn: Connection, articles: set[tuple[str, int]]) -> None:
-    """Mark each (parser version, article)'s newest indexed version, and only it."""
+def mark_latest(conn: Connection, articles: set[tuple[str, int]]) -> set[int]:
+    """Mark each (parser version, article)'s newest indexed version, and only it; return
+    the document ids whose mark changed (a new document counts as unmarked before)."""
     doc = search_doc.c
+    changed: set[int] = set()
     for parser_version in {pv for pv, _ in articles}:
         ids = sorted(a for pv, a in articles if pv == parser_version)
         for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            scope = (doc.parser_version == parser_version, doc.article_id.in_(chunk))
-            newest = conn.execute(
-                select(doc.article_id, func.max(doc.version)).where(*scope).group_by(doc.article_id)
-            ).all()
-            was = search_doc.update().where(*scope, doc.latest == true())
-            conn.execute(was.values(latest=False))
-            conn.execute(
-                search_doc.update()
-                .where(
+            rows = conn.execute(
+                select(doc.doc_id, doc.article_id, doc.version, doc.latest).where(
                     doc.parser_version == parser_version,
-                    doc.article_id == bindparam("article"),
-                    doc.version == bindparam("newest"),
+                    doc.article_id.in_(ids[start : start + 500]),
                 )
-                .values(latest=True),
-                [{"article": article, "newest": version} for article, version in newest],
-            )
+            ).all()
+            newest: dict[int, int] = {}
+            for row in rows:
+                newest[row.article_id] = max(newest.get(row.article_id, 0), row.version)
+            marked = {row.doc_id for row in rows if row.latest}
+            latest = {row.doc_id for row in rows if row.version == newest[row.article_id]}
+            for ids_, value in ((marked - latest, False), (latest - marked, True)):
+                if ids_:
+                    conn.execute(
+                        search_doc.update().where(doc.doc_id.in_(sorted(ids_))).values(latest=value)
+                    )
+            changed |= marked ^ latest
+    return changed
 
 
 def site_doc_ids(conn: Connection, site_id: int | None) -> list[tuple[int, int]]:

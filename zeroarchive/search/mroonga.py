@@ -14,14 +14,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Text, column, select, table, text
+from sqlalchemy import BigInteger, Text, bindparam, column, func, select, table, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, FromClause
 
-from zeroarchive.search.index import Doc, SharedSearch, site_doc_ids
+from zeroarchive.search.index import (
+    MAX_TOTAL,
+    Doc,
+    Found,
+    SearchRequest,
+    SharedSearch,
+    read_docs,
+    site_doc_ids,
+)
 from zeroarchive.search.plan import Phrase, Plan, TermPlan, has_prefix, only_prefixes
-from zeroarchive.search.text import index_document
-from zeroarchive.storage.schema import search_doc
+from zeroarchive.search.text import SEPARATOR, index_document
+from zeroarchive.storage.schema import publication, search_doc
 
 TABLE = "publication_search"
 INSTALL_HINT = (
@@ -32,11 +40,21 @@ CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
     " doc_id BIGINT NOT NULL PRIMARY KEY,"
     " body LONGTEXT NOT NULL COMMENT 'flags \"COLUMN_SCALAR|COMPRESS_ZLIB\"',"
+    " date BIGINT NOT NULL,"
     f" FULLTEXT INDEX ft_{TABLE} (body)"
     ' COMMENT \'tokenizer "TokenDelimit", normalizer "none"\''
     ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
 )
-_fts = table(TABLE, column("doc_id"), column("body", Text))
+# A deleted publication's search_doc row goes by a trigger (0012); its tokens with it, or
+# the filter tokens would still count it.
+FORGET = (
+    "CREATE TRIGGER IF NOT EXISTS search_doc_forget AFTER DELETE ON search_doc"
+    f" FOR EACH ROW DELETE FROM {TABLE} WHERE doc_id = OLD.doc_id"
+)
+_fts = table(TABLE, column("doc_id"), column("body", Text), column("date", BigInteger))
+#: Tokens after a document's own (a separator apart) that let a search filter inside the
+#: index: its parser version, its site, and whether it is its article's latest version.
+PARSER_TOKEN, SITE_TOKEN, LATEST_TOKEN = "\ue010", "\ue011", "\ue012"
 #: Databases whose table is known to be there (each search asks; SHOW ENGINES is not free).
 _READY: set[str] = set()
 
@@ -47,7 +65,20 @@ def create_table(conn: Connection) -> str | None:
     if "mroonga" not in engines:
         return INSTALL_HINT
     conn.execute(text(CREATE))
+    conn.execute(text(FORGET))
     return None
+
+
+def mroonga_document(doc: Doc, latest: bool) -> str:
+    """The document's tokens, and its filter tokens."""
+    marks = f"{PARSER_TOKEN}{doc.parser_version} {SITE_TOKEN}{doc.site_id}"
+    if latest:
+        marks += " " + LATEST_TOKEN
+    return f"{index_document(doc.title, doc.text)} {SEPARATOR} {marks}"
+
+
+def _quoted(token: str) -> str:
+    return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _phrase(phrase: Phrase) -> str:
@@ -61,10 +92,10 @@ def _term(term: TermPlan) -> str:
     return "(" + " OR ".join("(" + " ".join(map(_phrase, f)) + ")" for f in term) + ")"
 
 
-def mroonga_query(engine_plan: Plan) -> str:
-    """The boolean-mode query for a plan, its prefixes last: Groonga 7 searches whatever
-    follows a prefix (``台*``) as a prefix too (``"ab"`` then finds ``abc``; a phrase of
-    several tokens then nothing).
+def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
+    """The boolean-mode query for a plan (and ``filters``, more terms), its prefixes last:
+    Groonga 7 searches whatever follows a prefix (``台*``) as a prefix too (``"ab"`` then
+    finds ``abc``; a phrase of several tokens then nothing).
 
     >>> from zeroarchive.search.plan import plan
     >>> from zeroarchive.search.query import parse_query
@@ -76,7 +107,7 @@ def mroonga_query(engine_plan: Plan) -> str:
     if mixed:  # only in a superset plan (plan.py): one such term at most, or none
         positive = [term for term in positive if term not in mixed] or mixed[:1]
         positive = [tuple(sorted(t, key=lambda form: form[0].prefix)) for t in positive]
-    parts = [_term(t) for t in positive if not only_prefixes(t)]
+    parts = [_term(t) for t in positive if not only_prefixes(t)] + list(filters)
     parts += ["-" + _term(t) for t in engine_plan.excluded if not only_prefixes(t)]
     parts += [_term(t) for t in positive if only_prefixes(t)]
     parts += ["-" + _term(t) for t in engine_plan.excluded if only_prefixes(t)]
@@ -103,11 +134,75 @@ class MroongaIndex(SharedSearch):
         # Else a query nothing matches exactly is searched again loosely ("ab" finds "abc").
         conn.execute(text("SET SESSION mroonga_match_escalation_threshold = -1"))
 
-    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc, bool]]) -> None:
         conn.execute(
             _fts.insert(),
-            [{"doc_id": doc_id, "body": index_document(d.title, d.text)} for doc_id, d in docs],
+            [
+                {"doc_id": doc_id, "body": mroonga_document(d, latest), "date": d.date}
+                for doc_id, d, latest in docs
+            ],
         )
+
+    def _relabel(self, conn: Connection, doc_ids: set[int]) -> None:
+        marks = conn.execute(
+            select(search_doc.c.publication_id, search_doc.c.doc_id, search_doc.c.latest).where(
+                search_doc.c.doc_id.in_(sorted(doc_ids))
+            )
+        ).all()
+        docs = {
+            d.publication_id: d
+            for d in read_docs(conn, publication.c.publication_id.in_([m[0] for m in marks]))
+        }
+        conn.execute(
+            _fts.update().where(_fts.c.doc_id == bindparam("doc")).values(body=bindparam("body")),
+            [
+                {"doc": m.doc_id, "body": mroonga_document(docs[m.publication_id], m.latest)}
+                for m in marks
+                if m.publication_id in docs
+            ],
+        )
+
+    def _fast(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan
+    ) -> tuple[list[Found], int, bool] | None:
+        """The latest versions, of some sites or all, without dates: filtered inside the
+        index (its filter tokens), so Groonga counts (Mroonga's count skip) and ranks
+        (its ORDER BY ... LIMIT) without MariaDB reading a row of the table."""
+        if request.all_versions or request.since is not None or request.until is not None:
+            return None
+        filters = [_quoted(PARSER_TOKEN + request.parser_version), _quoted(LATEST_TOKEN)]
+        if request.site_ids:
+            sites = " OR ".join(_quoted(f"{SITE_TOKEN}{s}") for s in request.site_ids)
+            filters.append(f"({sites})")
+        against = _fts.c.body.match(mroonga_query(engine_plan, filters))
+        total = int(
+            conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one()
+        )
+        if total == 0:
+            return [], 0, False
+        order = [_fts.c.date.desc(), _fts.c.doc_id.desc()]
+        if request.sort == "relevance":
+            order.insert(0, against.desc())
+        page = conn.execute(
+            select(_fts.c.doc_id, against.label("score"))
+            .where(against)
+            .order_by(*order)
+            .offset(request.offset)
+            .limit(request.limit)
+        ).all()
+        publications = dict(
+            conn.execute(
+                select(search_doc.c.doc_id, search_doc.c.publication_id).where(
+                    search_doc.c.doc_id.in_([row.doc_id for row in page])
+                )
+            ).all()
+        )
+        found = [
+            Found(publications[row.doc_id], round(float(row.score), 6))
+            for row in page
+            if row.doc_id in publications
+        ]
+        return found, min(total, MAX_TOTAL), total > MAX_TOTAL
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
         conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))

@@ -61,10 +61,10 @@ class SqliteFtsIndex(SharedSearch):
     def available(self) -> str | None:
         return None
 
-    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc, bool]]) -> None:
         conn.execute(
             text(f"INSERT INTO {TABLE}(rowid, body) VALUES (:doc, :body)"),
-            [{"doc": doc_id, "body": index_document(d.title, d.text)} for doc_id, d in docs],
+            [{"doc": doc_id, "body": index_document(d.title, d.text)} for doc_id, d, _ in docs],
         )
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
