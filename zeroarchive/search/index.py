@@ -228,17 +228,21 @@ class SharedSearch:
         with self.engine.connect() as conn:
             self._prepare(conn)
             if engine_plan.exact:
-                page, total, capped = self._fast(conn, request, engine_plan) or self._exact(
-                    conn, request, engine_plan
-                )
+                fast = self._fast(conn, request, engine_plan)
+                if fast is None:
+                    page, total, capped = self._exact(conn, request, engine_plan)
+                else:
+                    page, counted = fast
+                    total, capped = min(counted, MAX_TOTAL), counted > MAX_TOTAL
             else:
                 page, total, capped = self._checked(conn, request, engine_plan, matcher)
             return self._page(conn, request, matcher, page, total, capped)
 
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
-    ) -> tuple[list[Found], int, bool] | None:
-        """An engine's own way to an exact plan's page and total, or None (then SQL's)."""
+    ) -> tuple[list[Found], int] | None:
+        """An engine's own way to an exact plan's page and its count of all hits, or None
+        (then SQL's)."""
         return None
 
     def _filters(self, request: SearchRequest) -> list[ColumnElement[bool]]:

@@ -19,7 +19,6 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, FromClause
 
 from zeroarchive.search.index import (
-    MAX_TOTAL,
     Doc,
     Found,
     SearchRequest,
@@ -164,7 +163,7 @@ class MroongaIndex(SharedSearch):
 
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
-    ) -> tuple[list[Found], int, bool] | None:
+    ) -> tuple[list[Found], int] | None:
         """The latest versions, of some sites or all, without dates: filtered inside the
         index (its filter tokens), so Groonga counts (Mroonga's count skip) and ranks
         (its ORDER BY ... LIMIT) without MariaDB reading a row of the table."""
@@ -179,7 +178,7 @@ class MroongaIndex(SharedSearch):
             conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one()
         )
         if total == 0:
-            return [], 0, False
+            return [], 0
         order = [_fts.c.date.desc(), _fts.c.doc_id.desc()]
         if request.sort == "relevance":
             order.insert(0, against.desc())
@@ -202,7 +201,7 @@ class MroongaIndex(SharedSearch):
             for row in page
             if row.doc_id in publications
         ]
-        return found, min(total, MAX_TOTAL), total > MAX_TOTAL
+        return found, total
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
         conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))
