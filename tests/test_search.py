@@ -169,6 +169,121 @@ def test_both_engines_give_the_same_exact_answers(
     assert hits.total == len(expected) and not hits.capped
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("說台海", []),  # a CJK string across punctuation (說，台海)
+        ("共機專家", []),
+        ("升溫國防", []),  # from the title into the body
+        ("台台", []),
+        ("批bnt疫苗", [2]),  # CJK, Latin, CJK glued
+        ('"批 bnt"', []),  # no space there
+        ('"the covid 19"', []),
+        ("strait and", [9]),
+        ('"批bnt疫"', [2]),  # a lone CJK character ending a longer string: checked on the text
+        ("ン接", [6]),
+        ("x", [9]),  # a one-letter word, whole
+        ("d", []),
+        ("19", [5, 7]),  # digits after Hangul are a word of their own
+        ("ン 東京都", [6]),  # a lone character before a phrase (Groonga: prefixes last)
+        ("ン vaccine", []),
+        ("疫苗 -台", [2]),
+        ("疫苗 -台 -bnt", []),
+    ],
+)
+def test_edges_of_the_exact_index(
+    searched: tuple[Archive, SearchIndex, dict[int, int]], query: str, expected: list[int]
+) -> None:
+    _, index, articles = searched
+    assert numbers(run(index, query), articles) == expected
+
+
+def test_the_engine_answers_what_the_text_holds(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    """Strings cut at random from the archive's own texts (with the edges of runs,
+    punctuation and spaces they happen to hold): the engine's answer is the text's."""
+    import random
+
+    from zeroarchive.search.match import Matcher
+    from zeroarchive.search.plan import plan
+    from zeroarchive.search.text import normalize
+
+    _, index, articles = searched
+    texts = {number: (normalize(title), normalize(body)) for _, number, title, body, _ in DOCS}
+    rng = random.Random(23)
+    exact = 0
+    pieces = []
+    for _ in range(120):
+        source = rng.choice([t for pair in texts.values() for t in pair])
+        start = rng.randrange(len(source))
+        raw = source[start : start + rng.randint(1, 8)].strip()
+        if raw and not raw.startswith("-"):
+            pieces.append(raw)
+    for raw in pieces:
+        other = rng.choice(pieces).split()[0]
+        for query in (raw, f'"{raw}"', f"{raw.split()[0]} -{other}", f'{other} "{raw}"'):
+            try:
+                parsed = parse_query(query)
+            except QueryError:
+                continue
+            matcher = Matcher(parsed)
+            expected = sorted(n for n, (t, b) in texts.items() if matcher.holds(t, b))
+            found = run(index, query)
+            assert numbers(found, articles) == expected, query
+            assert found.total == len(expected), query
+            exact += plan(parsed).exact
+    assert exact > 250  # most went through the engine alone
+
+
+def test_a_deleted_article_s_span_ends_at_its_deletion(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    from zeroarchive.storage.schema import article_event
+
+    archive, index, articles = searched
+    news = archive.sites.get("news")
+    assert news is not None
+
+    def event(kind: str, at: int) -> None:
+        with archive.engine.begin() as conn:
+            conn.execute(
+                article_event.insert().values(
+                    article_id=articles[2],
+                    site_id=news.site_id,
+                    kind=kind,
+                    detected_at=at,
+                    evidence="status:404",
+                    before_snapshot_at=NOW,
+                    after_snapshot_at=at,
+                )
+            )
+
+    def spans() -> list[dict[str, int | None]]:
+        [hit] = run(index, "bnt", all_versions=True).hits
+        return hit.as_json()["versions"]  # type: ignore[no-any-return]
+
+    assert spans() == [{"from": NOW, "to": None}]
+    event("deleted", NOW + 500)
+    assert spans() == [{"from": NOW, "to": NOW + 500}]
+    event("restored", NOW + 900)
+    assert spans() == [{"from": NOW, "to": NOW + 500}, {"from": NOW + 900, "to": None}]
+    assert run(index, "bnt").total == 1  # its text is still found
+
+
+def test_checked_on_the_text_with_all_versions(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    archive, index, articles = searched
+    farm = archive.sites.get("farm")
+    assert farm is not None
+    add(archive, index, farm.site_id, 5, "COVID update", "Cases fell.", NOW, NOW + 100)
+    assert numbers(run(index, "covid-19"), articles) == []
+    hits = run(index, "covid-19", all_versions=True)
+    assert numbers(hits, articles) == [5] and hits.total == 1
+    assert hits.hits[0].as_json()["versions"] == [{"from": NOW, "to": NOW + 100}]
+
+
 def test_fold_chinese_finds_the_other_script(
     searched: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:

@@ -1,28 +1,32 @@
 """The engine interface, and the search every engine shares.
 
-An engine keeps an index of publication versions and, for a query, proposes candidates: a
-superset of the versions that hold it (``matching``). The search here narrows them with
-SQL (parser version, latest version, sites, dates), checks each on its stored text
-(``match.Matcher``), ranks, counts (exactly, up to ``MAX_TOTAL``) and pages. A new
-engine (a search cluster) implements ``SearchIndex``; the answers stay the same.
+An engine keeps an index of publication versions (``search_doc`` beside it: what the
+filters need, and which version is each article's latest) and answers a ``plan.Plan``
+with the matching document ids and its score. For an exact plan the search is SQL alone:
+a count that stops at ``MAX_TOTAL`` + 1, and one page ranked by the engine's score with
+recency as the tie-break; the text is read only for the page shown (snippets, spans).
+For a plan that is a superset (a term with punctuation) each candidate is checked on its
+stored text (``match.Matcher``). A new engine (a search cluster) implements
+``SearchIndex``; the answers stay the same.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import func, select, true
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.sql import FromClause
+from sqlalchemy.sql import ColumnElement, FromClause, Select
 
 from zeroarchive.search.match import Matcher, Snippet
+from zeroarchive.search.plan import Plan, plan
 from zeroarchive.search.query import Query
 from zeroarchive.search.text import normalize
 from zeroarchive.storage.publications import AddedVersion, VersionHook
-from zeroarchive.storage.schema import publication, search_doc, site
+from zeroarchive.storage.schema import article_event, publication, search_doc, site
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +55,8 @@ class SearchRequest:
 @dataclass(frozen=True)
 class Span:
     """When an article's text held the query: from a version's first snapshot to the first
-    snapshot of the next version that no longer did (None: it still does)."""
+    snapshot of the next version that no longer did, or to the article's deletion (None:
+    it still does)."""
 
     start: int
     end: int | None
@@ -100,6 +105,41 @@ class Hits:
         return f"{MAX_TOTAL}+ hits" if self.capped else f"{self.total} hits"
 
 
+@dataclass(frozen=True)
+class Doc:
+    """A publication version as an index takes it."""
+
+    publication_id: int
+    article_id: int
+    parser_version: str
+    version: int
+    site_id: int
+    #: The publication date, or when the version was first seen.
+    date: int
+    title: str
+    text: str
+
+
+def read_docs(conn: Connection, where: ColumnElement[bool]) -> list[Doc]:
+    """The publications matching ``where``, as docs, in publication id order."""
+    pub = publication.c
+    rows = conn.execute(
+        select(
+            pub.publication_id,
+            pub.article_id,
+            pub.parser_version,
+            pub.version,
+            pub.site_id,
+            func.coalesce(pub.published_at, pub.first_seen_at).label("date"),
+            pub.title,
+            pub.publication_text,
+        )
+        .where(where)
+        .order_by(pub.publication_id)
+    )
+    return [Doc(*row) for row in rows]
+
+
 class SearchIndex(Protocol):
     """What an engine provides (see the module docstring)."""
 
@@ -111,14 +151,15 @@ class SearchIndex(Protocol):
     def index_version(self, conn: Connection, added: AddedVersion) -> None:
         """Index a publication version inside the transaction that adds it."""
 
-    def index_publications(self, conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Index (publication_id, title, text) rows, replacing what they had."""
+    def index_publications(self, conn: Connection, docs: Sequence[Doc]) -> None:
+        """Index publication versions, replacing what they had."""
 
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
         """Forget the index (of one site's publications)."""
 
-    def matching(self, query: Query) -> FromClause:
-        """A selectable of ``publication_id``: at least every version holding ``query``."""
+    def matched(self, plan: Plan, scored: bool) -> FromClause:
+        """A selectable of ``doc_id`` (and ``score``, higher better, when ``scored``): the
+        documents the plan's engine expression finds."""
 
     def search(self, request: SearchRequest) -> Hits:
         """The hits for a request."""
@@ -130,83 +171,158 @@ def index_hook(index: SearchIndex) -> VersionHook:
 
 
 @dataclass(frozen=True)
-class _Candidate:
-    publication_id: int
-    article_id: int
-    date: int
-    title: str
-    publication_text: str
+class Found:
+    """A hit of a page before its row is read."""
 
-
-@dataclass
-class _Found:
     publication_id: int
-    article_id: int
-    date: int
     score: float
-    ids: list[int] = field(default_factory=list)
 
 
 class SharedSearch:
-    """``search`` for every engine, on top of its ``matching``."""
+    """Indexing's bookkeeping and ``search`` for every engine, on top of its ``matched``
+    and its ``_add`` and ``_forget`` of documents."""
 
     engine: Engine
 
-    def matching(self, query: Query) -> FromClause:
+    def matched(self, plan: Plan, scored: bool) -> FromClause:
         raise NotImplementedError
+
+    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc, bool]]) -> None:
+        """Add (document id, doc, whether it is its article's latest) to the index."""
+        raise NotImplementedError
+
+    def _relabel(self, conn: Connection, doc_ids: set[int]) -> None:
+        """Documents indexed before whose latest mark changed (nothing, unless an engine
+        keeps the mark in its index)."""
+
+    def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+        raise NotImplementedError
+
+    def _prepare(self, conn: Connection) -> None:
+        """Set up a connection before it searches (nothing, unless an engine needs it)."""
+
+    def index_version(self, conn: Connection, added: AddedVersion) -> None:
+        self.index_publications(
+            conn, read_docs(conn, publication.c.publication_id == added.publication_id)
+        )
+
+    def index_publications(self, conn: Connection, docs: Sequence[Doc]) -> None:
+        if not docs:
+            return
+        new, old, changed = new_doc_ids(conn, docs)
+        by_id = {doc.publication_id: doc for doc in docs}
+        if old:
+            self._forget(conn, [(doc_id, by_id[pid]) for pid, doc_id in old.items()])
+        # A new document is its article's latest when its mark changed (from unmarked).
+        self._add(
+            conn,
+            [(new[doc.publication_id], doc, new[doc.publication_id] in changed) for doc in docs],
+        )
+        others = changed - set(new.values())
+        if others:
+            self._relabel(conn, others)
 
     def search(self, request: SearchRequest) -> Hits:
         matcher = Matcher(request.query)
-        found: dict[int, _Found] = {}
-        order: list[_Found] = []
+        engine_plan = plan(request.query)
         with self.engine.connect() as conn:
-            for row in self._candidates(conn, request):
-                title, body = normalize(row.title), normalize(row.publication_text)
-                if not matcher.holds(title, body):
-                    continue
-                if row.article_id in found:  # an older version (--all-versions)
-                    found[row.article_id].ids.append(row.publication_id)
-                    continue
-                if len(order) == MAX_TOTAL:
-                    return self._page(conn, request, matcher, order, capped=True)
-                hit = _Found(
-                    row.publication_id, row.article_id, row.date, matcher.score(title, body)
-                )
-                hit.ids.append(row.publication_id)
-                found[row.article_id] = hit
-                order.append(hit)
-            return self._page(conn, request, matcher, order, capped=False)
+            self._prepare(conn)
+            if engine_plan.exact:
+                fast = self._fast(conn, request, engine_plan)
+                if fast is None:
+                    page, total, capped = self._exact(conn, request, engine_plan)
+                else:
+                    page, counted = fast
+                    total, capped = min(counted, MAX_TOTAL), counted > MAX_TOTAL
+            else:
+                page, total, capped = self._checked(conn, request, engine_plan, matcher)
+            return self._page(conn, request, matcher, page, total, capped)
 
-    def _candidates(self, conn: Connection, request: SearchRequest) -> Iterable[Any]:
-        """The candidate versions, newest first: their keys in one query (the engine's
-        match runs once), their text ``BATCH`` at a time as the check gets to them."""
-        pub = publication.c
-        date = func.coalesce(pub.published_at, pub.first_seen_at)
-        matched = self.matching(request.query)
-        keys = (
-            select(pub.publication_id, pub.article_id, date.label("date"))
-            .select_from(matched.join(publication, pub.publication_id == matched.c.publication_id))
-            .where(pub.parser_version == request.parser_version)
-            .order_by(date.desc(), pub.publication_id.desc())
-        )
+    def _fast(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan
+    ) -> tuple[list[Found], int] | None:
+        """An engine's own way to an exact plan's page and its count of all hits, or None
+        (then SQL's)."""
+        return None
+
+    def _filters(self, request: SearchRequest) -> list[ColumnElement[bool]]:
+        doc = search_doc.c
+        filters = [doc.parser_version == request.parser_version]
         if not request.all_versions:
-            later = publication.alias("later")
-            keys = keys.where(
-                ~exists().where(
-                    later.c.article_id == pub.article_id,
-                    later.c.parser_version == pub.parser_version,
-                    later.c.version > pub.version,
-                )
-            )
+            filters.append(doc.latest == true())
         if request.site_ids:
-            keys = keys.where(pub.site_id.in_(request.site_ids))
+            filters.append(doc.site_id.in_(request.site_ids))
         if request.since is not None:
-            keys = keys.where(date >= request.since)
+            filters.append(doc.date >= request.since)
         if request.until is not None:
-            keys = keys.where(date < request.until)
-        found = conn.execute(keys).all()
-        for start in range(0, len(found), BATCH):
-            chunk = found[start : start + BATCH]
+            filters.append(doc.date < request.until)
+        return filters
+
+    def _exact(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan
+    ) -> tuple[list[Found], int, bool]:
+        """The page and the total from the engine alone (its answer is the answer)."""
+        doc = search_doc.c
+        filters = self._filters(request)
+        counted = self.matched(engine_plan, scored=False)
+        hits = (
+            select(doc.article_id if request.all_versions else doc.doc_id)
+            .select_from(counted.join(search_doc, doc.doc_id == counted.c.doc_id))
+            .where(*filters)
+        )
+        if request.all_versions:
+            hits = hits.distinct()
+        total = int(
+            conn.execute(
+                select(func.count()).select_from(hits.limit(MAX_TOTAL + 1).subquery())
+            ).scalar_one()
+        )
+        if total == 0:
+            return [], 0, False
+        scored = self.matched(engine_plan, scored=True)
+        rows = select(doc.publication_id, scored.c.score.label("score")).select_from(
+            scored.join(search_doc, doc.doc_id == scored.c.doc_id)
+        )
+        if request.all_versions:
+            # Each article once: its newest version that holds the query.
+            newest = func.row_number().over(
+                partition_by=doc.article_id, order_by=doc.version.desc()
+            )
+            inner = rows.add_columns(doc.date, newest.label("newest")).where(*filters).subquery()
+            ranked: Select[Any] = select(inner.c.publication_id, inner.c.score).where(
+                inner.c.newest == 1
+            )
+            order = [inner.c.date.desc(), inner.c.publication_id.desc()]
+            score: ColumnElement[Any] = inner.c.score
+        else:
+            ranked = rows.where(*filters)
+            order = [doc.date.desc(), doc.publication_id.desc()]
+            score = scored.c.score
+        if request.sort == "relevance":
+            order.insert(0, score.desc())
+        page = conn.execute(ranked.order_by(*order).offset(request.offset).limit(request.limit))
+        found = [Found(row.publication_id, round(float(row.score), 6)) for row in page]
+        return found, min(total, MAX_TOTAL), total > MAX_TOTAL
+
+    def _checked(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan, matcher: Matcher
+    ) -> tuple[list[Found], int, bool]:
+        """The engine's candidates, newest first, each checked on its text (``BATCH`` read
+        at a time); relevance from ``Matcher.score``."""
+        doc = search_doc.c
+        matched = self.matched(engine_plan, scored=False)
+        keys = conn.execute(
+            select(doc.publication_id, doc.article_id)
+            .select_from(matched.join(search_doc, doc.doc_id == matched.c.doc_id))
+            .where(*self._filters(request))
+            .order_by(doc.date.desc(), doc.publication_id.desc())
+        ).all()
+        seen: set[int] = set()
+        found: list[Found] = []
+        capped = False
+        for start in range(0, len(keys), BATCH):
+            chunk = [key for key in keys[start : start + BATCH] if key.article_id not in seen]
+            pub = publication.c
             texts = {
                 row.publication_id: row
                 for row in conn.execute(
@@ -217,22 +333,30 @@ class SharedSearch:
             }
             for key in chunk:
                 row = texts[key.publication_id]
-                yield _Candidate(
-                    key.publication_id, key.article_id, key.date, row.title, row.publication_text
-                )
+                title, body = normalize(row.title), normalize(row.publication_text)
+                if key.article_id in seen or not matcher.holds(title, body):
+                    continue
+                if len(found) == MAX_TOTAL:
+                    capped = True
+                    break
+                seen.add(key.article_id)
+                found.append(Found(key.publication_id, matcher.score(title, body)))
+            if capped:
+                break
+        if request.sort == "relevance":
+            # Stable: equal scores keep the newest-first order they were found in.
+            found.sort(key=lambda f: -f.score)
+        return found[request.offset : request.offset + request.limit], len(found), capped
 
     def _page(
         self,
         conn: Connection,
         request: SearchRequest,
         matcher: Matcher,
-        order: list[_Found],
+        page: list[Found],
+        total: int,
         capped: bool,
     ) -> Hits:
-        if request.sort == "relevance":
-            # Stable: equal scores keep the newest-first order they were found in.
-            order = sorted(order, key=lambda f: -f.score)
-        page = order[request.offset : request.offset + request.limit]
         rows = {}
         if page:
             rows = {
@@ -264,12 +388,13 @@ class SharedSearch:
                     versions=versions,
                 )
             )
-        return Hits(tuple(hits), len(order), capped)
+        return Hits(tuple(hits), total, capped)
 
     def _spans(
         self, conn: Connection, request: SearchRequest, matcher: Matcher, article_id: int
     ) -> tuple[Span, ...]:
-        """The spans during which the article's versions held the query."""
+        """The spans during which the article's versions held the query, less the times it
+        was deleted (from a ``deleted`` event to the next ``restored`` one)."""
         pub = publication.c
         versions = conn.execute(
             select(pub.first_seen_at, pub.title, pub.publication_text)
@@ -287,35 +412,118 @@ class SharedSearch:
                 start = None
         if start is not None:
             spans.append(Span(start, None))
-        return tuple(spans)
+        return tuple(without_deletions(spans, deletions(conn, article_id)))
+
+
+def deletions(conn: Connection, article_id: int) -> list[tuple[int, int | None]]:
+    """When the article was deleted: from each ``deleted`` event's answer to the next
+    ``restored`` one's (None: still deleted)."""
+    event = article_event.c
+    found: list[tuple[int, int | None]] = []
+    for kind, at in conn.execute(
+        select(event.kind, event.after_snapshot_at)
+        .where(event.article_id == article_id, event.kind.in_(("deleted", "restored")))
+        .order_by(event.after_snapshot_at, event.event_id)
+    ):
+        if kind == "deleted" and (not found or found[-1][1] is not None):
+            found.append((at, None))
+        elif kind == "restored" and found and found[-1][1] is None:
+            found[-1] = (found[-1][0], at)
+    return found
+
+
+def without_deletions(spans: list[Span], gone: list[tuple[int, int | None]]) -> list[Span]:
+    """``spans`` less the times in ``gone``.
+
+    >>> without_deletions([Span(10, None)], [(20, 30), (40, None)])
+    [Span(start=10, end=20), Span(start=30, end=40)]
+    >>> without_deletions([Span(10, 15), Span(25, None)], [(20, 30)])
+    [Span(start=10, end=15), Span(start=30, end=None)]
+    """
+    for low, high in gone:
+        cut: list[Span] = []
+        for span in spans:
+            before = span.end is not None and span.end <= low
+            if before or (high is not None and span.start >= high):
+                cut.append(span)
+                continue
+            if span.start < low:
+                cut.append(Span(span.start, low))
+            if high is not None and (span.end is None or span.end > high):
+                cut.append(Span(high, span.end))
+        spans = cut
+    return spans
 
 
 def new_doc_ids(
-    conn: Connection, publication_ids: Sequence[int]
-) -> tuple[dict[int, int], dict[int, int]]:
-    """A new document id for each publication, and the ids they had before (forgotten
-    now): an index never reuses a document id, so a stale entry never names a live
-    version. A trigger forgets a deleted publication's (migration 0012)."""
+    conn: Connection, docs: Sequence[Doc]
+) -> tuple[dict[int, int], dict[int, int], set[int]]:
+    """A new document id for each publication, the ids they had before (forgotten now),
+    and the document ids whose latest mark changed: an index never reuses a document id,
+    so a stale entry never names a live version (a trigger forgets a deleted
+    publication's, migration 0012). Each article's newest version indexed is marked its
+    latest."""
+    doc = search_doc.c
+    publication_ids = [d.publication_id for d in docs]
     old = {
         row.publication_id: row.doc_id
         for row in conn.execute(
-            select(search_doc.c.publication_id, search_doc.c.doc_id).where(
-                search_doc.c.publication_id.in_(publication_ids)
-            )
+            select(doc.publication_id, doc.doc_id).where(doc.publication_id.in_(publication_ids))
         )
     }
     if old:
-        conn.execute(search_doc.delete().where(search_doc.c.publication_id.in_(list(old))))
-    conn.execute(search_doc.insert(), [{"publication_id": pid} for pid in publication_ids])
+        conn.execute(search_doc.delete().where(doc.publication_id.in_(list(old))))
+    conn.execute(
+        search_doc.insert(),
+        [
+            {
+                "publication_id": d.publication_id,
+                "article_id": d.article_id,
+                "parser_version": d.parser_version,
+                "version": d.version,
+                "site_id": d.site_id,
+                "date": d.date,
+                "latest": False,
+            }
+            for d in docs
+        ],
+    )
     new = {
         row.publication_id: row.doc_id
         for row in conn.execute(
-            select(search_doc.c.publication_id, search_doc.c.doc_id).where(
-                search_doc.c.publication_id.in_(publication_ids)
-            )
+            select(doc.publication_id, doc.doc_id).where(doc.publication_id.in_(publication_ids))
         )
     }
-    return new, old
+    changed = mark_latest(conn, {(d.parser_version, d.article_id) for d in docs})
+    return new, old, changed
+
+
+def mark_latest(conn: Connection, articles: set[tuple[str, int]]) -> set[int]:
+    """Mark each (parser version, article)'s newest indexed version, and only it; return
+    the document ids whose mark changed (a new document counts as unmarked before)."""
+    doc = search_doc.c
+    changed: set[int] = set()
+    for parser_version in {pv for pv, _ in articles}:
+        ids = sorted(a for pv, a in articles if pv == parser_version)
+        for start in range(0, len(ids), 500):
+            rows = conn.execute(
+                select(doc.doc_id, doc.article_id, doc.version, doc.latest).where(
+                    doc.parser_version == parser_version,
+                    doc.article_id.in_(ids[start : start + 500]),
+                )
+            ).all()
+            newest: dict[int, int] = {}
+            for row in rows:
+                newest[row.article_id] = max(newest.get(row.article_id, 0), row.version)
+            marked = {row.doc_id for row in rows if row.latest}
+            latest = {row.doc_id for row in rows if row.version == newest[row.article_id]}
+            for ids_, value in ((marked - latest, False), (latest - marked, True)):
+                if ids_:
+                    conn.execute(
+                        search_doc.update().where(doc.doc_id.in_(sorted(ids_))).values(latest=value)
+                    )
+            changed |= marked ^ latest
+    return changed
 
 
 def site_doc_ids(conn: Connection, site_id: int | None) -> list[tuple[int, int]]:

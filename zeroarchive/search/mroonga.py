@@ -1,37 +1,59 @@
-"""The MariaDB engine: a Mroonga table with a FULLTEXT index (TokenBigram, an NFKC
-normaliser) — Groonga inside the server, so one- and two-character CJK words are found
-through the index, never with a LIKE scan.
+"""The MariaDB engine: a Mroonga table with a FULLTEXT index — Groonga inside the server,
+so every query is answered through the index, never with a LIKE scan.
 
-The table holds the normalised title and body (Mroonga indexes only what it stores) keyed
-by document id (``search_doc``). Queries run in boolean mode with ``*D+`` (terms ANDed),
-every run of a term quoted, so nothing in a query is Groonga syntax.
+The table holds each document's tokens (``text.index_text``, the same as SQLite's index)
+keyed by document id (``search_doc``), compressed (zlib: Mroonga indexes only what it
+stores, and the plain text is in ``publication`` already); the index splits them at spaces
+(TokenDelimit, no normaliser: they are normalised). Queries run in boolean mode with
+``*D+`` (terms ANDed), every phrase quoted, so nothing in a query is Groonga syntax; match
+escalation (Groonga's fallback to looser matching when nothing matches exactly) is off.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import column, select, table, text
+from sqlalchemy import BigInteger, Text, bindparam, column, func, select, table, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql import FromClause
+from sqlalchemy.sql import ColumnElement, FromClause
 
-from zeroarchive.search.index import SharedSearch, new_doc_ids, site_doc_ids
-from zeroarchive.search.query import Query, Term
-from zeroarchive.search.text import normalize, runs
-from zeroarchive.storage.publications import AddedVersion
-from zeroarchive.storage.schema import search_doc
+from zeroarchive.search.index import (
+    Doc,
+    Found,
+    SearchRequest,
+    SharedSearch,
+    read_docs,
+    site_doc_ids,
+)
+from zeroarchive.search.plan import Phrase, Plan, TermPlan, has_prefix, only_prefixes
+from zeroarchive.search.text import SEPARATOR, index_document
+from zeroarchive.storage.schema import publication, search_doc
 
-logger = logging.getLogger(__name__)
 TABLE = "publication_search"
-#: Newest first: the first the server's Groonga knows is used (7.0.7 has NFKC51 only).
-NORMALIZERS = ("NormalizerNFKC121", "NormalizerNFKC100", "NormalizerNFKC51")
 INSTALL_HINT = (
     "MariaDB has no Mroonga: apt-get install mariadb-plugin-mroonga, then as root "
     "INSTALL SONAME 'ha_mroonga'; then run scrapy reindex"
 )
-_fts = table(TABLE, column("doc_id"), column("body"))
+CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+    " doc_id BIGINT NOT NULL PRIMARY KEY,"
+    " body LONGTEXT NOT NULL COMMENT 'flags \"COLUMN_SCALAR|COMPRESS_ZLIB\"',"
+    " date BIGINT NOT NULL,"
+    f" FULLTEXT INDEX ft_{TABLE} (body)"
+    ' COMMENT \'tokenizer "TokenDelimit", normalizer "none"\''
+    ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
+)
+# A deleted publication's search_doc row goes by a trigger (0012); its tokens with it, or
+# the filter tokens would still count it.
+FORGET = (
+    "CREATE TRIGGER IF NOT EXISTS search_doc_forget AFTER DELETE ON search_doc"
+    f" FOR EACH ROW DELETE FROM {TABLE} WHERE doc_id = OLD.doc_id"
+)
+_fts = table(TABLE, column("doc_id"), column("body", Text), column("date", BigInteger))
+#: Tokens after a document's own (a separator apart) that let a search filter inside the
+#: index: its parser version, its site, and whether it is its article's latest version.
+PARSER_TOKEN, SITE_TOKEN, LATEST_TOKEN = "\ue010", "\ue011", "\ue012"
 #: Databases whose table is known to be there (each search asks; SHOW ENGINES is not free).
 _READY: set[str] = set()
 
@@ -41,44 +63,54 @@ def create_table(conn: Connection) -> str | None:
     engines = {row[0].lower() for row in conn.execute(text("SHOW ENGINES"))}
     if "mroonga" not in engines:
         return INSTALL_HINT
-    for normalizer in NORMALIZERS:
-        try:
-            conn.execute(
-                text(
-                    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
-                    " doc_id BIGINT NOT NULL PRIMARY KEY,"
-                    " body LONGTEXT NOT NULL,"
-                    f" FULLTEXT INDEX ft_{TABLE} (body)"
-                    f' COMMENT \'tokenizer "TokenBigram", normalizer "{normalizer}"\''
-                    ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
-                )
-            )
-            return None
-        except DBAPIError as exc:
-            logger.debug("Mroonga refused %s: %s", normalizer, exc)
-    return "Mroonga knows none of the normalizers " + ", ".join(NORMALIZERS)
+    conn.execute(text(CREATE))
+    conn.execute(text(FORGET))
+    return None
 
 
-def document(title: str, body: str) -> str:
-    return normalize(title) + "\n" + normalize(body)
+def mroonga_document(doc: Doc, latest: bool) -> str:
+    """The document's tokens, and its filter tokens."""
+    marks = f"{PARSER_TOKEN}{doc.parser_version} {SITE_TOKEN}{doc.site_id}"
+    if latest:
+        marks += " " + LATEST_TOKEN
+    return f"{index_document(doc.title, doc.text)} {SEPARATOR} {marks}"
 
 
-def _form(form: str) -> str:
-    return "(" + " ".join(f'"{run}"' for run in runs(form)) + ")"
+def _quoted(token: str) -> str:
+    return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _term(term: Term) -> str:
-    return "(" + " OR ".join(_form(f) for f in term.forms if runs(f)) + ")"
+def _phrase(phrase: Phrase) -> str:
+    # A lone CJK character as a prefix; everything else quoted (tokens hold no quote).
+    if phrase.prefix:
+        return phrase.tokens[0] + "*"
+    return '"' + " ".join(phrase.tokens) + '"'
 
 
-def mroonga_query(query: Query) -> str:
-    """The boolean-mode query for a query's searchable terms.
+def _term(term: TermPlan) -> str:
+    return "(" + " OR ".join("(" + " ".join(map(_phrase, f)) + ")" for f in term) + ")"
 
+
+def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
+    """The boolean-mode query for a plan (and ``filters``, more terms), its prefixes last:
+    Groonga 7 searches whatever follows a prefix (``台*``) as a prefix too (``"ab"`` then
+    finds ``abc``; a phrase of several tokens then nothing).
+
+    >>> from zeroarchive.search.plan import plan
     >>> from zeroarchive.search.query import parse_query
-    >>> mroonga_query(parse_query('台 covid-19 NEAR'))
-    '*D+ (("台")) (("covid" "19")) (("near"))'
+    >>> mroonga_query(plan(parse_query('台 "台灣海峽" NEAR -covid -灣')))
+    '*D+ (("台灣 灣海 海峽")) (("near")) -(("covid")) ((台*)) -((灣*))'
     """
-    return "*D+ " + " ".join(_term(t) for t in query.positive if t.searchable)
+    positive = list(engine_plan.positive)
+    mixed = [term for term in positive if has_prefix(term) and not only_prefixes(term)]
+    if mixed:  # only in a superset plan (plan.py): one such term at most, or none
+        positive = [term for term in positive if term not in mixed] or mixed[:1]
+        positive = [tuple(sorted(t, key=lambda form: form[0].prefix)) for t in positive]
+    parts = [_term(t) for t in positive if not only_prefixes(t)] + list(filters)
+    parts += ["-" + _term(t) for t in engine_plan.excluded if not only_prefixes(t)]
+    parts += [_term(t) for t in positive if only_prefixes(t)]
+    parts += ["-" + _term(t) for t in engine_plan.excluded if only_prefixes(t)]
+    return "*D+ " + " ".join(parts)
 
 
 class MroongaIndex(SharedSearch):
@@ -86,7 +118,6 @@ class MroongaIndex(SharedSearch):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._missing: str | None = None
 
     def available(self) -> str | None:
         key = str(self.engine.url)
@@ -98,19 +129,82 @@ class MroongaIndex(SharedSearch):
             _READY.add(key)
         return missing
 
-    def index_version(self, conn: Connection, added: AddedVersion) -> None:
-        self.index_publications(
-            conn, [(added.publication_id, added.parsed.title, added.parsed.text)]
-        )
+    def _prepare(self, conn: Connection) -> None:
+        # Else a query nothing matches exactly is searched again loosely ("ab" finds "abc").
+        conn.execute(text("SET SESSION mroonga_match_escalation_threshold = -1"))
 
-    def index_publications(self, conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-        new, old = new_doc_ids(conn, [row[0] for row in rows])
-        if old:
-            conn.execute(_fts.delete().where(_fts.c.doc_id.in_(list(old.values()))))
+    def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc, bool]]) -> None:
         conn.execute(
             _fts.insert(),
-            [{"doc_id": new[pid], "body": document(title, body)} for pid, title, body in rows],
+            [
+                {"doc_id": doc_id, "body": mroonga_document(d, latest), "date": d.date}
+                for doc_id, d, latest in docs
+            ],
         )
+
+    def _relabel(self, conn: Connection, doc_ids: set[int]) -> None:
+        marks = conn.execute(
+            select(search_doc.c.publication_id, search_doc.c.doc_id, search_doc.c.latest).where(
+                search_doc.c.doc_id.in_(sorted(doc_ids))
+            )
+        ).all()
+        docs = {
+            d.publication_id: d
+            for d in read_docs(conn, publication.c.publication_id.in_([m[0] for m in marks]))
+        }
+        conn.execute(
+            _fts.update().where(_fts.c.doc_id == bindparam("doc")).values(body=bindparam("body")),
+            [
+                {"doc": m.doc_id, "body": mroonga_document(docs[m.publication_id], m.latest)}
+                for m in marks
+                if m.publication_id in docs
+            ],
+        )
+
+    def _fast(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan
+    ) -> tuple[list[Found], int] | None:
+        """The latest versions, of some sites or all, without dates: filtered inside the
+        index (its filter tokens), so Groonga counts (Mroonga's count skip) and ranks
+        (its ORDER BY ... LIMIT) without MariaDB reading a row of the table."""
+        if request.all_versions or request.since is not None or request.until is not None:
+            return None
+        filters = [_quoted(PARSER_TOKEN + request.parser_version), _quoted(LATEST_TOKEN)]
+        if request.site_ids:
+            sites = " OR ".join(_quoted(f"{SITE_TOKEN}{s}") for s in request.site_ids)
+            filters.append(f"({sites})")
+        against = _fts.c.body.match(mroonga_query(engine_plan, filters))
+        total = int(
+            conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one()
+        )
+        if total == 0:
+            return [], 0
+        order = [_fts.c.date.desc(), _fts.c.doc_id.desc()]
+        if request.sort == "relevance":
+            order.insert(0, against.desc())
+        page = conn.execute(
+            select(_fts.c.doc_id, against.label("score"))
+            .where(against)
+            .order_by(*order)
+            .offset(request.offset)
+            .limit(request.limit)
+        ).all()
+        publications = dict(
+            conn.execute(
+                select(search_doc.c.doc_id, search_doc.c.publication_id).where(
+                    search_doc.c.doc_id.in_([row.doc_id for row in page])
+                )
+            ).all()
+        )
+        found = [
+            Found(publications[row.doc_id], round(float(row.score), 6))
+            for row in page
+            if row.doc_id in publications
+        ]
+        return found, total
+
+    def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+        conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))
 
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
         if site_id is None:
@@ -123,14 +217,10 @@ class MroongaIndex(SharedSearch):
             conn.execute(_fts.delete().where(_fts.c.doc_id.in_(chunk)))
             conn.execute(search_doc.delete().where(search_doc.c.doc_id.in_(chunk)))
 
-    def matching(self, query: Query) -> FromClause:
-        return (
-            select(search_doc.c.publication_id)
-            .select_from(_fts.join(search_doc, search_doc.c.doc_id == _fts.c.doc_id))
-            .where(
-                text(f"MATCH({TABLE}.body) AGAINST(:fts IN BOOLEAN MODE)").bindparams(
-                    fts=mroonga_query(query)
-                )
-            )
-            .subquery("matched")
-        )
+    def matched(self, plan: Plan, scored: bool) -> FromClause:
+        # MariaDB's dialect spells match() MATCH (body) AGAINST (... IN BOOLEAN MODE).
+        against = _fts.c.body.match(mroonga_query(plan))
+        columns: list[ColumnElement[Any]] = [_fts.c.doc_id]
+        if scored:
+            columns.append(against.label("score"))
+        return select(*columns).select_from(_fts).where(against).subquery("matched")

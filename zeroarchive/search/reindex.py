@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.progress import Progress
-from zeroarchive.search.index import SearchIndex
+from zeroarchive.search.index import SearchIndex, read_docs
 from zeroarchive.storage.schema import publication, search_reindex
 
 RESUME = "run the same scrapy reindex again: it goes on where it stopped"
@@ -55,13 +55,10 @@ def reindex(
                 )
             )
     pub = publication.c
-    base = select(pub.publication_id, pub.title, pub.publication_text).where(
-        pub.parser_version == parser_version
-    )
-    counted = select(func.count()).where(pub.parser_version == parser_version)
+    scope_clause = pub.parser_version == parser_version
     if site_id is not None:
-        base = base.where(pub.site_id == site_id)
-        counted = counted.where(pub.site_id == site_id)
+        scope_clause = and_(scope_clause, pub.site_id == site_id)
+    counted = select(func.count()).where(scope_clause)
     with engine.connect() as conn:
         total = int(conn.execute(counted.where(pub.publication_id > last)).scalar_one())
     done = 0
@@ -69,21 +66,29 @@ def reindex(
         "reindex", total=total, unit="publication", resume=RESUME, stream=stream
     ) as progress:
         while True:
-            query = base.where(pub.publication_id > last).order_by(pub.publication_id)
             with engine.begin() as conn:
-                rows = conn.execute(query.limit(batch)).all()
-                if not rows:
+                # The batch's ids first (an index range), then their rows by key.
+                ids = (
+                    conn.execute(
+                        select(pub.publication_id)
+                        .where(scope_clause, pub.publication_id > last)
+                        .order_by(pub.publication_id)
+                        .limit(batch)
+                    )
+                    .scalars()
+                    .all()
+                )
+                if not ids:
                     conn.execute(search_reindex.delete().where(state.scope == scope))
                     break
-                index.index_publications(
-                    conn, [(r.publication_id, r.title, r.publication_text) for r in rows]
-                )
-                last = rows[-1].publication_id
+                docs = read_docs(conn, pub.publication_id.in_(ids))
+                index.index_publications(conn, docs)
+                last = ids[-1]
                 conn.execute(
                     search_reindex.update()
                     .where(state.scope == scope)
                     .values(last_publication_id=last)
                 )
-            done += len(rows)
-            progress.advance(len(rows))
+            done += len(docs)
+            progress.advance(len(docs))
     return done, resumed

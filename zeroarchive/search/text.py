@@ -23,7 +23,6 @@ CJK = (
 WORD = rf"[^\W{CJK}]"
 RUN = re.compile(rf"[{CJK}]+|{WORD}+")
 _CJK_RUN = re.compile(rf"[{CJK}]+")
-_SPLIT = re.compile(rf"([{CJK}]+)|({WORD}+)")
 _SPACE = re.compile(r"\s+")
 
 
@@ -124,20 +123,88 @@ def is_cjk(run: str) -> bool:
     return bool(_CJK_RUN.fullmatch(run))
 
 
-def index_text(folded: str) -> str:
-    """The tokens SQLite's index holds for normalised text, one space apart: each word
-    run whole, each CJK run as its overlapping pairs of characters and its last character
-    alone, so a one- or two-character CJK word is one token (or a token's prefix) and a
-    longer one a phrase of pairs.
+#: A token for the punctuation or symbols between two runs (and between title and body).
+SEPARATOR = "\ue000"
+#: A token for a space between a CJK run and a word run (none between two of one kind: a
+#: space there is implied by the tokens themselves).
+CJK_SPACE = "\ue001"
+#: Word runs are indexed up to this many characters (engines' keys have a size limit).
+MAX_TOKEN = 64
 
-    >>> index_text("在台灣 vaccine")
-    '在台 台灣 灣 vaccine'
+
+def index_text(folded: str) -> str:
+    """The tokens an index holds for normalised text, one space apart: each word run
+    whole, each CJK run as its overlapping pairs of characters and its last character
+    alone, and what stands between runs where the runs alone do not tell it (punctuation,
+    a space between CJK and a word) — so a query's string of runs and spaces is a phrase
+    of tokens, found in exactly the texts that hold it.
+
+    >>> index_text("在台灣 vaccine, 台灣x")
+    '在台 台灣 灣 \ue001 vaccine \ue000 台灣 灣 x'
     """
-    parts = []
-    for cjk, word in _SPLIT.findall(folded):
+    parts: list[str] = []
+    end = 0
+    last_cjk = False
+    for found in RUN.finditer(folded):
+        run = found.group()
+        cjk = bool(_CJK_RUN.match(run))
+        if parts:
+            gap = folded[end : found.start()]
+            if gap and not gap.isspace():
+                parts.append(SEPARATOR)
+            elif gap and cjk != last_cjk:
+                parts.append(CJK_SPACE)
         if cjk:
-            parts.append(" ".join(map(operator.add, cjk, cjk[1:])))
-            parts.append(cjk[-1])
+            parts.extend(map(operator.add, run, run[1:]))
+            parts.append(run[-1])
         else:
-            parts.append(word)
-    return " ".join(p for p in parts if p)
+            parts.append(run[:MAX_TOKEN])
+        end, last_cjk = found.end(), cjk
+    return " ".join(parts)
+
+
+def index_document(title: str, body: str) -> str:
+    """What an index holds for a publication: its tokens, one space apart (the title's and
+    the body's apart, so no phrase runs from one into the other)."""
+    return f"{index_text(normalize(title))} {SEPARATOR} {index_text(normalize(body))}"
+
+
+def phrase_tokens(form: str) -> tuple[tuple[str, ...], bool] | None:
+    """The tokens a text's index holds wherever the normalised ``form`` occurs in it, and
+    whether the last is a prefix (a lone CJK character, the start of a pair); None when
+    the tokens cannot tell (the form has punctuation or symbols, a word too long, or a lone
+    CJK character at the end of a longer form): only the text can.
+
+    >>> phrase_tokens("台灣 海峽")
+    (('台灣', '灣', '海峽'), False)
+    >>> phrase_tokens("台")
+    (('台',), True)
+    >>> phrase_tokens("bnt疫苗"), phrase_tokens("covid-19")
+    ((('bnt', '疫苗'), False), None)
+    """
+    found = list(RUN.finditer(form))
+    if not found or found[0].start() != 0 or found[-1].end() != len(form):
+        return None
+    tokens: list[str] = []
+    for number, match in enumerate(found):
+        run, cjk = match.group(), is_cjk(match.group())
+        if number:
+            gap = form[found[number - 1].end() : match.start()]
+            if gap and not gap.isspace():
+                return None
+            if gap and cjk != is_cjk(found[number - 1].group()):
+                tokens.append(CJK_SPACE)
+        if not cjk:
+            if len(run) > MAX_TOKEN:
+                return None
+            tokens.append(run)
+            continue
+        tokens.extend(map(operator.add, run, run[1:]))
+        # A run inside the form ends where the text's run ends; the last may go on.
+        if number < len(found) - 1:
+            tokens.append(run[-1])
+        elif len(run) == 1:
+            if tokens:
+                return None
+            return (run,), True
+    return tuple(tokens), False

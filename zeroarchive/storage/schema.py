@@ -274,9 +274,11 @@ parse_progress = Table(
     Column("generation", BigInteger, nullable=False),
 )
 
-# --- Search (zeroarchive/search/, migration 0012) ---
+# --- Search (zeroarchive/search/, migrations 0012 and 0020) ---
 # A document id per indexed publication version, never reused (AUTOINCREMENT), so a stale
 # index entry never names a live version; a trigger drops the row of a deleted publication.
+# Beside it what a search filters on without reading the publication: its date (published,
+# else first seen) and whether it is its article's latest version indexed.
 # The index itself is engine-specific and not declared here: ``publication_search``, an
 # FTS5 virtual table in SQLite, a Mroonga table in MariaDB (search/sqlite_fts.py, mroonga.py).
 search_doc = Table(
@@ -284,7 +286,14 @@ search_doc = Table(
     metadata,
     Column("doc_id", Id, primary_key=True, autoincrement=True),
     Column("publication_id", Id, nullable=False),
+    Column("article_id", Id, nullable=False),
+    Column("parser_version", String(32), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("site_id", Id, nullable=False),
+    Column("date", BigInteger, nullable=False),
+    Column("latest", Boolean, nullable=False),
     UniqueConstraint("publication_id", name="uq_search_doc_publication"),
+    Index("ix_search_doc_article", "article_id", "parser_version", "version"),
     sqlite_autoincrement=True,
 )
 
