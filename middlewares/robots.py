@@ -9,7 +9,8 @@ a host that does not resolve or refuses connections is ONE warning line, and the
 other requests to it are dropped unsent as :class:`Unreachable` of the same kind (the
 spiders count and back off on that kind as on the failure itself). Any other failure
 (a timeout, a TLS error) is one line too, and the host is crawled without rules, as
-Scrapy does.
+Scrapy does. A failed host is tried again after :data:`RETRY_FAILED_AFTER`, and fetched
+rules are fetched anew after :data:`REFRESH_AFTER`, for workers that never exit.
 
 It runs after the site policy (the site's ``robots: false``) and before the proxies, so
 robots.txt goes out as the site's own requests do (slot, user agent, proxy), and a
@@ -19,6 +20,7 @@ spider's robots.txt request answered from the run's copy is never counted as pro
 from __future__ import annotations
 
 import logging
+import time
 from urllib.parse import urlsplit
 
 from scrapy.crawler import Crawler
@@ -40,6 +42,12 @@ logger = logging.getLogger(__name__)
 #: Failures of a robots.txt fetch (after its retries) that mean the host is not there.
 UNREACHABLE_KINDS = frozenset({"dns", "connection_refused"})
 
+#: Seconds after a failed robots.txt fetch before the host is tried again: a distributed
+#: worker never exits, and one failure (a site restarting) must not drop the host for ever.
+RETRY_FAILED_AFTER = 10 * 60
+#: Seconds a fetched robots.txt is kept before it is fetched anew (workers run for ever).
+REFRESH_AFTER = 24 * 60 * 60
+
 
 def robots_url(url: str) -> str:
     """The robots.txt URL of ``url``'s host.
@@ -58,6 +66,9 @@ class RobotsTxtDownloaderMiddleware(RobotsTxtMiddleware):
         self._responses: dict[str, Response] = {}
         #: netloc -> how its robots.txt fetch failed.
         self._failures: dict[str, str] = {}
+        #: netloc -> when (monotonic seconds) its robots.txt fetch ended, either way.
+        self._fetched_at: dict[str, float] = {}
+        self._clock = time.monotonic
 
     async def process_request(self, request: Request) -> Response | None:  # type: ignore[override]
         if request.meta.get("dont_obey_robotstxt"):
@@ -83,6 +94,7 @@ class RobotsTxtDownloaderMiddleware(RobotsTxtMiddleware):
     async def robot_parser(self, request: Request) -> RobotParser | None:
         url = urlparse_cached(request)
         netloc = url.netloc
+        self._forget_if_stale(netloc)
         if netloc not in self._parsers:
             self._parsers[netloc] = Deferred()
             meta: dict[str, object] = {
@@ -109,11 +121,25 @@ class RobotsTxtDownloaderMiddleware(RobotsTxtMiddleware):
             else:
                 self._responses[netloc] = response
                 await self._parse_robots(response, netloc, request)
+            self._fetched_at[netloc] = self._clock()
             self._stats.inc_value("robotstxt/request_count")
         parser = self._parsers[netloc]
         if isinstance(parser, Deferred):
             return await maybe_deferred_to_future(parser)
         return parser
+
+    def _forget_if_stale(self, netloc: str) -> None:
+        """Drop ``netloc``'s robots.txt (or its failure) once it is old enough to fetch anew."""
+        fetched_at = self._fetched_at.get(netloc)
+        if fetched_at is None:
+            return  # never fetched, or its fetch is still under way
+        keep_for = RETRY_FAILED_AFTER if netloc in self._failures else REFRESH_AFTER
+        if self._clock() - fetched_at < keep_for:
+            return
+        del self._fetched_at[netloc]
+        self._failures.pop(netloc, None)
+        self._responses.pop(netloc, None)
+        self._parsers.pop(netloc, None)
 
     def _failed(self, exc: Exception, netloc: str, url: str) -> None:
         kind, _ = error_kind(Failure(exc))

@@ -7,23 +7,27 @@ tests/test_recovery_e2e.py SIGKILLs real workers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from scrapy.exceptions import CannotResolveHostError
 from scrapy.utils.test import get_crawler
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
+from twisted.internet.defer import succeed
+from twisted.python.failure import Failure
 
 from spiders.generic import GenericSpider
 from tests.conftest import project_settings
 from tests.tcp_forwarder import TcpForwarder
 from zeroarchive.core.owners import host_prefix, queued_owner, run_owner, worker_owner
+from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.crawl import dispatch
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
-from zeroarchive.crawl.recovery import take_up_dead_runs
+from zeroarchive.crawl.recovery import HeldWork, take_up_dead_runs
 from zeroarchive.crawl.runlock import SiteRunLocks
 from zeroarchive.distributed.heartbeat import Heartbeat, alive, heartbeat_key
 from zeroarchive.distributed.queue import held_key, request_queue
@@ -346,3 +350,40 @@ def test_a_flush_followed_by_a_database_cut_is_recovered_by_the_round_after_the_
         assert (report.list_sites, report.snapshots) == (1, 4)
         assert rounds.run_once(NOW + 3)["generic"].snapshots == 0
         archive.engine.dispose()
+
+
+class HeldWorkWrittenAtOnce(HeldWork):
+    """HeldWork whose database writes run at once, not in the reactor's thread pool."""
+
+    def _write(self, what: str, function: Callable[..., Any], *args: Any) -> Any:
+        return succeed(self._written(function(*args)))
+
+
+@pytest.mark.parametrize("robots_first", [False, True])
+def test_a_walk_whose_robots_txt_lookup_fails_without_a_response_ends(
+    archive: Archive, db_url: str, robots_first: bool
+) -> None:
+    one = add_site(archive, "one")
+    owner = worker_owner()
+    archive.sites.mark_list_crawl(one, NOW, NOW + 600, queued_owner())
+    crawler = get_crawler(GenericSpider, project_settings(ZEROARCHIVE_DB_URL=db_url))
+    spider = GenericSpider.from_crawler(crawler)
+    spider.held = held = HeldWorkWrittenAtOnce(archive, crawler, 3600, lambda: NOW)
+    site = archive.sites.get(one)
+    assert site is not None and site.config.discover
+    front, robots = [r for r in spider.discovery_requests(site) if r.url.endswith(("/", ".txt"))]
+    for request in (front, robots):
+        request.meta[META_KEY]["walk_start"] = request.url
+    held.taken([front, robots], owner, lambda: None)
+    assert site_row(archive, one)["walk_owner"] == owner
+    # DNS failed after the retries: an errback, no response_received.
+    failure = Failure(CannotResolveHostError("one.example"))
+    failure.request = robots  # type: ignore[attr-defined]
+    if robots_first:
+        spider.robots_failed(failure)
+    held.responded(front)
+    spider.list_page_answered(site)
+    if not robots_first:
+        spider.robots_failed(failure)
+    assert held.starts == {}
+    assert site_row(archive, one)["walk_owner"] is None

@@ -239,3 +239,75 @@ def test_one_push_interleaves_the_sites_so_a_pop_takes_several_sites_work(
         "https://s3.example/list",
         *(f"https://s{site}.example/{n}" for n in range(3) for site in (1, 2, 3)),
     ]
+
+
+def test_requests_a_middleware_drops_or_answers_are_held_no_longer(redis_url: str) -> None:
+    """Scrapy says ``request_left_downloader`` only for a download: a request a downloader
+    middleware drops (IgnoreRequest, robots.txt) or answers (the run's robots.txt copy) is
+    released all the same, so a worker that runs for ever holds nothing it is done with."""
+    script = textwrap.dedent(
+        f"""
+        from scrapy import Request, Spider, signals
+        from scrapy.crawler import CrawlerProcess
+        from scrapy.exceptions import IgnoreRequest
+        from scrapy.http import TextResponse
+        from zeroarchive.distributed.queue import held_key, request_queue
+
+        class AnswersAndDrops:
+            def process_request(self, request):
+                if "drop" in request.url:
+                    raise IgnoreRequest("dropped by a middleware")
+                if "answer" in request.url:
+                    return TextResponse(request.url, body=b"answered", request=request)
+                return None
+
+        class S(Spider):
+            name = "dropped_or_answered"  # its own queue
+            seen = []
+
+            async def start(self):
+                for n in range(5):
+                    yield Request(f"data:,drop{{n}}", errback=self.failed)
+                    yield Request(f"data:,answer{{n}}")
+                    yield Request(f"data:,fetched{{n}}")
+
+            def parse(self, response):
+                self.seen.append(response.text[:6])
+
+            def failed(self, failure):
+                self.seen.append("dropped")
+
+        def idle(spider):
+            scheduler = spider.crawler.engine._slot.scheduler
+            key = held_key(request_queue(scheduler.server, spider).key, scheduler.owner)
+            print("held", len(scheduler._downloading), scheduler.server.hlen(key))
+
+        settings = {settings_for(redis_url)!r}
+        settings.update(
+            SCHEDULER="zeroarchive.distributed.scheduler.RedisScheduler",
+            DOWNLOADER_MIDDLEWARES={{"__main__.AnswersAndDrops": 1}},
+            ROBOTSTXT_OBEY=False,
+            ITEM_PIPELINES={{}},
+            EXTENSIONS={{}},
+            SPIDER_MIDDLEWARES={{}},
+            LOG_LEVEL="WARNING",
+        )
+        process = CrawlerProcess(settings)
+        crawler = process.create_crawler(S)
+        crawler.signals.connect(idle, signals.spider_idle)
+        process.crawl(crawler)
+        process.start()
+        print("seen", sorted(S.seen))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    out = done.stdout + done.stderr
+    assert "seen " + str(sorted(["answer"] * 5 + ["dropped"] * 5 + ["fetche"] * 5)) in out, out
+    assert "held 0 0" in done.stdout, out

@@ -87,8 +87,12 @@ class RedisScheduler(Scheduler):
         self._taken: deque[tuple[bytes, float]] = deque()
         # Taken requests already decoded and announced, by entry, until handed out.
         self._decoded: dict[bytes, Request] = {}
-        # Held entries of requests released once they leave the downloader, by request.
-        self._downloading: dict[int, bytes] = {}
+        # Entries to release once their request has left the downloader (not recorded by
+        # the spider), until handed out.
+        self._unrecorded: set[bytes] = set()
+        # Handed out, with their held entries: released once the downloader is done with
+        # them, whichever way (see _release_finished).
+        self._downloading: list[tuple[Request, bytes]] = []
         self.owner = worker_owner()
         self.heartbeat: Heartbeat | None = None
         self._away_since: float | None = None
@@ -145,7 +149,6 @@ class RedisScheduler(Scheduler):
         if self.heartbeat is not None:
             # Before the first take: what this worker takes is never held by no one alive.
             self.heartbeat.start()
-        self.crawler.signals.connect(self._left_downloader, signals.request_left_downloader)
         if hasattr(self.df, "open"):
             self.df.open()
         logger.info(
@@ -174,6 +177,7 @@ class RedisScheduler(Scheduler):
         # What it took is back in the queue or done (or leased in the database, which
         # takes it back once this worker's heartbeat is gone).
         self._downloading.clear()
+        self._unrecorded.clear()
         with contextlib.suppress(redis.RedisError):
             self.queue.release_held(self.owner)
         if hasattr(self.df, "close"):
@@ -320,7 +324,7 @@ class RedisScheduler(Scheduler):
                 recorded.append(request)
                 recorded_entries.append(entry)
             else:
-                self._downloading[id(request)] = entry
+                self._unrecorded.add(entry)
         self._release_held(malformed)
         if not recorded:
             return
@@ -337,10 +341,22 @@ class RedisScheduler(Scheduler):
         if not receivers:
             confirm()  # nobody records them: nothing to wait for
 
-    def _left_downloader(self, request: Request) -> None:
-        entry = self._downloading.pop(id(request), None)
-        if entry is not None:
-            self._release_held([entry])
+    def _release_finished(self) -> None:
+        """Release the entries of requests the downloader is done with.
+
+        The engine hands a request to the downloader, which keeps it in ``active`` until
+        every way it can end has ended: downloaded, dropped by a middleware (IgnoreRequest,
+        robots.txt) or answered by one. Scrapy signals only the first
+        (``request_left_downloader``), so that signal left the others held for ever.
+        """
+        engine = self.crawler.engine
+        if not self._downloading or engine is None:
+            return
+        active = engine.downloader.active
+        finished = [entry for request, entry in self._downloading if request not in active]
+        if finished:
+            self._downloading = [(r, e) for r, e in self._downloading if r in active]
+            self._release_held(finished)
 
     def _release_held(self, entries: list[bytes]) -> None:
         """A kill no longer loses these entries: out of the held hash."""
@@ -363,7 +379,10 @@ class RedisScheduler(Scheduler):
             return True
 
     def next_request(self) -> Request | None:
+        # After the push: a request a middleware returned in place of one (a retry) is
+        # queued before the entry it replaces is released.
         self.flush_pending()
+        self._release_finished()
         for _ in range(MAX_MALFORMED_PER_POP):
             if not self._taken:
                 if not self._redis_may_answer():
@@ -381,6 +400,9 @@ class RedisScheduler(Scheduler):
             request = self._decoded.pop(entry, None)
             if request is None:
                 continue
+            if entry in self._unrecorded:
+                self._unrecorded.discard(entry)
+                self._downloading.append((request, entry))
             if self.stats:
                 self.stats.inc_value("scheduler/dequeued/redis")
             return request
