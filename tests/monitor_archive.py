@@ -6,11 +6,17 @@ publication versions."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import uvicorn
 from sqlalchemy import select, update
+from starlette.applications import Starlette
 
 from tests.conftest import FIXTURES
 from zeroarchive.core.items import FetchedPage
@@ -127,3 +133,22 @@ def build(db_url: str) -> Built:
         )
     parse_pending(archive.engine, ParseRunConfig(), now=NOW)
     return Built(sites=sites, article_id=article_id, snapshots=times)
+
+
+@contextlib.contextmanager
+def serving(app: Starlette, port: int) -> Iterator[str]:
+    """``app`` on a real uvicorn server on 127.0.0.1:``port``, in a thread: its base URL."""
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)

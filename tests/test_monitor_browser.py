@@ -9,19 +9,16 @@ from __future__ import annotations
 import re
 import socket
 import struct
-import threading
-import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from playwright.sync_api import Page, expect, sync_playwright
 from scrapy.settings import Settings
 
 from tests.conftest import REPO, require_service
-from tests.monitor_archive import NOW, PROXY_PASSWORD, Built, build
+from tests.monitor_archive import NOW, PROXY_PASSWORD, Built, build, serving
 from zeroarchive.crawl.browser import BrowserConfig
 from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import MonitorConfig
@@ -58,20 +55,10 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Built]]:
     built = build(url)
     config = MonitorConfig("127.0.0.1", free_port(), 60, 28, 100, None, None, None)
     app = create_app(open_archive(url=url).engine, config, SiteStatsConfig(3, 3600), lambda: NOW)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=config.host, port=config.port, log_config=None, access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{config.port}", built
+        with serving(app, config.port) as base:
+            yield base, built
     finally:
-        server.should_exit = True
-        thread.join(30)
         close_archives()
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import re
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,13 +15,12 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
-import uvicorn
 from playwright.sync_api import expect, sync_playwright
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from tests.conftest import REPO, require_service
-from tests.monitor_archive import NOW
+from tests.monitor_archive import NOW, serving
 from tests.replay import ReplayServer
 from tests.test_events import article_page
 from tests.test_events_watch import T0, archive_with
@@ -210,20 +208,8 @@ def monitor_on_port(db_url: str) -> Iterator[str]:
     archive_with(db_url, 1)
     cfg = config(port=free_port())
     app = create_app(open_archive(url=db_url).engine, cfg, SiteStatsConfig(3, 3600))
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=cfg.host, port=cfg.port, log_config=None, access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{cfg.port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with serving(app, cfg.port) as base:
+        yield base
 
 
 def test_a_page_is_saved_from_the_form_in_chromium(

@@ -4,18 +4,15 @@ monitor's test archive (a real Liberty Times page and its edit)."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from playwright.sync_api import expect, sync_playwright
 from starlette.testclient import TestClient
 
-from tests.monitor_archive import NOW, Built, build
+from tests.monitor_archive import NOW, Built, build, serving
 from tests.test_monitor import config, graphql
 from tests.test_monitor_browser import DESKTOP, browser_config, free_port, shoot
 from zeroarchive.monitor.app import create_app
@@ -132,20 +129,10 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Built]]:
     built = indexed(url)
     monitor = config(port=free_port())
     app = create_app(open_archive(url=url).engine, monitor, SiteStatsConfig(3, 3600), lambda: NOW)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=monitor.port, log_config=None, access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{monitor.port}", built
+        with serving(app, monitor.port) as base:
+            yield base, built
     finally:
-        server.should_exit = True
-        thread.join(30)
         close_archives()
 
 
