@@ -51,6 +51,7 @@ class Command(ScrapyCommand):
             raise UsageError("--reparse redoes a site's whole history; it takes no --since")
         if opts.workers < 1:
             raise UsageError(f"--workers takes 1 or more processes, not {opts.workers}")
+        assert self.settings is not None
         archive = open_archive(self.settings)
         site_id = None if opts.site is None else site_option(archive, opts.site).site_id
         config = ParseRunConfig(
@@ -58,10 +59,10 @@ class Command(ScrapyCommand):
             since=opts.since,
             reparse=opts.reparse,
             workers=opts.workers,
-            timezone=(self.settings and self.settings.get("PARSER_TIMEZONE")) or DEFAULT_TIMEZONE,
+            timezone=self.settings.get("PARSER_TIMEZONE") or DEFAULT_TIMEZONE,
         )
         hooks = []
-        if self.settings is None or self.settings.getbool("SEARCH_INDEX_ENABLED", True):
+        if self.settings.getbool("SEARCH_INDEX_ENABLED"):
             from zeroarchive.search import open_index
             from zeroarchive.search.index import index_hook
 

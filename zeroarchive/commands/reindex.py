@@ -56,9 +56,10 @@ class Command(ScrapyCommand):
             print(f"error: {missing}", file=sys.stderr)
             self.exitcode = 1
             return
-        batch = self.settings.getint("SEARCH_REINDEX_BATCH", 500) if self.settings else 500
-        done, resumed = reindex(
-            archive.engine, index, opts.parser_version, site_id, batch=max(1, batch)
-        )
+        assert self.settings is not None
+        batch = self.settings.getint("SEARCH_REINDEX_BATCH")
+        if batch < 1:
+            raise UsageError(f"SEARCH_REINDEX_BATCH must be at least 1, not {batch}")
+        done, resumed = reindex(archive.engine, index, opts.parser_version, site_id, batch=batch)
         how = "resumed: " if resumed else ""
         print(f"{how}{done} publication(s) indexed with {index.name}", file=sys.stderr)
