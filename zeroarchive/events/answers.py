@@ -3,7 +3,6 @@ failures to back off, signs of deletion and unchanged watch checks (304)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ from zeroarchive.events.signs import Probe, page_sign, status_sign
 from zeroarchive.events.store import GoneAnswer
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.schema import article, article_snapshot
+from zeroarchive.storage.snapshots import snapshot_date
 
 NOT_MODIFIED = 304
 
@@ -67,26 +67,13 @@ def last_sizes(engine: Engine, article_ids: Iterable[int]) -> dict[int, int]:
             ).where(
                 article_snapshot.c.article_id.in_(sorted(last)),
                 article_snapshot.c.snapshot_at.in_(sorted(times)),
-                article_snapshot.c.snapshot_at_date.in_(sorted({_utc_date(t) for t in times})),
+                article_snapshot.c.snapshot_at_date.in_(sorted({snapshot_date(t) for t in times})),
             )
         )
         # The IN lists cross: keep each article's own last snapshot only.
         return {
             row.article_id: row.raw_size for row in rows if last[row.article_id] == row.snapshot_at
         }
-
-
-#: The proleptic ordinal of 1970-01-01: a day count plus this is a date's ordinal.
-_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
-
-
-def _utc_date(at: int) -> dt.date:
-    """The UTC date of a unix time (a snapshot's ``snapshot_at_date``).
-
-    >>> _utc_date(0), _utc_date(1_800_000_000)
-    (datetime.date(1970, 1, 1), datetime.date(2027, 1, 15))
-    """
-    return dt.date.fromordinal(_EPOCH_ORDINAL + at // 86400)
 
 
 def sort_answers(

@@ -56,12 +56,17 @@ def content_hash(raw: bytes) -> bytes:
     return hashlib.sha256(raw).digest()
 
 
-def _date(ts: int) -> dt.date:
+def snapshot_date(ts: int) -> dt.date:
+    """A snapshot's ``snapshot_at_date``: the UTC date of its time (partitions use it).
+
+    >>> snapshot_date(0), snapshot_date(1_800_000_000)
+    (datetime.date(1970, 1, 1), datetime.date(2027, 1, 15))
+    """
     return dt.datetime.fromtimestamp(ts, dt.UTC).date()
 
 
 def _month(ts: int) -> dt.date:
-    return _date(ts).replace(day=1)
+    return snapshot_date(ts).replace(day=1)
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ def _snapshot_row(
     return {
         "article_id": article_id,
         "snapshot_at": page.fetched_at,
-        "snapshot_at_date": _date(page.fetched_at),
+        "snapshot_at_date": snapshot_date(page.fetched_at),
         "status": page.status,
         "final_url": page.final_url[:2048],
         "headers": json.dumps(page.headers, ensure_ascii=False),
