@@ -4,16 +4,17 @@ import argparse
 import datetime as dt
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import PARSER_VERSION
-from zeroarchive.search import open_index
-from zeroarchive.search.index import SORTS, Hit, SearchRequest
-from zeroarchive.search.query import QueryError, parse_query
 from zeroarchive.storage.archive import Archive, open_archive
+
+if TYPE_CHECKING:
+    from zeroarchive.search.index import Hit
 
 MAX_LIMIT = 10_000
 
@@ -88,6 +89,10 @@ class Command(ScrapyCommand):
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        # The search package is imported only by this command: Scrapy imports every command
+        # module whenever any command starts, crawls included.
+        from zeroarchive.search.index import SORTS
+
         super().add_options(parser)
         parser.add_argument(
             "--site",
@@ -135,6 +140,10 @@ class Command(ScrapyCommand):
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from zeroarchive.search import open_index
+        from zeroarchive.search.index import SearchRequest
+        from zeroarchive.search.query import QueryError, parse_query
+
         if not 1 <= opts.limit <= MAX_LIMIT:
             raise UsageError(f"--limit takes 1 to {MAX_LIMIT}, not {opts.limit}")
         since = day(opts.since, "--since") if opts.since else None

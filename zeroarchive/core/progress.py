@@ -21,9 +21,10 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 INTERRUPTED_EXIT_CODE = 130
 T = TypeVar("T")
@@ -65,6 +66,10 @@ class Progress:
             bar = bool(getattr(stream, "isatty", lambda: False)())
         self._bar: tqdm | None = None
         if bar:
+            # Imported here: every command module imports this one, and Scrapy imports every
+            # command module when any command starts, crawls included.
+            from tqdm import tqdm
+
             self._bar = tqdm(
                 total=total,
                 desc=what,
