@@ -52,7 +52,13 @@ TESTS = "src/test/java/com/github/ayltai/hknews/parser"
 
 
 def between(text: str | None, start: str, end: str) -> str | None:
-    """StringUtils.substringBetween: from the first ``start`` to the first ``end`` after it."""
+    """StringUtils.substringBetween: from the first ``start`` to the first ``end`` after it.
+
+    >>> between("<p>a</p><p>b</p>", "<p>", "</p>")
+    'a'
+    >>> between("<p>a", "<p>", "</p>") is None
+    True
+    """
     if text is None:
         return None
     begin = text.find(start)
@@ -63,7 +69,11 @@ def between(text: str | None, start: str, end: str) -> str | None:
 
 
 def all_between(text: str | None, start: str, end: str) -> list[str]:
-    """StringUtils.substringsBetween: every such piece, left to right, not overlapping."""
+    """StringUtils.substringsBetween: every such piece, left to right, not overlapping.
+
+    >>> all_between("<p>a</p>x<p>b</p><p>c", "<p>", "</p>")
+    ['a', 'b']
+    """
     pieces: list[str] = []
     at = 0
     while text is not None:
@@ -191,7 +201,11 @@ _JAVA_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\"
 
 
 def java_string(literal: str) -> str:
-    """The value of a Java string literal's inside."""
+    """The value of a Java string literal's inside.
+
+    >>> java_string(r'say \\"hi\\"<br />\\n\\u3000')
+    'say "hi"<br />\\n\\u3000'
+    """
 
     def escape(match: re.Match[str]) -> str:
         code = match.group(1)
