@@ -248,3 +248,26 @@ def test_a_page_is_saved_from_the_form_in_chromium(
             time.sleep(0.5)
         assert count == 1, "the save process did not archive the page"
         assert site.hits["/story/1"] == 1
+
+
+def test_article_urls_with_credentials_are_masked_on_every_page_and_api(db_url: str) -> None:
+    _, gone = with_events(db_url)
+    secret_url = "https://reader:s3cret@farm.example/news/1"
+    engine = open_archive(url=db_url).engine
+    with engine.begin() as conn:
+        conn.execute(article.update().where(article.c.article_id == gone).values(url=secret_url))
+        event_id = conn.execute(
+            select(article_event.c.event_id).where(article_event.c.article_id == gone)
+        ).scalar_one()
+    client = make_client(db_url)
+    answers = {
+        path: client.get(path).text
+        for path in ("/events", f"/events/{event_id}", "/events.atom", f"/articles/{gone}")
+    }
+    answers["graphql"] = client.post(
+        "/graphql",
+        json={"query": f"{{ events {{ items {{ url }} }} article(id: {gone}) {{ url }} }}"},
+    ).text
+    for where, text in answers.items():
+        assert "s3cret" not in text, where
+        assert "farm.example/news/1" in text, (where, text[:500])

@@ -10,6 +10,7 @@ from ariadne import ObjectType
 from graphql import GraphQLError, GraphQLResolveInfo
 
 from zeroarchive.events.store import KINDS, Event, iter_events
+from zeroarchive.monitor.masking import masked_url
 from zeroarchive.storage.sites import MAX_ID
 
 MAX_FIRST = 500
@@ -103,13 +104,13 @@ for _field, _attr in {
     "articleId": "article_id",
     "siteId": "site_id",
     "site": "site",
-    "url": "url",
     "detectedAt": "detected_at",
     "evidence": "evidence",
     "beforeSnapshotAt": "before_snapshot_at",
     "afterSnapshotAt": "after_snapshot_at",
 }.items():
     event_type.set_field(_field, lambda obj, _info, _a=_attr: getattr(obj, _a))
+event_type.set_field("url", lambda event, _info: masked_url(event.url))
 
 
 @event_type.field("diff")

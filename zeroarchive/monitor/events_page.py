@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from zeroarchive.events.store import KINDS, Event, get_event, iter_events, monthly_counts
 from zeroarchive.monitor import pages
+from zeroarchive.monitor.masking import masked_url
 
 #: Events on the page and in a feed.
 PAGE_EVENTS = 200
@@ -76,7 +77,7 @@ def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> byte
     ET.SubElement(author, f"{{{ATOM}}}name").text = "zeroarchive"
     for event in events:
         entry = ET.SubElement(feed, f"{{{ATOM}}}entry")
-        ET.SubElement(entry, f"{{{ATOM}}}title").text = f"{event.kind}: {event.url}"
+        ET.SubElement(entry, f"{{{ATOM}}}title").text = f"{event.kind}: {masked_url(event.url)}"
         link = f"{base}events/{event.event_id}"
         ET.SubElement(entry, f"{{{ATOM}}}id").text = link
         ET.SubElement(entry, f"{{{ATOM}}}link", href=link)

@@ -243,7 +243,6 @@ def _attribute(type_: ObjectType, field: str, attribute: str) -> None:
 for _field, _attr in {
     "id": "article_id",
     "siteId": "site_id",
-    "url": "url",
     "articleType": "article_type",
     "foundAt": "created_at",
     "publishedAt": "published_at",
@@ -259,12 +258,14 @@ for _field, _attr in {
 for _field, _attr in {
     "snapshotAt": "snapshot_at",
     "status": "status",
-    "finalUrl": "final_url",
     "rawSize": "raw_size",
     "storesBytes": "stores_bytes",
     "rendered": "rendered",
 }.items():
     _attribute(snapshot_type, _field, _attr)
+# Article URLs may carry credentials (a site's login in its links) as site URLs may.
+article_type.set_field("url", lambda article, _info: masked_url(article.url))
+snapshot_type.set_field("finalUrl", lambda snapshot, _info: masked_url(snapshot.final_url))
 snapshot_type.set_field("contentHash", lambda snapshot, _info: snapshot.content_hash.hex())
 for _field, _attr in {
     "id": "publication_id",
