@@ -88,6 +88,7 @@ def add(
         else _article_id(archive, url)
     )
     store = PublicationStore(archive.engine, PARSER_VERSION)
+    store.register_parser({}, NOW)  # as parse_snapshots does before its first publication
     parsed = Parsed(canonical_url=url, title=title, text=body, published_at=published)
     info = ArticleInfo(article_id, site_id, "news", url)
     store.add_version(info, at, parsed, parsed.digest(), at, (index_hook(index),))

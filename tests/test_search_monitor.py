@@ -4,14 +4,17 @@ monitor's test archive (a real Liberty Times page and its edit)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
+from sqlalchemy import delete, update
 from starlette.testclient import TestClient
 
+from tests.conftest import scrapy
 from tests.monitor_archive import NOW, Built, build, serving
 from tests.test_monitor import config, graphql
 from tests.test_monitor_browser import DESKTOP, browser_config, free_port, shoot
@@ -20,6 +23,7 @@ from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
 from zeroarchive.search.reindex import reindex
 from zeroarchive.storage.archive import close_archives, open_archive
+from zeroarchive.storage.schema import parser_info, publication, publication_mapping
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
 SEARCH = """
@@ -166,3 +170,32 @@ def test_search_page_in_chromium(served: tuple[str, Built]) -> None:
             expect(page.locator("#versions tr.version")).to_have_count(2)
         finally:
             browser.close()
+
+
+def test_the_command_line_and_the_monitor_search_the_same_parser_version(
+    db_url: str, tmp_path: Path
+) -> None:
+    # An archive parsed by an older parser than this code's: both read what it holds.
+    built = build(db_url)
+    engine = open_archive(url=db_url).engine
+    with engine.begin() as conn:
+        for table in (parser_info, publication, publication_mapping):
+            conn.execute(update(table).values(parser_version="2000.1"))
+    reindex(engine, open_index(engine), "2000.1")
+    found = scrapy("search", "結束禁食", "--json", db_url=db_url, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert [json.loads(line)["article_id"] for line in found.stdout.splitlines()] == [
+        built.article_id
+    ]
+    app = create_app(engine, config(), SiteStatsConfig(3, 3600), clock=lambda: NOW)
+    with TestClient(app, base_url="http://127.0.0.1") as http:
+        [edge] = search(http, "結束禁食")["edges"]
+    assert edge["node"]["articleId"] == str(built.article_id)
+    with engine.begin() as conn:
+        for table in (parser_info, publication, publication_mapping):
+            conn.execute(delete(table))
+    empty = scrapy("search", "結束禁食", db_url=db_url, cwd=tmp_path)
+    assert empty.returncode == 1
+    assert empty.stderr.strip().splitlines() == [
+        "error: nothing is parsed yet: run scrapy parse_snapshots"
+    ]

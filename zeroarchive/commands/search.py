@@ -10,8 +10,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.core.services import one_line_errors
-from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.storage.archive import Archive, open_archive
+from zeroarchive.storage.publications import newest_parser_version
 
 if TYPE_CHECKING:
     from zeroarchive.search.index import Hit
@@ -166,9 +166,14 @@ class Command(ScrapyCommand):
             print(f"error: {missing}", file=sys.stderr)
             self.exitcode = 1
             return
+        version = newest_parser_version(archive.engine)
+        if version is None:
+            print("error: nothing is parsed yet: run scrapy parse_snapshots", file=sys.stderr)
+            self.exitcode = 1
+            return
         request = SearchRequest(
             query=query,
-            parser_version=PARSER_VERSION,
+            parser_version=version,
             site_ids=site_ids(archive, opts.site),
             since=since,
             until=until,

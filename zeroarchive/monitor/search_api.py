@@ -14,7 +14,6 @@ from typing import Any
 from ariadne import ObjectType, QueryType
 from graphql import GraphQLError, GraphQLResolveInfo
 from markupsafe import Markup, escape
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from zeroarchive.monitor.masking import masked_url
@@ -22,7 +21,7 @@ from zeroarchive.search import open_index
 from zeroarchive.search.index import MAX_TOTAL, SORTS, Hit, Hits, SearchRequest
 from zeroarchive.search.match import Snippet
 from zeroarchive.search.query import QueryError, parse_query
-from zeroarchive.storage.schema import parser_info
+from zeroarchive.storage.publications import newest_parser_version
 from zeroarchive.storage.sites import SiteStore
 
 MAX_FIRST = 100
@@ -114,15 +113,6 @@ def day(value: str | None, name: str) -> int | None:
     except ValueError:
         raise GraphQLError(f"{name}: a day as YYYY-MM-DD, not {value[:40]!r}") from None
     return int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
-
-
-def newest_parser_version(engine: Engine) -> str | None:
-    with engine.connect() as conn:
-        return conn.execute(
-            select(parser_info.c.parser_version)
-            .order_by(parser_info.c.created_at.desc(), parser_info.c.parser_version.desc())
-            .limit(1)
-        ).scalar_one_or_none()
 
 
 def site_ids(engine: Engine, names: Sequence[str]) -> tuple[int, ...]:

@@ -83,6 +83,18 @@ class AddedVersion:
 VersionHook = Callable[[Connection, AddedVersion], None]
 
 
+def newest_parser_version(engine: Engine) -> str | None:
+    """The parser version whose publications are read (searched, shown): the newest the
+    archive holds, whatever version this code's parser is, so the command line and a
+    monitor running other code read the same publications; None before any parse."""
+    with engine.connect() as conn:
+        return conn.execute(
+            select(parser_info.c.parser_version)
+            .order_by(parser_info.c.created_at.desc(), parser_info.c.parser_version.desc())
+            .limit(1)
+        ).scalar_one_or_none()
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
