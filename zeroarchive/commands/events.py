@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.commands import site_option
+from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
-
-
-def _when(ts: int | None) -> str:
-    if not ts:
-        return "-"
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
 class Command(ScrapyCommand):
@@ -74,8 +68,9 @@ class Command(ScrapyCommand):
             if opts.json:
                 print(json.dumps(event.as_json(), ensure_ascii=False))
                 continue
+            when = utc_minute(event.detected_at, "-")
             print(
-                f"{_when(event.detected_at):16}  {event.kind:8}  {event.evidence[:40]:40}  "
+                f"{when:16}  {event.kind:8}  {event.evidence[:40]:40}  "
                 f"{event.site[:20]:20}  {event.url}"
             )
         if not opts.json:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import newest_parser_version
@@ -52,15 +53,11 @@ def readable(hit: Hit, number: int) -> str:
     ]
     if hit.versions is not None:
         spans = ", ".join(
-            f"{_date(s.start)} – {_date(s.end) if s.end is not None else 'now'}"
+            f"{utc_minute(s.start)} – {utc_minute(s.end) if s.end is not None else 'now'}"
             for s in hit.versions
         )
         lines.append(f"   held the query: {spans}")
     return "\n".join(lines)
-
-
-def _date(unix: int) -> str:
-    return dt.datetime.fromtimestamp(unix, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
 class Command(ScrapyCommand):

@@ -1,22 +1,16 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import time
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStatsConfig, site_stats
-
-
-def _when(ts: int) -> str:
-    if not ts:
-        return "never"
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
 class Command(ScrapyCommand):
@@ -66,7 +60,7 @@ class Command(ScrapyCommand):
             print(
                 f"{row.site_id:>5} {row.articles:>8} {new} {row.snapshots:>8} {row.due:>6} "
                 f"{row.overdue:>7} {row.failing:>7} {row.blocked:>7} {row.stopped:>7} {events:>7}  "
-                f"{_when(row.last_list_ok_at):16}  {'QUIET' if row.quiet else '':5}  "
+                f"{utc_minute(row.last_list_ok_at):16}  {'QUIET' if row.quiet else '':5}  "
                 f"{row.type:12} {row.category or '-':14} {row.name}"
             )
         quiet = sum(row.quiet for row in rows)

@@ -1,18 +1,16 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 
 from scrapy.commands import ScrapyCommand
 
+from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
 
 
 def _when(ts: int) -> str:
-    if not ts:
-        return "never"
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{utc_minute(ts)} UTC" if ts else "never"
 
 
 class Command(ScrapyCommand):

@@ -5,13 +5,13 @@ researcher's feed reader."""
 
 from __future__ import annotations
 
-import datetime as dt
 from xml.etree import ElementTree as ET
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from zeroarchive.core.clock import utc_iso
 from zeroarchive.events.store import KINDS, Event, get_event, iter_events, monthly_counts
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.masking import masked_url
@@ -54,10 +54,6 @@ def event_page(request: Request) -> Response:
     return pages.render(request, "event.html", {"event": event})
 
 
-def _iso(ts: int) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> bytes:
     """An Atom 1.0 feed of events, newest first.
 
@@ -72,7 +68,7 @@ def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> byte
     ET.SubElement(feed, f"{{{ATOM}}}id").text = self_url
     ET.SubElement(feed, f"{{{ATOM}}}link", rel="self", href=self_url)
     updated = events[0].detected_at if events else 0
-    ET.SubElement(feed, f"{{{ATOM}}}updated").text = _iso(updated)
+    ET.SubElement(feed, f"{{{ATOM}}}updated").text = utc_iso(updated)
     author = ET.SubElement(feed, f"{{{ATOM}}}author")
     ET.SubElement(author, f"{{{ATOM}}}name").text = "zeroarchive"
     for event in events:
@@ -81,10 +77,10 @@ def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> byte
         link = f"{base}events/{event.event_id}"
         ET.SubElement(entry, f"{{{ATOM}}}id").text = link
         ET.SubElement(entry, f"{{{ATOM}}}link", href=link)
-        ET.SubElement(entry, f"{{{ATOM}}}updated").text = _iso(event.detected_at)
+        ET.SubElement(entry, f"{{{ATOM}}}updated").text = utc_iso(event.detected_at)
         ET.SubElement(
             entry, f"{{{ATOM}}}summary"
-        ).text = f"{event.site}: {event.kind} ({event.evidence}) at {_iso(event.detected_at)}"
+        ).text = f"{event.site}: {event.kind} ({event.evidence}) at {utc_iso(event.detected_at)}"
     return ET.tostring(feed, encoding="utf-8", xml_declaration=True)
 
 

@@ -4,7 +4,6 @@ page itself. Every page carries the navigation bar (``NAV``) and links up and ac
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import logging
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.schedule import STOP
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
@@ -80,9 +80,7 @@ def when(ts: int | None) -> str:
     >>> when(1_700_000_000), when(0)
     ('2023-11-14 22:13', 'never')
     """
-    if not ts:
-        return "never"
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M")
+    return utc_minute(ts)
 
 
 def next_snapshot(ts: int) -> str:

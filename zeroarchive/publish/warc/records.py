@@ -10,6 +10,8 @@ import http
 import re
 from collections.abc import Mapping, Sequence
 
+from zeroarchive.core.clock import utc_iso
+
 # Our own WARC header fields (the WARC spec allows fields it does not define; the
 # ``WARC-`` prefix is left to the spec). They let an import give every snapshot back to
 # its article exactly, and let rotation check an export against the database.
@@ -38,7 +40,7 @@ def warc_date(ts: int) -> str:
     >>> warc_date(1736496000)
     '2025-01-10T08:00:00Z'
     """
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_iso(ts)
 
 
 def parse_warc_date(value: str) -> int:
