@@ -46,12 +46,13 @@ RESUME = "run the same command again: what is imported already is skipped"
 
 @dataclass(frozen=True)
 class ImportOptions:
+    #: Rows per batch (one transaction each; IMPORT_0ARCHIVE_BATCH or --batch).
+    batch: int
+    #: Raw snapshot bytes per batch at most (bounds memory with pages of up to 16 MB;
+    #: IMPORT_0ARCHIVE_BATCH_BYTES).
+    batch_bytes: int
     #: 0archive site ids to import (their articles and snapshots); None: every site.
     site_ids: tuple[int, ...] | None = None
-    #: Rows per batch (one transaction each).
-    batch: int = 200
-    #: Raw snapshot bytes per batch at most (bounds memory with pages of up to 16 MB).
-    batch_bytes: int = 16 * 1024 * 1024
     dry_run: bool = False
     #: Type labels to site types (``sources.label_types`` with AIRTABLE_TYPE_MAP).
     labels: Mapping[str, str] = field(default_factory=dict)
