@@ -33,6 +33,7 @@ import uvicorn  # noqa: E402
 from site_stats import MARIADB, fill  # noqa: E402
 from sqlalchemy import create_engine, select, text  # noqa: E402
 
+from tests.monitor_archive import LIMITS  # noqa: E402
 from zeroarchive.core.items import FetchedPage  # noqa: E402
 from zeroarchive.core.schedule import HOUR  # noqa: E402
 from zeroarchive.monitor.app import create_app  # noqa: E402
@@ -100,7 +101,7 @@ def fetch(url: str, body: bytes | None = None) -> bytes:
 def measure(url: str, now: int, repeat: int) -> dict[str, list[float]]:
     article_id, first_at = add_snapshotted_article(url, now)
     engine = make_engine(url)
-    config = MonitorConfig("127.0.0.1", free_port(), 3600, 28, 100, None, None, None)
+    config = MonitorConfig("127.0.0.1", free_port(), 3600, 28, 100, None, None, None, LIMITS)
     app = create_app(engine, config, SiteStatsConfig(3, 3600), lambda: now)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=config.port, log_config=None, access_log=False)

@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,9 +31,9 @@ sys.path.insert(0, str(REPO))
 import uvicorn  # noqa: E402
 from graphql import parse, validate  # noqa: E402
 
-from tests.monitor_archive import NOW, build  # noqa: E402
+from tests.monitor_archive import LIMITS, NOW, build  # noqa: E402
 from zeroarchive.monitor.app import create_app  # noqa: E402
-from zeroarchive.monitor.config import Limits, MonitorConfig  # noqa: E402
+from zeroarchive.monitor.config import MonitorConfig  # noqa: E402
 from zeroarchive.monitor.sites_api import build_schema  # noqa: E402
 from zeroarchive.storage.archive import open_archive  # noqa: E402
 from zeroarchive.storage.site_stats import SiteStatsConfig  # noqa: E402
@@ -106,7 +107,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'archive.db'}"
         build(url)
-        limits = Limits(body_bytes=10_000_000, query_chars=10_000_000) if args.lifted else Limits()
+        limits = LIMITS
+        if args.lifted:
+            limits = replace(limits, body_bytes=10_000_000, query_chars=10_000_000)
         config = MonitorConfig(
             "127.0.0.1", free_port(), 3600, 28, 100, None, None, None, limits=limits
         )

@@ -15,18 +15,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
+from scrapy.settings import Settings
 from sqlalchemy import select, update
 from starlette.applications import Starlette
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, project_settings
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.core.schedule import DAY, HOUR
+from zeroarchive.monitor.config import Limits
 from zeroarchive.parser.run import ParseRunConfig, parse_pending
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.schema import article
 
 NOW = 1_750_003_600  # 2025-06-15 16:06 UTC
+#: The monitor's limits as settings/base.py sets them (tests change one with ``replace``).
+LIMITS = Limits.from_settings(Settings(project_settings()))
 URL = "https://news.ltn.com.tw/news/politics/breakingnews/994343"
 PAGE = gzip.decompress(
     (FIXTURES / "tw-news-2014" / "html" / "liberty_times_news_s1.html.gz").read_bytes()

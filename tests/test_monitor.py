@@ -23,6 +23,7 @@ from starlette.testclient import TestClient
 from tests.conftest import REPO, scrapy
 from tests.monitor_archive import (
     COOKIES_FILE,
+    LIMITS,
     NOW,
     PAGE,
     PROXY_PASSWORD,
@@ -58,6 +59,7 @@ def config(**changes: Any) -> MonitorConfig:
         "token": None,
         "username": None,
         "password": None,
+        "limits": LIMITS,
         **changes,
     }
     return MonitorConfig(**values)

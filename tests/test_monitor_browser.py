@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 from scrapy.settings import Settings
 
 from tests.conftest import REPO, require_service
-from tests.monitor_archive import NOW, PROXY_PASSWORD, Built, build, serving
+from tests.monitor_archive import LIMITS, NOW, PROXY_PASSWORD, Built, build, serving
 from zeroarchive.crawl.browser import BrowserConfig
 from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import MonitorConfig
@@ -53,7 +53,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Built]]:
     """The monitor on a real uvicorn server, in a thread, over a built SQLite archive."""
     url = f"sqlite:///{tmp_path / 'archive.db'}"
     built = build(url)
-    config = MonitorConfig("127.0.0.1", free_port(), 60, 28, 100, None, None, None)
+    config = MonitorConfig("127.0.0.1", free_port(), 60, 28, 100, None, None, None, LIMITS)
     app = create_app(open_archive(url=url).engine, config, SiteStatsConfig(3, 3600), lambda: NOW)
     try:
         with serving(app, config.port) as base:

@@ -26,13 +26,12 @@ from sqlalchemy.exc import OperationalError
 from starlette.testclient import TestClient
 
 from tests.conftest import REPO
-from tests.monitor_archive import Built, build
+from tests.monitor_archive import LIMITS, Built, build
 from tests.test_monitor import config, make_client
 from zeroarchive.monitor import deadline, pages, sites_api
 from zeroarchive.monitor.app import create_app
-from zeroarchive.monitor.config import Limits, MonitorConfig
+from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.masking import masked_config, masked_url
-from zeroarchive.monitor.query_limits import QueryLimits
 from zeroarchive.monitor.serve import make_server
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.site_stats import SiteStatsConfig
@@ -97,7 +96,7 @@ def test_repeated_fields_refused_before_validation(
         assert size_limit in assert_one_short_line(caplog)
     # Even with the size limits lifted, the copies never reach graphql-core's quadratic
     # overlapping-fields rule: the linear check stops at the field or repeat limit.
-    roomy = Limits(body_bytes=10_000_000, query_chars=10_000_000)
+    roomy = replace(LIMITS, body_bytes=10_000_000, query_chars=10_000_000)
     with make_client(db_url, limits=roomy) as client:
         answer = post(client, query)
         assert answer.status_code == 400
@@ -148,7 +147,7 @@ def test_depth_aliases_and_cost(
     # Eight aliases of a long history of every site: refused for their cost.
     hist = "sites { items { articles { hist(days: 3660) { count } } } }"
     eight = "{ " + " ".join(f"a{n}: {hist}" for n in range(8)) + " }"
-    cheap = Limits(query=QueryLimits(max_cost=10_000))
+    cheap = replace(LIMITS, query=replace(LIMITS.query, max_cost=10_000))
     with make_client(db_url, limits=cheap) as limited:
         answer = post(limited, eight)
         assert answer.status_code == 400 and "costs over 10000" in answer.text
@@ -285,7 +284,7 @@ def test_time_limit_stops_the_work(
         return []
 
     monkeypatch.setattr(sites_api, "find_sites", slow_sites)
-    with make_client(db_url, limits=Limits(request_seconds=0.5)) as client:
+    with make_client(db_url, limits=replace(LIMITS, request_seconds=0.5)) as client:
         answer = post(client, "{ sites { count } }")
         assert answer.status_code == 503 and "ran out of time" in answer.text
         assert done.wait(60), "the statement was not stopped"
@@ -304,7 +303,7 @@ def test_a_page_over_its_time_is_503(
             conn.execute(text(SLOW_SQL)).scalar()
 
     monkeypatch.setattr(pages, "find_article", slow_article)
-    with make_client(db_url, limits=Limits(request_seconds=0.5)) as client:
+    with make_client(db_url, limits=replace(LIMITS, request_seconds=0.5)) as client:
         answer = client.get(f"/articles/{built.article_id}")
         assert answer.status_code == 503 and "ran out of time" in answer.text
         assert "ran out of time" in assert_one_short_line(caplog)
@@ -332,7 +331,9 @@ def test_stopping_stops_a_running_query(
         return []
 
     monkeypatch.setattr(sites_api, "find_sites", slow_sites)
-    monitor = config(port=free_port(), limits=Limits(request_seconds=3600, shutdown_seconds=2))
+    monitor = config(
+        port=free_port(), limits=replace(LIMITS, request_seconds=3600, shutdown_seconds=2)
+    )
     app = create_app(open_archive(url=db_url).engine, monitor, SiteStatsConfig(3, 3600))
     server = make_server(app, monitor)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -396,7 +397,7 @@ def test_deadline_cuts_a_statement(db_url: str, built: Built) -> None:
 
 
 def test_busy_workers_answer_503(db_url: str, built: Built) -> None:
-    with make_client(db_url, limits=Limits(workers=1)) as client:
+    with make_client(db_url, limits=replace(LIMITS, workers=1)) as client:
         endpoint_lock = client.app.router.routes  # type: ignore[attr-defined]
         graphql = next(r for r in endpoint_lock if getattr(r, "path", "") == "/graphql")
         running = graphql.endpoint.__self__.running
@@ -489,4 +490,4 @@ def test_limits_from_settings() -> None:
     assert loaded.host_allowed("c.example:8080")
     assert loaded.host_allowed("B.EXAMPLE:443") and not loaded.host_allowed("d.example")
     with pytest.raises(ValueError, match="MONITOR_WORKERS"):
-        replace(config(), limits=Limits(workers=0)).check()
+        replace(config(), limits=replace(LIMITS, workers=0)).check()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from zeroarchive.monitor.query_limits import QueryLimits
@@ -53,23 +53,24 @@ def host_name(host_header: str) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may cost the monitor (the docs' "Limits" names each setting)."""
+    """What one request may cost the monitor (the docs' "Limits" names each setting; their
+    defaults are in settings/base.py only)."""
 
     #: Bytes of a request's body (413 beyond).
-    body_bytes: int = 65_536
+    body_bytes: int
     #: Characters of a GraphQL query (413 beyond); its tokens at most 10 per field allowed.
-    query_chars: int = 16_384
-    query: QueryLimits = field(default_factory=QueryLimits)
+    query_chars: int
+    query: QueryLimits
     #: Seconds a request may run; its work is stopped then (503).
-    request_seconds: float = 10.0
+    request_seconds: float
     #: GraphQL requests running at once; more are answered 503 at once.
-    workers: int = 4
+    workers: int
     #: Connections uvicorn serves at once (503 beyond).
-    connections: int = 100
+    connections: int
     #: Seconds a stopping server waits for running requests.
-    shutdown_seconds: int = 3
+    shutdown_seconds: int
     #: Refused requests logged per minute (the rest counted).
-    log_refusals_per_minute: int = 20
+    log_refusals_per_minute: int
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> Limits:
@@ -124,9 +125,9 @@ class MonitorConfig:
     token: str | None
     username: str | None
     password: str | None
+    limits: Limits
     #: Host names clients may use besides the loopback names (``Host`` header, no port).
     allowed_hosts: tuple[str, ...] = ()
-    limits: Limits = field(default_factory=Limits)
 
     @classmethod
     def from_settings(

@@ -43,14 +43,16 @@ class QueryRefused(Exception):
 
 @dataclass(frozen=True)
 class QueryLimits:
-    max_depth: int = 10
-    max_aliases: int = 30
-    max_fields: int = 1000
-    max_repeats: int = 5
-    max_cost: int = 200_000
+    """MONITOR_MAX_DEPTH, _ALIASES, _FIELDS, _REPEATS, _COST and _FRAGMENTS."""
+
+    max_depth: int
+    max_aliases: int
+    max_fields: int
+    max_repeats: int
+    max_cost: int
     #: Fragment definitions: graphql-core compares every pair spread into one selection
     #: set (330 fragments took it 0.8 s).
-    max_fragments: int = 20
+    max_fragments: int
 
 
 @dataclass
