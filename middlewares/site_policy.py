@@ -65,11 +65,14 @@ class SitePolicyDownloaderMiddleware:
         slot = f"site-{site.site_id}"
         request.meta["download_slot"] = slot
         downloader: Any = self.crawler.engine.downloader if self.crawler.engine else None
-        if downloader is not None and slot not in downloader.per_slot_settings:
-            downloader.per_slot_settings[slot] = {
-                "delay": site.config.delay,
-                "concurrency": self.config.concurrency,
-            }
+        wanted = {"delay": site.config.delay, "concurrency": self.config.concurrency}
+        if downloader is not None and downloader.per_slot_settings.get(slot) != wanted:
+            downloader.per_slot_settings[slot] = wanted
+            # A site record read again with another delay: the slot Scrapy made from the
+            # old one keeps its own copy.
+            live = downloader.slots.get(slot)
+            if live is not None:
+                live.delay = site.config.delay
         if site.config.ua:
             request.headers["User-Agent"] = site.config.ua
         for name, value in site.config.cookies.items():

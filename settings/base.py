@@ -19,6 +19,9 @@ ZEROARCHIVE_DB_RETRY_SECONDS = 900.0
 ZEROARCHIVE_DB_URL = "sqlite:///zeroarchive.db"
 ZEROARCHIVE_DUE_BATCH = 500
 ZEROARCHIVE_LEASE_SECONDS = 3600
+# A crawl reads a site's record again once it is this many seconds old: a long-running
+# worker follows edits of the sites table (its delay, patterns, watch) without a restart.
+ZEROARCHIVE_SITE_REFRESH_SECONDS = 300
 ZEROARCHIVE_LOCK_DIR = None
 ZEROARCHIVE_SNAPSHOT_BATCH = 50
 ZEROARCHIVE_SNAPSHOT_BATCH_BYTES = 16 * 1024 * 1024

@@ -86,6 +86,9 @@ class ArchiveSpider(scrapy.Spider):
         self.site_key = site
         self.mode = mode
         self.sites: dict[int, Site] = {}
+        #: When each site's record was last read (time.monotonic()).
+        self._site_read_at: dict[int, float] = {}
+        self.site_refresh = 300.0
         self.due_batch = 500
         self.lease = 3600
         self._snapshots_exhausted = False
@@ -122,6 +125,7 @@ class ArchiveSpider(scrapy.Spider):
         )
         spider.due_batch = settings.getint("ZEROARCHIVE_DUE_BATCH")
         spider.lease = settings.getint("ZEROARCHIVE_LEASE_SECONDS")
+        spider.site_refresh = settings.getfloat("ZEROARCHIVE_SITE_REFRESH_SECONDS")
         # Read here, not from the add-on's settings: Scrapy builds the spider before add-ons.
         spider.distributed = redis_url_from(settings) is not None
         spider.idle_limit = settings.getint("ZEROARCHIVE_IDLE_LIMIT")
@@ -151,16 +155,42 @@ class ArchiveSpider(scrapy.Spider):
     # --- shared machinery ---------------------------------------------------------------
 
     def site_of(self, request: Request) -> Site | None:
-        """The site a request belongs to (loaded from the database on first sight)."""
+        """The site a request belongs to."""
         site_id = request.meta.get(META_KEY, {}).get("site_id")
-        if site_id is None:
-            return None
-        if site_id not in self.sites:
-            site = self.archive.sites.get(int(site_id))
-            if site is None:
-                return None
-            self.sites[site.site_id] = site
-        return self.sites[site_id]
+        return None if site_id is None else self.site(int(site_id))
+
+    def site(self, site_id: int) -> Site | None:
+        """A site's record: read from the archive on first sight and again once it is
+        ``ZEROARCHIVE_SITE_REFRESH_SECONDS`` old, so a worker that runs for weeks follows the
+        edits of the sites table (sync_sites, load_sites) without a restart. While the
+        database cannot be read, the record at hand serves."""
+        cached = self.sites.get(site_id)
+        clock = time.monotonic()
+        if cached is not None and clock - self._site_read_at.get(site_id, 0.0) < self.site_refresh:
+            return cached
+        try:
+            fresh = self.archive.sites.get(site_id)
+        except SQLAlchemyError as exc:
+            if cached is None:
+                raise
+            self._site_read_at[site_id] = clock
+            logger.warning(
+                "Site #%d could not be read again, its record at hand serves: %s", site_id, exc
+            )
+            return cached
+        if fresh is None:
+            return cached
+        if cached is not None and fresh != cached:
+            logger.info(
+                "Site %s (#%d) was edited: its new record applies from now", fresh.name, site_id
+            )
+            count(self.crawler.stats, "sites_reread_changed", site_id)
+        self._keep_site(fresh)
+        return fresh
+
+    def _keep_site(self, site: Site) -> None:
+        self.sites[site.site_id] = site
+        self._site_read_at[site.site_id] = time.monotonic()
 
     def request_meta(self, site: Site, kind: str, **fields: Any) -> dict[str, Any]:
         return {META_KEY: {"site_id": site.site_id, "kind": kind, **fields}}
@@ -243,7 +273,7 @@ class ArchiveSpider(scrapy.Spider):
                 )
                 count(self.crawler.stats, "sites_skipped_locked", site.site_id)
                 continue
-            self.sites[site.site_id] = site
+            self._keep_site(site)
         for site_id in self.locks.held:
             if site_id not in self.sites:
                 self.locks.release(site_id)

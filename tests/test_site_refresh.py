@@ -1,0 +1,82 @@
+"""A running crawl follows edits of the sites table: a site's record is read again once it
+is ZEROARCHIVE_SITE_REFRESH_SECONDS old (a database that cannot be read leaves the record
+at hand in use), and a new ``delay`` reaches the site's live download slot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from scrapy.core.downloader import Slot
+from scrapy.http import Request
+from scrapy.utils.test import get_crawler
+from sqlalchemy.exc import OperationalError
+
+from middlewares.site_policy import SitePolicyConfig, SitePolicyDownloaderMiddleware
+from spiders.generic import GenericSpider
+from tests.conftest import project_settings
+from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.crawl import spider as spider_module
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import open_archive
+
+NOW = 1_800_000_000
+
+
+def spec(delay: float) -> object:
+    config = {"article": "/a/", "delay": delay}
+    return parse_spec(
+        {"name": "farm", "url": "https://farm.example/", "type": "news", "config": config}
+    )
+
+
+def test_a_site_edited_while_a_crawl_runs_applies_after_the_refresh_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'archive.db'}"
+    archive = open_archive(url=url)
+    site_id, _ = archive.sites.upsert(spec(5.0), NOW)  # type: ignore[arg-type]
+    settings = project_settings(ZEROARCHIVE_DB_URL=url, ZEROARCHIVE_SITE_REFRESH_SECONDS=60)
+    crawler = get_crawler(GenericSpider, settings)
+    spider = GenericSpider.from_crawler(crawler)
+    crawler.stats.open_spider()
+    clock = [1000.0]
+    monkeypatch.setattr(spider_module.time, "monotonic", lambda: clock[0])
+    request = Request("https://farm.example/a/1", meta={META_KEY: {"site_id": site_id}})
+    assert spider.site_of(request).config.delay == 5.0  # type: ignore[union-attr]
+
+    archive.sites.upsert(spec(30.0), NOW + 10)  # type: ignore[arg-type]
+    clock[0] += 59
+    assert spider.site_of(request).config.delay == 5.0  # type: ignore[union-attr]
+    clock[0] += 2
+    assert spider.site_of(request).config.delay == 30.0  # type: ignore[union-attr]
+    assert crawler.stats.get_value(f"zeroarchive/site/{site_id}/sites_reread_changed") == 1
+
+    def unreadable(*_: object) -> None:
+        raise OperationalError("SELECT", {}, Exception("server has gone away"))
+
+    monkeypatch.setattr(spider.archive.sites, "get", unreadable)
+    clock[0] += 61
+    assert spider.site(site_id).config.delay == 30.0  # type: ignore[union-attr]
+
+
+def test_a_new_delay_reaches_the_sites_live_download_slot() -> None:
+    site = SimpleNamespace(
+        site_id=7,
+        config=SimpleNamespace(delay=1.0, ua=None, cookies={}, cookies_file=None, robots=True),
+    )
+    downloader = SimpleNamespace(per_slot_settings={}, slots={})
+    crawler = SimpleNamespace(
+        spider=SimpleNamespace(site_of=lambda request: site),
+        engine=SimpleNamespace(downloader=downloader),
+        stats=None,
+    )
+    middleware = SitePolicyDownloaderMiddleware(crawler, SitePolicyConfig(2))  # type: ignore[arg-type]
+    middleware.process_request(Request("https://farm.example/a/1"))
+    assert downloader.per_slot_settings["site-7"] == {"delay": 1.0, "concurrency": 2}
+    downloader.slots["site-7"] = Slot(2, 1.0)
+    site.config.delay = 12.0
+    middleware.process_request(Request("https://farm.example/a/2"))
+    assert downloader.per_slot_settings["site-7"]["delay"] == 12.0
+    assert downloader.slots["site-7"].delay == 12.0
