@@ -11,13 +11,25 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Compiled modules kept between test processes. Where PYTHONDONTWRITEBYTECODE is set (as on
+# the machine these figures come from), every pytest-xdist worker and every `scrapy` a test
+# starts compiled each module it imports from source again: collecting alone cost a worker
+# 12 s of CPU instead of 7. They are kept in a folder of their own, never beside the sources.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    os.environ.setdefault(
+        "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "zeroarchive-test-pycache")
+    )
+    sys.pycache_prefix = sys.pycache_prefix or os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
+
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from tests.forked_cli import fork_server
 from zeroarchive.storage.archive import close_archives
@@ -49,39 +61,160 @@ def require_service(name: str, error: str | None) -> None:
 
 
 # Modules whose tests take tens of seconds each, mostly waiting on real processes and
-# timers: collected first, so that pytest-xdist hands them out among its workers at the
-# start, where they overlap with the quick tests, instead of one worker ending on them.
+# timers, slowest first: collected first, so that they start at once, side by side with
+# the quick tests, instead of one worker ending on them.
 SLOW_FIRST = (
     "test_distributed.py",
     "test_recovery_e2e.py",
-    "test_schedule_adaptive.py",
-    "test_events.py",
-    "test_import_0archive.py",
     "test_facebook.py",
-    "test_sync_sites.py",
     "test_youtube.py",
-    "test_render.py",
+    "test_events.py",
+    "test_offline.py",
     "test_proxies.py",
+    "test_generic_feeds.py",
+    "test_render.py",
+    "test_events_save.py",
+    "test_sync_sites.py",
+    "test_monitor_events.py",
+    "test_dcard.py",
+    "test_import_0archive.py",
+    "test_schedule_adaptive.py",
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        name = item.path.name
-        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
-
-    items.sort(key=rank)  # stable: each module's tests keep their order
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's `--dist load` first hands each worker a run of consecutive tests (a
+    # quarter of its share: 135 of them on four workers), so the first worker got every
+    # slow test above and ran them one after another (609 s against 370 s for the others).
+    # One test at a time (two waiting per worker) spreads them.
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk") is None:
+        config.option.maxschedchunk = 1
 
 
 @pytest.fixture(params=["sqlite", "mariadb"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty archive database: a SQLite file, or a fresh MariaDB database."""
+    """An empty archive database: a new SQLite file (no schema yet), or this test
+    process's MariaDB archive database, its schema up to date and every table empty.
+    Tests about a database without a schema take ``blank_db_url``."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'archive.db'}"
+        close_archives()
+        return
+    yield _shared_mariadb.take()
+    _shared_mariadb.give_back()
+
+
+@pytest.fixture(params=["sqlite", "mariadb"])
+def blank_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database without a schema: a new SQLite file, or a new MariaDB database."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'archive.db'}"
         close_archives()
         return
     with fresh_mariadb() as url:
         yield url
+
+
+class SharedMariadb:
+    """One migrated archive database on MariaDB per test process, emptied after each test
+    (TRUNCATE of every table but alembic_version, which also restarts the ids at 1).
+
+    Creating a database and migrating it took about a second of MariaDB's DDL per test; a
+    quarter of the run's tests take one. A test that changed the schema (a downgrade, a
+    partition of its own, a table more or less) leaves a database that is dropped, and the
+    next test gets a new one."""
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.shape: tuple[object, ...] = ()
+        self.tables: list[str] = []
+
+    def url(self) -> str:
+        assert self.name is not None
+        return f"{MARIADB_SERVER}/{self.name}"
+
+    def take(self) -> str:
+        require_service("MariaDB", _mariadb_answers())
+        if self.name is None:
+            from zeroarchive.storage.engine import make_engine, migrate
+
+            self.name = f"zeroarchive_test_{secrets.token_hex(4)}"
+            admin = create_engine(f"{MARIADB_SERVER}/test")
+            with admin.connect() as conn:
+                conn.execute(text(f"CREATE DATABASE {self.name} CHARACTER SET utf8mb4"))
+            admin.dispose()
+            engine = make_engine(self.url())
+            try:
+                migrate(engine)
+                with engine.connect() as conn:
+                    self.shape = _schema_shape(conn)
+                self.tables = [
+                    t for t in inspect(engine).get_table_names() if t != "alembic_version"
+                ]
+            finally:
+                engine.dispose()
+        return self.url()
+
+    def give_back(self) -> None:
+        close_archives()
+        if self.name is None:
+            return
+        engine = create_engine(self.url())
+        try:
+            with engine.connect() as conn:
+                # A test's own connection left in a transaction would hold TRUNCATE for ever.
+                conn.execute(text("SET SESSION lock_wait_timeout = 10"))
+                if _schema_shape(conn) == self.shape:
+                    conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+                    for table in self.tables:
+                        conn.execute(text(f"TRUNCATE TABLE `{table}`"))
+                    return
+        except Exception:
+            pass
+        finally:
+            engine.dispose()
+        self.drop()
+
+    def drop(self) -> None:
+        if self.name is None:
+            return
+        name, self.name = self.name, None
+        admin = create_engine(f"{MARIADB_SERVER}/test")
+        with contextlib.suppress(Exception), admin.connect() as conn:
+            conn.execute(text("SET SESSION lock_wait_timeout = 10"))
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        admin.dispose()
+
+
+def _schema_shape(conn: Any) -> tuple[object, ...]:
+    """What the migrations made of the database: tables, columns, indexes, partitions,
+    triggers and the revision."""
+    queries = (
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+        "ORDER BY TABLE_NAME",
+        "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT "
+        "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+        "ORDER BY TABLE_NAME, ORDINAL_POSITION",
+        "SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE "
+        "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
+        "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
+        "SELECT TABLE_NAME, PARTITION_NAME, PARTITION_DESCRIPTION "
+        "FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = DATABASE() "
+        "AND PARTITION_NAME IS NOT NULL ORDER BY TABLE_NAME, PARTITION_ORDINAL_POSITION",
+        "SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS "
+        "WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY TRIGGER_NAME",
+        "SELECT version_num FROM alembic_version ORDER BY version_num",
+    )
+    return tuple(tuple(tuple(row) for row in conn.execute(text(query))) for query in queries)
+
+
+_shared_mariadb = SharedMariadb()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_shared_mariadb() -> Iterator[None]:
+    yield
+    _shared_mariadb.drop()
 
 
 @contextlib.contextmanager

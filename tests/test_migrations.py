@@ -11,6 +11,12 @@ from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
 from zeroarchive.storage.schema import article, metadata, site
 
 
+@pytest.fixture
+def db_url(blank_db_url: str) -> str:
+    """Each migration test starts from a database without a schema."""
+    return blank_db_url
+
+
 def test_migrated_database_matches_the_declared_schema(db_url: str) -> None:
     engine = make_engine(db_url)
     migrate(engine)

@@ -519,13 +519,13 @@ def test_snippets_of_long_texts_mark_the_match_where_it_is() -> None:
     assert matcher.snippet("疫苗", "").marked() == "«疫苗»"
 
 
-def test_search_migration_goes_down_and_up_again(db_url: str) -> None:
+def test_search_migration_goes_down_and_up_again(blank_db_url: str) -> None:
     from alembic import command
     from sqlalchemy import inspect
 
     from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
 
-    engine = make_engine(db_url)
+    engine = make_engine(blank_db_url)
     migrate(engine)
     config = _alembic_config(engine)
     command.downgrade(config, "0011")

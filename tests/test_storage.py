@@ -158,8 +158,8 @@ def schema_of(engine: Engine) -> dict[str, Any]:
     }
 
 
-def test_migrate_creates_the_schema_and_is_idempotent(db_url: str) -> None:
-    engine = make_engine(db_url)
+def test_migrate_creates_the_schema_and_is_idempotent(blank_db_url: str) -> None:
+    engine = make_engine(blank_db_url)
     try:
         assert current_revision(engine) is None
         assert TABLES.isdisjoint(inspect(engine).get_table_names())
@@ -193,12 +193,12 @@ def test_migrate_creates_the_schema_and_is_idempotent(db_url: str) -> None:
         engine.dispose()
 
 
-def test_revisions_read_without_alembic_agree_with_alembic(db_url: str) -> None:
+def test_revisions_read_without_alembic_agree_with_alembic(blank_db_url: str) -> None:
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
     assert head_revision() == "+".join(sorted(ScriptDirectory(str(MIGRATIONS_DIR)).get_heads()))
-    engine = make_engine(db_url)
+    engine = make_engine(blank_db_url)
     try:
         migrate(engine)
         with engine.connect() as conn:
@@ -208,10 +208,10 @@ def test_revisions_read_without_alembic_agree_with_alembic(db_url: str) -> None:
         engine.dispose()
 
 
-def test_open_archive_migrates_once_and_shares_the_engine(db_url: str) -> None:
-    first = open_archive(url=db_url)
+def test_open_archive_migrates_once_and_shares_the_engine(blank_db_url: str) -> None:
+    first = open_archive(url=blank_db_url)
     assert current_revision(first.engine) == head_revision()
-    assert open_archive(url=db_url) is first
+    assert open_archive(url=blank_db_url) is first
 
 
 # --- sites --------------------------------------------------------------------------------
