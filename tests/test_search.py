@@ -545,3 +545,41 @@ def test_the_fast_fold_is_nfkc_casefold(text: str) -> None:
 
     reference = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     assert normalize(text) == " ".join(reference.split())
+
+
+def _tokens_run_by_run(folded: str) -> str:
+    """``index_text`` as its docstring says it, one run at a time (the reference)."""
+    from zeroarchive.search.text import CJK_SPACE, MAX_TOKEN, RUN, SEPARATOR, is_cjk
+
+    parts: list[str] = []
+    previous = None
+    for found in RUN.finditer(folded):
+        run = found.group()
+        if previous is not None:
+            gap = folded[previous.end() : found.start()]
+            if gap and not gap.isspace():
+                parts.append(SEPARATOR)
+            elif gap and is_cjk(run) != is_cjk(previous.group()):
+                parts.append(CJK_SPACE)
+        if is_cjk(run):
+            parts.extend(run[i : i + 2] for i in range(len(run) - 1))
+            parts.append(run[-1])
+        else:
+            parts.append(run[:MAX_TOKEN])
+        previous = found
+    return " ".join(parts)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["a", "Ab", "_", "9", "台", "灣海", "ン", "한", " ", ",", "-", "é", "x" * 70]
+        )
+    ).map("".join)
+    | st.text(max_size=80)
+)
+def test_index_text_cuts_the_runs_as_one_run_at_a_time_would(text: str) -> None:
+    from zeroarchive.search.text import index_text, normalize
+
+    folded = normalize(text)
+    assert index_text(folded) == _tokens_run_by_run(folded)
