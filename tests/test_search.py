@@ -368,6 +368,45 @@ def test_deleted_publications_leave_no_hit_and_reused_ids_no_stale_match(
     assert run(index, "strait").total == 1
 
 
+def test_all_versions_counts_each_article_once_wherever_its_versions_hold_it(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    """Latest only, older only, both: each article is one hit, ranked by its newest
+    version that holds the query (on MariaDB: the latest counted in Groonga, the older
+    ones added)."""
+    archive, index, _ = searched
+    news, farm = archive.sites.get("news"), archive.sites.get("farm")
+    assert news is not None and farm is not None
+    versions = {
+        31: (news.site_id, ["alpha beta", "alpha"]),
+        32: (farm.site_id, ["beta", "gamma", "delta"]),
+        33: (news.site_id, ["beta", "beta gamma"]),
+        34: (news.site_id, ["gamma"]),
+    }
+    ids = {}
+    for number, (site_id, texts) in versions.items():
+        for at, body in enumerate(texts):
+            published = NOW - (40 - number) * DAY
+            ids[number] = add(archive, index, site_id, number, "t", body, published, NOW + at)
+    back = {article_id: number for number, article_id in ids.items()}
+
+    def found(raw: str, **options: object) -> tuple[list[int], int]:
+        hits = run(index, raw, sort="date", **options)
+        return [back[h.article_id] for h in hits.hits], hits.total
+
+    assert found("beta") == ([33], 1)
+    assert found("beta", all_versions=True) == ([33, 32, 31], 3)
+    assert found("beta", all_versions=True, offset=1, limit=1) == ([32], 3)
+    assert found("beta", all_versions=True, site_ids=(farm.site_id,)) == ([32], 1)
+    assert found("gamma", all_versions=True) == ([34, 33, 32], 3)
+    assert found("beta -alpha", all_versions=True) == ([33, 32], 2)
+    assert found("delta", all_versions=True) == ([32], 1)
+    [hit] = run(index, "gamma", all_versions=True, site_ids=(farm.site_id,)).hits
+    assert hit.version == 2  # its newest version that holds it
+    ranked = run(index, "beta", all_versions=True).hits
+    assert {back[h.article_id] for h in ranked} == {31, 32, 33}
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [

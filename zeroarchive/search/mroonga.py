@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Text, bindparam, column, func, select, table, text
+from sqlalchemy import BigInteger, Integer, Text, bindparam, column, func, select, table, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, FromClause
 
@@ -40,6 +40,8 @@ CREATE = (
     " doc_id BIGINT NOT NULL PRIMARY KEY,"
     " body LONGTEXT NOT NULL COMMENT 'flags \"COLUMN_SCALAR|COMPRESS_ZLIB\"',"
     " date BIGINT NOT NULL,"
+    " article_id BIGINT NOT NULL,"
+    " version INT NOT NULL,"
     f" FULLTEXT INDEX ft_{TABLE} (body)"
     ' COMMENT \'tokenizer "TokenDelimit", normalizer "none"\''
     ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
@@ -50,10 +52,25 @@ FORGET = (
     "CREATE TRIGGER IF NOT EXISTS search_doc_forget AFTER DELETE ON search_doc"
     f" FOR EACH ROW DELETE FROM {TABLE} WHERE doc_id = OLD.doc_id"
 )
-_fts = table(TABLE, column("doc_id"), column("body", Text), column("date", BigInteger))
+_fts = table(
+    TABLE,
+    column("doc_id"),
+    column("body", Text),
+    column("date", BigInteger),
+    column("article_id", BigInteger),
+    column("version", Integer),
+)
 #: Tokens after a document's own (a separator apart) that let a search filter inside the
-#: index: its parser version, its site, and whether it is its article's latest version.
-PARSER_TOKEN, SITE_TOKEN, LATEST_TOKEN = "\ue010", "\ue011", "\ue012"
+#: index: its parser version, its site, whether it is its article's latest version, and its
+#: article (to ask which of some articles' latest versions hold a query).
+PARSER_TOKEN, SITE_TOKEN, LATEST_TOKEN, ARTICLE_TOKEN = "\ue010", "\ue011", "\ue012", "\ue013"
+#: Groonga adds 1 to a document's score for each query term it holds: a filter token too.
+FILTER_SCORE = 1
+#: An --all-versions search reads the older versions that hold the query (about 30 us a
+#: row); past this many it is left to SQL.
+MAX_OLDER = 20_000
+#: Articles asked about in one query (each an OR'ed token).
+ARTICLES_PER_QUERY = 1_000
 #: Databases whose table is known to be there (each search asks; SHOW ENGINES is not free).
 _READY: set[str] = set()
 
@@ -70,7 +87,10 @@ def create_table(conn: Connection) -> str | None:
 
 def mroonga_document(doc: Doc, latest: bool) -> str:
     """The document's tokens, and its filter tokens."""
-    marks = f"{PARSER_TOKEN}{doc.parser_version} {SITE_TOKEN}{doc.site_id}"
+    marks = (
+        f"{PARSER_TOKEN}{doc.parser_version} {SITE_TOKEN}{doc.site_id}"
+        f" {ARTICLE_TOKEN}{doc.article_id}"
+    )
     if latest:
         marks += " " + LATEST_TOKEN
     return f"{index_document(doc.title, doc.text)} {SEPARATOR} {marks}"
@@ -137,7 +157,13 @@ class MroongaIndex(SharedSearch):
         conn.execute(
             _fts.insert(),
             [
-                {"doc_id": doc_id, "body": mroonga_document(d, latest), "date": d.date}
+                {
+                    "doc_id": doc_id,
+                    "body": mroonga_document(d, latest),
+                    "date": d.date,
+                    "article_id": d.article_id,
+                    "version": d.version,
+                }
                 for doc_id, d, latest in docs
             ],
         )
@@ -164,44 +190,98 @@ class MroongaIndex(SharedSearch):
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int] | None:
-        """The latest versions, of some sites or all, without dates: filtered inside the
-        index (its filter tokens), so Groonga counts (Mroonga's count skip) and ranks
-        (its ORDER BY ... LIMIT) without MariaDB reading a row of the table."""
-        if request.all_versions or request.since is not None or request.until is not None:
+        """Of some sites or all, without dates: filtered inside the index (its filter
+        tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY ...
+        LIMIT) the latest versions without MariaDB reading a row of the table. With
+        --all-versions, the articles that hold the query in older versions only are added
+        (``_only_older``)."""
+        if request.since is not None or request.until is not None:
             return None
-        filters = [_quoted(PARSER_TOKEN + request.parser_version), _quoted(LATEST_TOKEN)]
+        filters = [_quoted(PARSER_TOKEN + request.parser_version)]
         if request.site_ids:
             sites = " OR ".join(_quoted(f"{SITE_TOKEN}{s}") for s in request.site_ids)
             filters.append(f"({sites})")
-        against = _fts.c.body.match(mroonga_query(engine_plan, filters))
-        total = int(
-            conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one()
-        )
+        latest = _fts.c.body.match(mroonga_query(engine_plan, [*filters, _quoted(LATEST_TOKEN)]))
+        older: list[tuple[float, int, int]] = []
+        if request.all_versions:
+            found = self._only_older(conn, engine_plan, filters)
+            if found is None:
+                return None
+            older = found
+        total = _count(conn, latest) + len(older)
         if total == 0:
             return [], 0
         order = [_fts.c.date.desc(), _fts.c.doc_id.desc()]
         if request.sort == "relevance":
-            order.insert(0, against.desc())
-        page = conn.execute(
-            select(_fts.c.doc_id, against.label("score"))
-            .where(against)
+            order.insert(0, latest.desc())
+        # Beside older hits, the first offset + limit latest ones, to rank them together.
+        rows = conn.execute(
+            select(_fts.c.doc_id, latest.label("score"), _fts.c.date)
+            .where(latest)
             .order_by(*order)
-            .offset(request.offset)
-            .limit(request.limit)
+            .offset(0 if older else request.offset)
+            .limit(request.offset + request.limit if older else request.limit)
         ).all()
+        ranked = [(float(row.score), row.date, row.doc_id) for row in rows]
+        if older:
+            ranked = sorted(
+                ranked + older,
+                key=(lambda r: (-r[0], -r[1], -r[2]))
+                if request.sort == "relevance"
+                else (lambda r: (-r[1], -r[2])),
+            )[request.offset : request.offset + request.limit]
         publications = dict(
             conn.execute(
                 select(search_doc.c.doc_id, search_doc.c.publication_id).where(
-                    search_doc.c.doc_id.in_([row.doc_id for row in page])
+                    search_doc.c.doc_id.in_([doc_id for _, _, doc_id in ranked])
                 )
             ).all()
         )
-        found = [
-            Found(publications[row.doc_id], round(float(row.score), 6))
-            for row in page
-            if row.doc_id in publications
+        found_page = [
+            Found(publications[doc_id], round(score, 6))
+            for score, _, doc_id in ranked
+            if doc_id in publications
         ]
-        return found, total
+        return found_page, total
+
+    def _only_older(
+        self, conn: Connection, engine_plan: Plan, filters: list[str]
+    ) -> list[tuple[float, int, int]] | None:
+        """(score, date, document id) of each article whose latest version does not hold
+        the query but an older one does: its newest such version. The older versions that
+        hold it are read (a tenth of the hits in bench/search.py; None, for SQL, past
+        ``MAX_OLDER``), and their articles' latest versions asked about by article token.
+        Scores as a latest version's: one filter token more."""
+        older = _fts.c.body.match(
+            mroonga_query(engine_plan, [*filters, "-" + _quoted(LATEST_TOKEN)])
+        )
+        if _count(conn, older) > MAX_OLDER:
+            return None
+        rows: dict[int, tuple[float, int]] = {}
+        newest: dict[int, tuple[int, int]] = {}  # article: (version, document)
+        for row in conn.execute(
+            select(
+                _fts.c.doc_id, older.label("score"), _fts.c.date, _fts.c.article_id, _fts.c.version
+            ).where(older)
+        ):
+            rows[row.doc_id] = (float(row.score) + FILTER_SCORE, row.date)
+            if row.article_id not in newest or row.version > newest[row.article_id][0]:
+                newest[row.article_id] = (row.version, row.doc_id)
+        articles = sorted(newest)
+        held: set[int] = set()
+        for start in range(0, len(articles), ARTICLES_PER_QUERY):
+            tokens = " OR ".join(
+                _quoted(f"{ARTICLE_TOKEN}{a}") for a in articles[start : start + ARTICLES_PER_QUERY]
+            )
+            latest = _fts.c.body.match(
+                mroonga_query(engine_plan, [*filters, _quoted(LATEST_TOKEN), f"({tokens})"])
+            )
+            held.update(conn.execute(select(_fts.c.article_id).where(latest)).scalars())
+        return [
+            (*rows[doc_id], doc_id)
+            for article_id, (_, doc_id) in newest.items()
+            if article_id not in held
+        ]
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
         conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))
@@ -224,3 +304,8 @@ class MroongaIndex(SharedSearch):
         if scored:
             columns.append(against.label("score"))
         return select(*columns).select_from(_fts).where(against).subquery("matched")
+
+
+def _count(conn: Connection, against: ColumnElement[Any]) -> int:
+    """How many documents a match finds (Mroonga's count skip: no row read)."""
+    return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
