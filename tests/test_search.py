@@ -382,6 +382,7 @@ def test_all_versions_counts_each_article_once_wherever_its_versions_hold_it(
         32: (farm.site_id, ["beta", "gamma", "delta"]),
         33: (news.site_id, ["beta", "beta gamma"]),
         34: (news.site_id, ["gamma"]),
+        35: (news.site_id, ["鯨港 藥劑 covid", "雁城 藥劑", "鯨鄉"]),
     }
     ids = {}
     for number, (site_id, texts) in versions.items():
@@ -401,6 +402,14 @@ def test_all_versions_counts_each_article_once_wherever_its_versions_hold_it(
     assert found("gamma", all_versions=True) == ([34, 33, 32], 3)
     assert found("beta -alpha", all_versions=True) == ([33, 32], 2)
     assert found("delta", all_versions=True) == ([32], 1)
+    # A lone CJK character (a prefix in Groonga) and exclusions, held by older versions.
+    assert found("鯨 -covid", all_versions=True) == ([35], 1)
+    assert found("鯨 -covid") == ([35], 1)
+    assert found("藥劑 -鯨") == ([], 0)
+    assert found("藥劑 -鯨", all_versions=True) == ([35], 1)
+    assert found("港 藥劑", all_versions=True) == ([35], 1)
+    [hit] = run(index, "藥劑 -鯨", all_versions=True).hits
+    assert hit.version == 2
     [hit] = run(index, "gamma", all_versions=True, site_ids=(farm.site_id,)).hits
     assert hit.version == 2  # its newest version that holds it
     ranked = run(index, "beta", all_versions=True).hits

@@ -133,6 +133,19 @@ def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
     return "*D+ " + " ".join(parts)
 
 
+def mroonga_query_unless(engine_plan: Plan, filters: Sequence[str], anchor: str) -> str:
+    """The boolean-mode query for the documents of ``filters`` that do not hold the plan;
+    inside the negated group, ``anchor`` (a filter every document holds) comes first, as a
+    group may not open with an exclusion.
+
+    >>> from zeroarchive.search.plan import plan
+    >>> from zeroarchive.search.query import parse_query
+    >>> mroonga_query_unless(plan(parse_query("台 -covid")), ['"L"'], '"P"')
+    '*D+ "L" -("P" -(("covid")) ((台*)))'
+    """
+    return f"*D+ {' '.join(filters)} -({mroonga_query(engine_plan, [anchor])[4:]})"
+
+
 class MroongaIndex(SharedSearch):
     name = "mariadb-mroonga"
 
@@ -250,8 +263,8 @@ class MroongaIndex(SharedSearch):
         """(score, date, document id) of each article whose latest version does not hold
         the query but an older one does: its newest such version. The older versions that
         hold it are read (a tenth of the hits in bench/search.py; None, for SQL, past
-        ``MAX_OLDER``), and their articles' latest versions asked about by article token.
-        Scores as a latest version's: one filter token more."""
+        ``MAX_OLDER``), then those of their articles' latest versions that do not hold it
+        (by article token). Scores as a latest version's: one filter token more."""
         older = _fts.c.body.match(
             mroonga_query(engine_plan, [*filters, "-" + _quoted(LATEST_TOKEN)])
         )
@@ -268,20 +281,22 @@ class MroongaIndex(SharedSearch):
             if row.article_id not in newest or row.version > newest[row.article_id][0]:
                 newest[row.article_id] = (row.version, row.doc_id)
         articles = sorted(newest)
-        held: set[int] = set()
+        found: list[tuple[float, int, int]] = []
         for start in range(0, len(articles), ARTICLES_PER_QUERY):
             tokens = " OR ".join(
                 _quoted(f"{ARTICLE_TOKEN}{a}") for a in articles[start : start + ARTICLES_PER_QUERY]
             )
-            latest = _fts.c.body.match(
-                mroonga_query(engine_plan, [*filters, _quoted(LATEST_TOKEN), f"({tokens})"])
+            latest_without = _fts.c.body.match(
+                mroonga_query_unless(
+                    engine_plan, [*filters, _quoted(LATEST_TOKEN), f"({tokens})"], filters[0]
+                )
             )
-            held.update(conn.execute(select(_fts.c.article_id).where(latest)).scalars())
-        return [
-            (*rows[doc_id], doc_id)
-            for article_id, (_, doc_id) in newest.items()
-            if article_id not in held
-        ]
+            for article_id in conn.execute(
+                select(_fts.c.article_id).where(latest_without)
+            ).scalars():
+                _, doc_id = newest[article_id]
+                found.append((*rows[doc_id], doc_id))
+        return found
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
         conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))
