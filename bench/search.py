@@ -240,14 +240,19 @@ def index_size(url: str, engine: object) -> int:
             return int((pages - free) * size)
         # InnoDB's sizes in information_schema are estimates until analysed.
         conn.execute(text("ANALYZE TABLE search_doc"))
-        row = conn.execute(
+        innodb = conn.execute(
             text(
-                "SELECT SUM(data_length + index_length) FROM information_schema.tables"
-                " WHERE table_schema = DATABASE() AND table_name IN"
-                " ('publication_search', 'search_doc')"
+                "SELECT data_length + index_length FROM information_schema.tables"
+                " WHERE table_schema = DATABASE() AND table_name = 'search_doc'"
             )
         ).scalar_one()
-        return int(row or 0)
+        # Mroonga's data_length leaves out the full-text index's files (index_length is 0):
+        # the database's Groonga files on disk, when the server is on this machine.
+        datadir, name = conn.execute(text("SELECT @@datadir, DATABASE()")).one()
+        files = list(Path(datadir).glob(f"{name}.mrn*"))
+        if not files:
+            raise SystemExit(f"cannot read {datadir}: run the bench on the server's machine")
+        return int(innodb or 0) + sum(path.stat().st_blocks * 512 for path in files)
 
 
 def measure_index(url: str, total: int) -> dict[str, float]:

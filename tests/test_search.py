@@ -631,3 +631,18 @@ def test_index_text_cuts_the_runs_as_one_run_at_a_time_would(text: str) -> None:
 
     folded = normalize(text)
     assert index_text(folded) == _tokens_run_by_run(folded)
+
+
+def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: str) -> None:
+    """reindex ends by rebuilding Groonga's index (keys disabled, then enabled): stopped
+    between the two, the next process to open the index enables it again."""
+    from sqlalchemy import text
+
+    import zeroarchive.search.mroonga as mroonga
+
+    archive, index, articles = make_archive(mariadb_url)
+    with archive.engine.begin() as conn:
+        conn.execute(text(f"ALTER TABLE {mroonga.TABLE} DISABLE KEYS"))
+    mroonga._READY.clear()
+    assert index.available() is None
+    assert numbers(run(index, "疫苗"), articles) == [2, 3]

@@ -157,6 +157,9 @@ class SearchIndex(Protocol):
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
         """Forget the index (of one site's publications)."""
 
+    def compact(self) -> None:
+        """After a rebuild: make the index as small as it can be."""
+
     def matched(self, plan: Plan, scored: bool) -> FromClause:
         """A selectable of ``doc_id`` (and ``score``, higher better, when ``scored``): the
         documents the plan's engine expression finds."""
@@ -200,6 +203,9 @@ class SharedSearch:
 
     def _prepare(self, conn: Connection) -> None:
         """Set up a connection before it searches (nothing, unless an engine needs it)."""
+
+    def compact(self) -> None:
+        """Nothing, unless an engine's index grows loose as it is updated."""
 
     def index_version(self, conn: Connection, added: AddedVersion) -> None:
         self.index_publications(
