@@ -352,7 +352,7 @@ def parse_overhead(url_for: callable, copies: int) -> dict[str, float]:  # type:
 
 
 def fresh_mariadb() -> str:
-    name = f"zeroarchive_bench_{secrets.token_hex(4)}"
+    name = f"zeroarchive_bench_search_{secrets.token_hex(4)}"
     admin = create_engine(f"{MARIADB}/test")
     with admin.connect() as conn:
         conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
