@@ -646,3 +646,30 @@ def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: 
     mroonga._READY.clear()
     assert index.available() is None
     assert numbers(run(index, "疫苗"), articles) == [2, 3]
+
+
+def test_a_version_rolled_back_after_indexing_leaves_no_trace_in_the_index(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    """Mroonga's writes are not transactional: a parse transaction rolled back after the
+    index hook (a later hook failing, say) puts the documents it wrote back as they were."""
+    archive, index, articles = searched
+    news = archive.sites.get("news")
+    assert news is not None
+    url = f"https://site{news.site_id}.example/a/2"
+    parsed = Parsed(canonical_url=url, title="全新標題", text="全新內容。", published_at=NOW)
+    info = ArticleInfo(articles[2], news.site_id, "news", url)
+
+    def fails(conn: object, added: object) -> None:
+        raise RuntimeError("a later hook fails")
+
+    store = PublicationStore(archive.engine, PARSER_VERSION)
+    with pytest.raises(RuntimeError):
+        store.add_version(
+            info, NOW + 50, parsed, parsed.digest(), NOW + 50, (index_hook(index), fails)
+        )
+    for all_versions in (False, True):
+        nothing = run(index, "全新內容", all_versions=all_versions)
+        assert (nothing.total, nothing.hits) == (0, ())
+        # The version before is still its article's latest (its mark rewritten back).
+        assert numbers(run(index, "bnt", all_versions=all_versions), articles) == [2]

@@ -11,11 +11,25 @@ escalation (Groonga's fallback to looser matching when nothing matches exactly) 
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, Text, bindparam, column, func, select, table, text
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    Text,
+    bindparam,
+    column,
+    event,
+    func,
+    select,
+    table,
+    text,
+)
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, FromClause
 
 from zeroarchive.search.index import (
@@ -71,6 +85,12 @@ FILTER_SCORE = 1
 MAX_OLDER = 20_000
 #: Articles asked about in one query (each an OR'ed token).
 ARTICLES_PER_QUERY = 1_000
+#: In a connection's ``info``: the documents its transaction wrote to Mroonga, whose
+#: writes are not undone by a rollback (Groonga has no transactions).
+TOUCHED = "zeroarchive.search.mroonga.touched"
+#: Engines whose commits and rollbacks are watched for them.
+_WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
+logger = logging.getLogger(__name__)
 #: Databases whose table is known to be there (each search asks; SHOW ENGINES is not free).
 _READY: set[str] = set()
 
@@ -158,6 +178,10 @@ class MroongaIndex(SharedSearch):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        if engine not in _WATCHED:
+            _WATCHED.add(engine)
+            event.listen(engine, "commit", _committed)
+            event.listen(engine, "rollback", _rolled_back)
 
     def available(self) -> str | None:
         key = str(self.engine.url)
@@ -176,6 +200,7 @@ class MroongaIndex(SharedSearch):
         conn.execute(text("SET SESSION mroonga_match_escalation_threshold = -1"))
 
     def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc, bool]]) -> None:
+        _touch(conn, [doc_id for doc_id, _, _ in docs])
         conn.execute(
             _fts.insert(),
             [
@@ -191,6 +216,7 @@ class MroongaIndex(SharedSearch):
         )
 
     def _relabel(self, conn: Connection, doc_ids: set[int]) -> None:
+        _touch(conn, doc_ids)
         marks = conn.execute(
             select(search_doc.c.publication_id, search_doc.c.doc_id, search_doc.c.latest).where(
                 search_doc.c.doc_id.in_(sorted(doc_ids))
@@ -315,6 +341,7 @@ class MroongaIndex(SharedSearch):
             conn.execute(text(f"ALTER TABLE {TABLE} ENABLE KEYS"))
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+        _touch(conn, [doc_id for doc_id, _ in docs])
         conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))
 
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
@@ -325,6 +352,7 @@ class MroongaIndex(SharedSearch):
         docs = [doc for doc, _ in site_doc_ids(conn, site_id)]
         for start in range(0, len(docs), 1000):
             chunk = docs[start : start + 1000]
+            _touch(conn, chunk)
             conn.execute(_fts.delete().where(_fts.c.doc_id.in_(chunk)))
             conn.execute(search_doc.delete().where(search_doc.c.doc_id.in_(chunk)))
 
@@ -340,3 +368,53 @@ class MroongaIndex(SharedSearch):
 def _count(conn: Connection, against: ColumnElement[Any]) -> int:
     """How many documents a match finds (Mroonga's count skip: no row read)."""
     return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
+
+
+def _touch(conn: Connection, doc_ids: Sequence[int] | set[int]) -> None:
+    conn.info.setdefault(TOUCHED, set()).update(doc_ids)
+
+
+def _committed(conn: Connection) -> None:
+    conn.info.pop(TOUCHED, None)
+
+
+def _rolled_back(conn: Connection) -> None:
+    """Before a rollback: put the documents the transaction wrote back as the database
+    will be after it — on another connection, which sees what was committed."""
+    touched = conn.info.pop(TOUCHED, None)
+    if not touched:
+        return
+    try:
+        with conn.engine.begin() as other:
+            resync(other, sorted(touched))
+    except SQLAlchemyError as exc:
+        logger.warning("Search index not put back after a rollback (%s): run scrapy reindex", exc)
+
+
+def resync(conn: Connection, doc_ids: list[int]) -> None:
+    """Make these documents in Mroonga what ``search_doc`` and the publications say: gone
+    without a ``search_doc`` row, else written anew with its latest mark."""
+    doc = search_doc.c
+    for start in range(0, len(doc_ids), 1000):
+        chunk = doc_ids[start : start + 1000]
+        marks = {
+            row.publication_id: (row.doc_id, row.latest)
+            for row in conn.execute(
+                select(doc.publication_id, doc.doc_id, doc.latest).where(doc.doc_id.in_(chunk))
+            )
+        }
+        conn.execute(_fts.delete().where(_fts.c.doc_id.in_(chunk)))
+        if not marks:
+            continue
+        rows = [
+            {
+                "doc_id": marks[d.publication_id][0],
+                "body": mroonga_document(d, marks[d.publication_id][1]),
+                "date": d.date,
+                "article_id": d.article_id,
+                "version": d.version,
+            }
+            for d in read_docs(conn, publication.c.publication_id.in_(list(marks)))
+        ]
+        if rows:
+            conn.execute(_fts.insert(), rows)
