@@ -1,8 +1,10 @@
 """Search on MariaDB: each Mroonga document also names its article (a token, and columns
 with its article and version), so an --all-versions search counts in Groonga the articles
-whose older versions alone hold a query (search/mroonga.py). The documents indexed before
-lack them: the MariaDB index is made anew, empty, and `scrapy reindex` fills it (a warning
-says so when there are publications). SQLite's index is unchanged.
+whose older versions alone hold a query, and older versions carry a mark in place of the
+latest ones (cheaper to exclude than the most to intersect with; search/mroonga.py). The
+documents indexed before are not so: the MariaDB index is made anew, empty, and `scrapy
+reindex` fills it (a warning says so when there are publications). SQLite's index is
+unchanged.
 
 Revision ID: 0021
 Revises: 0020
