@@ -6,7 +6,7 @@
    edited version, over 20 sites — once in a SQLite file, once in a MariaDB database.
 2. Indexes them with ``scrapy reindex``'s code (publications/s, and per CPU second) and
    measures the index's size against the text it covers (SQLite: pages added; MariaDB:
-   the Mroonga table's files as the server reports them).
+   the database's Groonga files on disk, so the bench runs on the server's machine).
 3. Runs each kind of query (a 2-character CJK word, a 4-character CJK string, an English
    word, two words ANDed, a phrase; each also with --all-versions and with --site) over
    several words of that kind picked from the corpus, first 20 hits with their total, and
