@@ -6,7 +6,7 @@
    edited version, over 20 sites — once in a SQLite file, once in a MariaDB database.
 2. Indexes them with ``scrapy reindex``'s code (publications/s, and per CPU second) and
    measures the index's size against the text it covers (SQLite: pages added; MariaDB:
-   the Mroonga table's files as the server reports them).
+   the database's Groonga files on disk, so the bench runs on the server's machine).
 3. Runs each kind of query (a 2-character CJK word, a 4-character CJK string, an English
    word, two words ANDed, a phrase; each also with --all-versions and with --site) over
    several words of that kind picked from the corpus, first 20 hits with their total, and
@@ -240,14 +240,19 @@ def index_size(url: str, engine: object) -> int:
             return int((pages - free) * size)
         # InnoDB's sizes in information_schema are estimates until analysed.
         conn.execute(text("ANALYZE TABLE search_doc"))
-        row = conn.execute(
+        innodb = conn.execute(
             text(
-                "SELECT SUM(data_length + index_length) FROM information_schema.tables"
-                " WHERE table_schema = DATABASE() AND table_name IN"
-                " ('publication_search', 'search_doc')"
+                "SELECT data_length + index_length FROM information_schema.tables"
+                " WHERE table_schema = DATABASE() AND table_name = 'search_doc'"
             )
         ).scalar_one()
-        return int(row or 0)
+        # Mroonga's data_length leaves out the full-text index's files (index_length is 0):
+        # the database's Groonga files on disk, when the server is on this machine.
+        datadir, name = conn.execute(text("SELECT @@datadir, DATABASE()")).one()
+        files = list(Path(datadir).glob(f"{name}.mrn*"))
+        if not files:
+            raise SystemExit(f"cannot read {datadir}: run the bench on the server's machine")
+        return int(innodb or 0) + sum(path.stat().st_blocks * 512 for path in files)
 
 
 def measure_index(url: str, total: int) -> dict[str, float]:
@@ -347,7 +352,7 @@ def parse_overhead(url_for: callable, copies: int) -> dict[str, float]:  # type:
 
 
 def fresh_mariadb() -> str:
-    name = f"zeroarchive_bench_{secrets.token_hex(4)}"
+    name = f"zeroarchive_bench_search_{secrets.token_hex(4)}"
     admin = create_engine(f"{MARIADB}/test")
     with admin.connect() as conn:
         conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))

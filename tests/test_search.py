@@ -369,6 +369,54 @@ def test_deleted_publications_leave_no_hit_and_reused_ids_no_stale_match(
     assert run(index, "strait").total == 1
 
 
+def test_all_versions_counts_each_article_once_wherever_its_versions_hold_it(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    """Latest only, older only, both: each article is one hit, ranked by its newest
+    version that holds the query (on MariaDB: the latest counted in Groonga, the older
+    ones added)."""
+    archive, index, _ = searched
+    news, farm = archive.sites.get("news"), archive.sites.get("farm")
+    assert news is not None and farm is not None
+    versions = {
+        31: (news.site_id, ["alpha beta", "alpha"]),
+        32: (farm.site_id, ["beta", "gamma", "delta"]),
+        33: (news.site_id, ["beta", "beta gamma"]),
+        34: (news.site_id, ["gamma"]),
+        35: (news.site_id, ["鯨港 藥劑 covid", "雁城 藥劑", "鯨鄉"]),
+    }
+    ids = {}
+    for number, (site_id, texts) in versions.items():
+        for at, body in enumerate(texts):
+            published = NOW - (40 - number) * DAY
+            ids[number] = add(archive, index, site_id, number, "t", body, published, NOW + at)
+    back = {article_id: number for number, article_id in ids.items()}
+
+    def found(raw: str, **options: object) -> tuple[list[int], int]:
+        hits = run(index, raw, sort="date", **options)
+        return [back[h.article_id] for h in hits.hits], hits.total
+
+    assert found("beta") == ([33], 1)
+    assert found("beta", all_versions=True) == ([33, 32, 31], 3)
+    assert found("beta", all_versions=True, offset=1, limit=1) == ([32], 3)
+    assert found("beta", all_versions=True, site_ids=(farm.site_id,)) == ([32], 1)
+    assert found("gamma", all_versions=True) == ([34, 33, 32], 3)
+    assert found("beta -alpha", all_versions=True) == ([33, 32], 2)
+    assert found("delta", all_versions=True) == ([32], 1)
+    # A lone CJK character (a prefix in Groonga) and exclusions, held by older versions.
+    assert found("鯨 -covid", all_versions=True) == ([35], 1)
+    assert found("鯨 -covid") == ([35], 1)
+    assert found("藥劑 -鯨") == ([], 0)
+    assert found("藥劑 -鯨", all_versions=True) == ([35], 1)
+    assert found("港 藥劑", all_versions=True) == ([35], 1)
+    [hit] = run(index, "藥劑 -鯨", all_versions=True).hits
+    assert hit.version == 2
+    [hit] = run(index, "gamma", all_versions=True, site_ids=(farm.site_id,)).hits
+    assert hit.version == 2  # its newest version that holds it
+    ranked = run(index, "beta", all_versions=True).hits
+    assert {back[h.article_id] for h in ranked} == {31, 32, 33}
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
@@ -546,3 +594,83 @@ def test_the_fast_fold_is_nfkc_casefold(text: str) -> None:
 
     reference = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     assert normalize(text) == " ".join(reference.split())
+
+
+def _tokens_run_by_run(folded: str) -> str:
+    """``index_text`` as its docstring says it, one run at a time (the reference)."""
+    from zeroarchive.search.text import CJK_SPACE, MAX_TOKEN, RUN, SEPARATOR, is_cjk
+
+    parts: list[str] = []
+    previous = None
+    for found in RUN.finditer(folded):
+        run = found.group()
+        if previous is not None:
+            gap = folded[previous.end() : found.start()]
+            if gap and not gap.isspace():
+                parts.append(SEPARATOR)
+            elif gap and is_cjk(run) != is_cjk(previous.group()):
+                parts.append(CJK_SPACE)
+        if is_cjk(run):
+            parts.extend(run[i : i + 2] for i in range(len(run) - 1))
+            parts.append(run[-1])
+        else:
+            parts.append(run[:MAX_TOKEN])
+        previous = found
+    return " ".join(parts)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["a", "Ab", "_", "9", "台", "灣海", "ン", "한", " ", ",", "-", "é", "x" * 70]
+        )
+    ).map("".join)
+    | st.text(max_size=80)
+)
+def test_index_text_cuts_the_runs_as_one_run_at_a_time_would(text: str) -> None:
+    from zeroarchive.search.text import index_text, normalize
+
+    folded = normalize(text)
+    assert index_text(folded) == _tokens_run_by_run(folded)
+
+
+def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: str) -> None:
+    """reindex ends by rebuilding Groonga's index (keys disabled, then enabled): stopped
+    between the two, the next process to open the index enables it again."""
+    from sqlalchemy import text
+
+    import zeroarchive.search.mroonga as mroonga
+
+    archive, index, articles = make_archive(mariadb_url)
+    with archive.engine.begin() as conn:
+        conn.execute(text(f"ALTER TABLE {mroonga.TABLE} DISABLE KEYS"))
+    mroonga._READY.clear()
+    assert index.available() is None
+    assert numbers(run(index, "疫苗"), articles) == [2, 3]
+
+
+def test_a_version_rolled_back_after_indexing_leaves_no_trace_in_the_index(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    """Mroonga's writes are not transactional: a parse transaction rolled back after the
+    index hook (a later hook failing, say) puts the documents it wrote back as they were."""
+    archive, index, articles = searched
+    news = archive.sites.get("news")
+    assert news is not None
+    url = f"https://site{news.site_id}.example/a/2"
+    parsed = Parsed(canonical_url=url, title="全新標題", text="全新內容。", published_at=NOW)
+    info = ArticleInfo(articles[2], news.site_id, "news", url)
+
+    def fails(conn: object, added: object) -> None:
+        raise RuntimeError("a later hook fails")
+
+    store = PublicationStore(archive.engine, PARSER_VERSION)
+    with pytest.raises(RuntimeError):
+        store.add_version(
+            info, NOW + 50, parsed, parsed.digest(), NOW + 50, (index_hook(index), fails)
+        )
+    for all_versions in (False, True):
+        nothing = run(index, "全新內容", all_versions=all_versions)
+        assert (nothing.total, nothing.hits) == (0, ())
+        # The version before is still its article's latest (its mark rewritten back).
+        assert numbers(run(index, "bnt", all_versions=all_versions), articles) == [2]

@@ -157,6 +157,9 @@ class SearchIndex(Protocol):
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
         """Forget the index (of one site's publications)."""
 
+    def compact(self) -> None:
+        """After a rebuild: make the index as small as it can be."""
+
     def matched(self, plan: Plan, scored: bool) -> FromClause:
         """A selectable of ``doc_id`` (and ``score``, higher better, when ``scored``): the
         documents the plan's engine expression finds."""
@@ -200,6 +203,9 @@ class SharedSearch:
 
     def _prepare(self, conn: Connection) -> None:
         """Set up a connection before it searches (nothing, unless an engine needs it)."""
+
+    def compact(self) -> None:
+        """Nothing, unless an engine's index grows loose as it is updated."""
 
     def index_version(self, conn: Connection, added: AddedVersion) -> None:
         self.index_publications(
@@ -367,12 +373,12 @@ class SharedSearch:
                     .where(publication.c.publication_id.in_([f.publication_id for f in page]))
                 )
             }
+        spans = {}
+        if request.all_versions and rows:
+            spans = self._spans(conn, request, matcher, {row.article_id for row in rows.values()})
         hits = []
         for item in page:
             row = rows[item.publication_id]
-            versions = None
-            if request.all_versions:
-                versions = self._spans(conn, request, matcher, row.article_id)
             hits.append(
                 Hit(
                     publication_id=row.publication_id,
@@ -385,50 +391,61 @@ class SharedSearch:
                     published_at=row.published_at,
                     score=item.score,
                     snippet=matcher.snippet(row.title, row.publication_text),
-                    versions=versions,
+                    versions=spans.get(row.article_id) if request.all_versions else None,
                 )
             )
         return Hits(tuple(hits), total, capped)
 
     def _spans(
-        self, conn: Connection, request: SearchRequest, matcher: Matcher, article_id: int
-    ) -> tuple[Span, ...]:
-        """The spans during which the article's versions held the query, less the times it
-        was deleted (from a ``deleted`` event to the next ``restored`` one)."""
+        self, conn: Connection, request: SearchRequest, matcher: Matcher, article_ids: set[int]
+    ) -> dict[int, tuple[Span, ...]]:
+        """For each article, the spans during which its versions held the query, less the
+        times it was deleted (from a ``deleted`` event to the next ``restored`` one)."""
         pub = publication.c
         versions = conn.execute(
-            select(pub.first_seen_at, pub.title, pub.publication_text)
-            .where(pub.article_id == article_id, pub.parser_version == request.parser_version)
-            .order_by(pub.version)
+            select(pub.article_id, pub.first_seen_at, pub.title, pub.publication_text)
+            .where(
+                pub.article_id.in_(sorted(article_ids)),
+                pub.parser_version == request.parser_version,
+            )
+            .order_by(pub.article_id, pub.version)
         ).all()
-        spans: list[Span] = []
+        held: dict[int, list[Span]] = {article_id: [] for article_id in article_ids}
         start: int | None = None
-        for row in versions:
+        for number, row in enumerate(versions):
+            spans = held[row.article_id]
             holds = matcher.holds(normalize(row.title), normalize(row.publication_text))
             if holds and start is None:
                 start = row.first_seen_at
             elif not holds and start is not None:
                 spans.append(Span(start, row.first_seen_at))
                 start = None
-        if start is not None:
-            spans.append(Span(start, None))
-        return tuple(without_deletions(spans, deletions(conn, article_id)))
+            last = number + 1 == len(versions) or versions[number + 1].article_id != row.article_id
+            if last and start is not None:
+                spans.append(Span(start, None))
+                start = None
+        gone = deletions(conn, article_ids)
+        return {
+            article_id: tuple(without_deletions(spans, gone.get(article_id, [])))
+            for article_id, spans in held.items()
+        }
 
 
-def deletions(conn: Connection, article_id: int) -> list[tuple[int, int | None]]:
-    """When the article was deleted: from each ``deleted`` event's answer to the next
+def deletions(conn: Connection, article_ids: set[int]) -> dict[int, list[tuple[int, int | None]]]:
+    """When each article was deleted: from each ``deleted`` event's answer to the next
     ``restored`` one's (None: still deleted)."""
     event = article_event.c
-    found: list[tuple[int, int | None]] = []
-    for kind, at in conn.execute(
-        select(event.kind, event.after_snapshot_at)
-        .where(event.article_id == article_id, event.kind.in_(("deleted", "restored")))
-        .order_by(event.after_snapshot_at, event.event_id)
+    found: dict[int, list[tuple[int, int | None]]] = {}
+    for article_id, kind, at in conn.execute(
+        select(event.article_id, event.kind, event.after_snapshot_at)
+        .where(event.article_id.in_(sorted(article_ids)), event.kind.in_(("deleted", "restored")))
+        .order_by(event.article_id, event.after_snapshot_at, event.event_id)
     ):
-        if kind == "deleted" and (not found or found[-1][1] is not None):
-            found.append((at, None))
-        elif kind == "restored" and found and found[-1][1] is None:
-            found[-1] = (found[-1][0], at)
+        gone = found.setdefault(article_id, [])
+        if kind == "deleted" and (not gone or gone[-1][1] is not None):
+            gone.append((at, None))
+        elif kind == "restored" and gone and gone[-1][1] is None:
+            gone[-1] = (gone[-1][0], at)
     return found
 
 

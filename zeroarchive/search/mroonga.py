@@ -7,15 +7,32 @@ stores, and the plain text is in ``publication`` already); the index splits them
 (TokenDelimit, no normaliser: they are normalised). Queries run in boolean mode with
 ``*D+`` (terms ANDed), every phrase quoted, so nothing in a query is Groonga syntax; match
 escalation (Groonga's fallback to looser matching when nothing matches exactly) is off.
+Each document ends with filter tokens (parser version, site, article, older), so Groonga
+filters, counts and ranks a search without MariaDB reading its rows (about 30-60 us each,
+the compressed tokens with them); writes are put back when a transaction rolls back.
 """
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, Text, bindparam, column, func, select, table, text
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    Text,
+    bindparam,
+    column,
+    event,
+    func,
+    select,
+    table,
+    text,
+)
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, FromClause
 
 from zeroarchive.search.index import (
@@ -40,6 +57,8 @@ CREATE = (
     " doc_id BIGINT NOT NULL PRIMARY KEY,"
     " body LONGTEXT NOT NULL COMMENT 'flags \"COLUMN_SCALAR|COMPRESS_ZLIB\"',"
     " date BIGINT NOT NULL,"
+    " article_id BIGINT NOT NULL,"
+    " version INT NOT NULL,"
     f" FULLTEXT INDEX ft_{TABLE} (body)"
     ' COMMENT \'tokenizer "TokenDelimit", normalizer "none"\''
     ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
@@ -50,10 +69,33 @@ FORGET = (
     "CREATE TRIGGER IF NOT EXISTS search_doc_forget AFTER DELETE ON search_doc"
     f" FOR EACH ROW DELETE FROM {TABLE} WHERE doc_id = OLD.doc_id"
 )
-_fts = table(TABLE, column("doc_id"), column("body", Text), column("date", BigInteger))
+_fts = table(
+    TABLE,
+    column("doc_id"),
+    column("body", Text),
+    column("date", BigInteger),
+    column("article_id", BigInteger),
+    column("version", Integer),
+)
 #: Tokens after a document's own (a separator apart) that let a search filter inside the
-#: index: its parser version, its site, and whether it is its article's latest version.
-PARSER_TOKEN, SITE_TOKEN, LATEST_TOKEN = "\ue010", "\ue011", "\ue012"
+#: index: its parser version, its site, its article (to ask which of some articles' latest
+#: versions hold a query), and, unless it is its article's latest version, an "older" mark:
+#: the latest are found by excluding the few older ones (Groonga takes 4-5 ms per 100,000
+#: documents to intersect with a token most documents hold, far less to exclude a rare one).
+PARSER_TOKEN, SITE_TOKEN, OLDER_TOKEN, ARTICLE_TOKEN = "\ue010", "\ue011", "\ue014", "\ue013"
+#: Groonga adds 1 to a document's score for each query term it holds: a filter token too.
+FILTER_SCORE = 1
+#: An --all-versions search reads the older versions that hold the query (about 30 us a
+#: row); past this many it is left to SQL.
+MAX_OLDER = 20_000
+#: Articles asked about in one query (each an OR'ed token).
+ARTICLES_PER_QUERY = 1_000
+#: In a connection's ``info``: the documents its transaction wrote to Mroonga, whose
+#: writes are not undone by a rollback (Groonga has no transactions).
+TOUCHED = "zeroarchive.search.mroonga.touched"
+#: Engines whose commits and rollbacks are watched for them.
+_WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
+logger = logging.getLogger(__name__)
 #: Databases whose table is known to be there (each search asks; SHOW ENGINES is not free).
 _READY: set[str] = set()
 
@@ -68,11 +110,21 @@ def create_table(conn: Connection) -> str | None:
     return None
 
 
+def _enable_keys(conn: Connection) -> None:
+    """Enable the index if a compaction (``compact``) was stopped between its two steps."""
+    shown = conn.execute(text(f"SHOW INDEX FROM {TABLE}")).mappings().all()
+    if any("disabled" in (row.get("Comment") or "") for row in shown):
+        conn.execute(text(f"ALTER TABLE {TABLE} ENABLE KEYS"))
+
+
 def mroonga_document(doc: Doc, latest: bool) -> str:
     """The document's tokens, and its filter tokens."""
-    marks = f"{PARSER_TOKEN}{doc.parser_version} {SITE_TOKEN}{doc.site_id}"
-    if latest:
-        marks += " " + LATEST_TOKEN
+    marks = (
+        f"{PARSER_TOKEN}{doc.parser_version} {SITE_TOKEN}{doc.site_id}"
+        f" {ARTICLE_TOKEN}{doc.parser_version}/{doc.article_id}"
+    )
+    if not latest:
+        marks += " " + OLDER_TOKEN
     return f"{index_document(doc.title, doc.text)} {SEPARATOR} {marks}"
 
 
@@ -113,11 +165,28 @@ def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
     return "*D+ " + " ".join(parts)
 
 
+def mroonga_query_unless(engine_plan: Plan, filters: Sequence[str], anchor: str) -> str:
+    """The boolean-mode query for the documents of ``filters`` that do not hold the plan;
+    inside the negated group, ``anchor`` (a filter every such document holds) comes first,
+    as a group may not open with an exclusion.
+
+    >>> from zeroarchive.search.plan import plan
+    >>> from zeroarchive.search.query import parse_query
+    >>> mroonga_query_unless(plan(parse_query("台 -covid")), ['"L"'], '"P"')
+    '*D+ "L" -("P" -(("covid")) ((台*)))'
+    """
+    return f"*D+ {' '.join(filters)} -({mroonga_query(engine_plan, [anchor])[4:]})"
+
+
 class MroongaIndex(SharedSearch):
     name = "mariadb-mroonga"
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        if engine not in _WATCHED:
+            _WATCHED.add(engine)
+            event.listen(engine, "commit", _committed)
+            event.listen(engine, "rollback", _rolled_back)
 
     def available(self) -> str | None:
         key = str(self.engine.url)
@@ -125,6 +194,8 @@ class MroongaIndex(SharedSearch):
             return None
         with self.engine.begin() as conn:
             missing = create_table(conn)
+            if missing is None:
+                _enable_keys(conn)
         if missing is None:
             _READY.add(key)
         return missing
@@ -134,15 +205,23 @@ class MroongaIndex(SharedSearch):
         conn.execute(text("SET SESSION mroonga_match_escalation_threshold = -1"))
 
     def _add(self, conn: Connection, docs: Sequence[tuple[int, Doc, bool]]) -> None:
+        _touch(conn, [doc_id for doc_id, _, _ in docs])
         conn.execute(
             _fts.insert(),
             [
-                {"doc_id": doc_id, "body": mroonga_document(d, latest), "date": d.date}
+                {
+                    "doc_id": doc_id,
+                    "body": mroonga_document(d, latest),
+                    "date": d.date,
+                    "article_id": d.article_id,
+                    "version": d.version,
+                }
                 for doc_id, d, latest in docs
             ],
         )
 
     def _relabel(self, conn: Connection, doc_ids: set[int]) -> None:
+        _touch(conn, doc_ids)
         marks = conn.execute(
             select(search_doc.c.publication_id, search_doc.c.doc_id, search_doc.c.latest).where(
                 search_doc.c.doc_id.in_(sorted(doc_ids))
@@ -164,46 +243,112 @@ class MroongaIndex(SharedSearch):
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int] | None:
-        """The latest versions, of some sites or all, without dates: filtered inside the
-        index (its filter tokens), so Groonga counts (Mroonga's count skip) and ranks
-        (its ORDER BY ... LIMIT) without MariaDB reading a row of the table."""
-        if request.all_versions or request.since is not None or request.until is not None:
+        """Of some sites or all, without dates: filtered inside the index (its filter
+        tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY ...
+        LIMIT) the latest versions without MariaDB reading a row of the table. With
+        --all-versions, the articles that hold the query in older versions only are added
+        (``_only_older``)."""
+        if request.since is not None or request.until is not None:
             return None
-        filters = [_quoted(PARSER_TOKEN + request.parser_version), _quoted(LATEST_TOKEN)]
+        filters = [_quoted(PARSER_TOKEN + request.parser_version)]
         if request.site_ids:
             sites = " OR ".join(_quoted(f"{SITE_TOKEN}{s}") for s in request.site_ids)
             filters.append(f"({sites})")
-        against = _fts.c.body.match(mroonga_query(engine_plan, filters))
-        total = int(
-            conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one()
+        latest = _fts.c.body.match(
+            mroonga_query(engine_plan, [*filters, "-" + _quoted(OLDER_TOKEN)])
         )
+        older: list[tuple[float, int, int]] = []
+        if request.all_versions:
+            found = self._only_older(conn, engine_plan, filters, request.parser_version)
+            if found is None:
+                return None
+            older = found
+        total = _count(conn, latest) + len(older)
         if total == 0:
             return [], 0
         order = [_fts.c.date.desc(), _fts.c.doc_id.desc()]
         if request.sort == "relevance":
-            order.insert(0, against.desc())
-        page = conn.execute(
-            select(_fts.c.doc_id, against.label("score"))
-            .where(against)
+            order.insert(0, latest.desc())
+        # Beside older hits, the first offset + limit latest ones, to rank them together.
+        rows = conn.execute(
+            select(_fts.c.doc_id, latest.label("score"), _fts.c.date)
+            .where(latest)
             .order_by(*order)
-            .offset(request.offset)
-            .limit(request.limit)
+            .offset(0 if older else request.offset)
+            .limit(request.offset + request.limit if older else request.limit)
         ).all()
+        ranked = [(float(row.score), row.date, row.doc_id) for row in rows]
+        if older:
+            ranked = sorted(
+                ranked + older,
+                key=(lambda r: (-r[0], -r[1], -r[2]))
+                if request.sort == "relevance"
+                else (lambda r: (-r[1], -r[2])),
+            )[request.offset : request.offset + request.limit]
         publications = dict(
             conn.execute(
                 select(search_doc.c.doc_id, search_doc.c.publication_id).where(
-                    search_doc.c.doc_id.in_([row.doc_id for row in page])
+                    search_doc.c.doc_id.in_([doc_id for _, _, doc_id in ranked])
                 )
             ).all()
         )
-        found = [
-            Found(publications[row.doc_id], round(float(row.score), 6))
-            for row in page
-            if row.doc_id in publications
+        found_page = [
+            Found(publications[doc_id], round(score, 6))
+            for score, _, doc_id in ranked
+            if doc_id in publications
         ]
-        return found, total
+        return found_page, total
+
+    def _only_older(
+        self, conn: Connection, engine_plan: Plan, filters: list[str], parser_version: str
+    ) -> list[tuple[float, int, int]] | None:
+        """(score, date, document id) of each article whose latest version does not hold
+        the query but an older one does: its newest such version. The older versions that
+        hold it are read (a tenth of the hits in bench/search.py; None, for SQL, past
+        ``MAX_OLDER``), then those of their articles' latest versions that do not hold it
+        (by article token). Scores as a latest version's: one filter token less."""
+        older = _fts.c.body.match(mroonga_query(engine_plan, [*filters, _quoted(OLDER_TOKEN)]))
+        if _count(conn, older) > MAX_OLDER:
+            return None
+        rows: dict[int, tuple[float, int]] = {}
+        newest: dict[int, tuple[int, int]] = {}  # article: (version, document)
+        for row in conn.execute(
+            select(
+                _fts.c.doc_id, older.label("score"), _fts.c.date, _fts.c.article_id, _fts.c.version
+            ).where(older)
+        ):
+            rows[row.doc_id] = (float(row.score) - FILTER_SCORE, row.date)
+            if row.article_id not in newest or row.version > newest[row.article_id][0]:
+                newest[row.article_id] = (row.version, row.doc_id)
+        articles = sorted(newest)
+        found: list[tuple[float, int, int]] = []
+        for start in range(0, len(articles), ARTICLES_PER_QUERY):
+            chunk = articles[start : start + ARTICLES_PER_QUERY]
+            tokens = " OR ".join(_quoted(f"{ARTICLE_TOKEN}{parser_version}/{a}") for a in chunk)
+            # The article tokens first: Groonga intersects from the left, and the parser
+            # version's token (every document's) cost 6 ms per 100,000 documents after them,
+            # 150 ms before them; they name the parser version and the site already.
+            latest_without = _fts.c.body.match(
+                mroonga_query_unless(
+                    engine_plan, [f"({tokens})", "-" + _quoted(OLDER_TOKEN)], f"({tokens})"
+                )
+            )
+            for article_id in conn.execute(
+                select(_fts.c.article_id).where(latest_without)
+            ).scalars():
+                _, doc_id = newest[article_id]
+                found.append((*rows[doc_id], doc_id))
+        return found
+
+    def compact(self) -> None:
+        # Groonga's index, updated document by document, holds 2.3x the space it needs
+        # (bench/README.md); disabled and enabled again it is built anew in one pass.
+        with self.engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE {TABLE} DISABLE KEYS"))
+            conn.execute(text(f"ALTER TABLE {TABLE} ENABLE KEYS"))
 
     def _forget(self, conn: Connection, docs: Sequence[tuple[int, Doc]]) -> None:
+        _touch(conn, [doc_id for doc_id, _ in docs])
         conn.execute(_fts.delete().where(_fts.c.doc_id.in_([doc_id for doc_id, _ in docs])))
 
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
@@ -214,6 +359,7 @@ class MroongaIndex(SharedSearch):
         docs = [doc for doc, _ in site_doc_ids(conn, site_id)]
         for start in range(0, len(docs), 1000):
             chunk = docs[start : start + 1000]
+            _touch(conn, chunk)
             conn.execute(_fts.delete().where(_fts.c.doc_id.in_(chunk)))
             conn.execute(search_doc.delete().where(search_doc.c.doc_id.in_(chunk)))
 
@@ -224,3 +370,58 @@ class MroongaIndex(SharedSearch):
         if scored:
             columns.append(against.label("score"))
         return select(*columns).select_from(_fts).where(against).subquery("matched")
+
+
+def _count(conn: Connection, against: ColumnElement[Any]) -> int:
+    """How many documents a match finds (Mroonga's count skip: no row read)."""
+    return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
+
+
+def _touch(conn: Connection, doc_ids: Sequence[int] | set[int]) -> None:
+    conn.info.setdefault(TOUCHED, set()).update(doc_ids)
+
+
+def _committed(conn: Connection) -> None:
+    conn.info.pop(TOUCHED, None)
+
+
+def _rolled_back(conn: Connection) -> None:
+    """Before a rollback: put the documents the transaction wrote back as the database
+    will be after it — on another connection, which sees what was committed."""
+    touched = conn.info.pop(TOUCHED, None)
+    if not touched:
+        return
+    try:
+        with conn.engine.begin() as other:
+            resync(other, sorted(touched))
+    except SQLAlchemyError as exc:
+        logger.warning("Search index not put back after a rollback (%s): run scrapy reindex", exc)
+
+
+def resync(conn: Connection, doc_ids: list[int]) -> None:
+    """Make these documents in Mroonga what ``search_doc`` and the publications say: gone
+    without a ``search_doc`` row, else written anew with its mark (latest or older)."""
+    doc = search_doc.c
+    for start in range(0, len(doc_ids), 1000):
+        chunk = doc_ids[start : start + 1000]
+        marks = {
+            row.publication_id: (row.doc_id, row.latest)
+            for row in conn.execute(
+                select(doc.publication_id, doc.doc_id, doc.latest).where(doc.doc_id.in_(chunk))
+            )
+        }
+        conn.execute(_fts.delete().where(_fts.c.doc_id.in_(chunk)))
+        if not marks:
+            continue
+        rows = [
+            {
+                "doc_id": marks[d.publication_id][0],
+                "body": mroonga_document(d, marks[d.publication_id][1]),
+                "date": d.date,
+                "article_id": d.article_id,
+                "version": d.version,
+            }
+            for d in read_docs(conn, publication.c.publication_id.in_(list(marks)))
+        ]
+        if rows:
+            conn.execute(_fts.insert(), rows)

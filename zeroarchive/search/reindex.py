@@ -91,4 +91,6 @@ def reindex(
                 )
             done += len(docs)
             progress.advance(len(docs))
+    if done or resumed:
+        index.compact()
     return done, resumed
