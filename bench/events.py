@@ -8,7 +8,7 @@ detection per snapshot batch, and the watch's requests per day against its budge
    now). Then times ``watch_query`` (the choice of one site's due watch checks, longest
    waiting first, ``LIMIT`` the default budget of 1000) for ``--probes`` sites, and a full
    ``promote_watch`` (choose, make due, spend the budget) over every site.
-2. Times ``last_sizes`` and ``sort_answers`` (every deletion sign of
+2. Times ``last_snapshots`` and ``sort_answers`` (every deletion sign of
    zeroarchive/events/signs.py, soft-404 probe comparison included) against
    ``SnapshotStore.save`` on the same batch of 500 real pages (tests/fixtures/cjk-news),
    side by side in CPU seconds (on ``--db``), for first snapshots, noise-only changes,
@@ -28,6 +28,7 @@ import cProfile
 import gzip
 import os
 import pstats
+import shutil
 import statistics
 import sys
 import tempfile
@@ -43,7 +44,7 @@ from sqlalchemy.engine import Connection  # noqa: E402
 
 from zeroarchive.core.items import FetchedPage  # noqa: E402
 from zeroarchive.core.schedule import DAY, STOP  # noqa: E402
-from zeroarchive.events.answers import last_sizes, sort_answers  # noqa: E402
+from zeroarchive.events.answers import last_snapshots, sort_answers  # noqa: E402
 from zeroarchive.events.signs import Probe  # noqa: E402
 from zeroarchive.events.watch import promote_watch, watch_query  # noqa: E402
 from zeroarchive.sites.record import DEFAULT_WATCH  # noqa: E402
@@ -294,8 +295,8 @@ def detection(db: str, profile: bool = False) -> None:
             started = time.process_time()
             if profiler:
                 profiler.enable()
-            sizes = last_sizes(archive.engine, ids)
-            sorted_ = sort_answers(pages, [], {site_id: site}, {site_id: probe}, sizes)
+            last = last_snapshots(archive.engine, ids)
+            sorted_ = sort_answers(pages, [], {site_id: site}, {site_id: probe}, last.size, last.at)
             if profiler:
                 profiler.disable()
             detect = time.process_time() - started
@@ -349,7 +350,9 @@ def main() -> None:
     print(f"filling {args.articles:,} articles, {args.sites} sites ({args.db})")
     print(f"filled in {fill(url, args.sites, args.articles):.0f} s")
     choose(url, args.sites, args.probes)
-    if args.db == "mariadb":
+    if args.db == "sqlite":
+        shutil.rmtree(tmp)  # 2.4 GB at 10M articles
+    else:
         server = create_engine(MARIADB)
         with server.begin() as conn:
             conn.execute(text(f"DROP DATABASE {BENCH_DB}"))

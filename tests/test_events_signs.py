@@ -136,3 +136,72 @@ def test_live_facebook_pages_are_no_sign() -> None:
         "with a small group of people.</p></body></html>"
     ).encode()
     assert page_sign(page(unavailable, "FBPost"), SITE) == "platform:facebook-unavailable"
+
+
+# A news site's whole layout around a page: menus and sidebars of links, a footer.
+MENU = "".join(f"<li><a href='/c/{i}'>分類{i} 即時新聞 國際焦點</a></li>" for i in range(80))
+SIDEBAR = "".join(
+    f"<li><a href='/news/{i}'>熱門新聞第{i}則 市府回應爭議</a></li>" for i in range(60)
+)
+
+
+def laid_out(title: str, main: str, sidebar: str = SIDEBAR) -> bytes:
+    return (
+        f"<html><head><title>{title}</title><style>{'.x{color:red}' * 2000}</style></head>"
+        f"<body><header><h1 class='logo'><a href='/'>某新聞網</a></h1><nav><ul>{MENU}</ul>"
+        f"</nav></header><main>{main}</main><aside><ul>{sidebar}</ul></aside>"
+        "<footer>某新聞網 版權所有 地址：台北市 電話：02-1234-5678</footer></body></html>"
+    ).encode()
+
+
+def test_a_notice_page_in_the_sites_whole_layout_is_found_by_its_title_or_heading() -> None:
+    by_title = laid_out("找不到頁面 - 某新聞網", "<p>請回首頁或搜尋其他文章。</p>")
+    assert len(by_title) > 16 * 1024
+    assert page_sign(page(by_title), SITE) == "removed-notice"
+    heading = "<div class='box'><h1>抱歉，此文章已下架</h1><p>請回首頁。</p></div>"
+    by_heading = laid_out("某新聞網", heading).replace(b"<h1 class='logo'>", b"<div>")
+    by_heading = by_heading.replace(b"</a></h1><nav>", b"</a></div><nav>")
+    assert page_sign(page(by_heading), SITE) == "removed-notice"
+    # Its size moved from the article's by far more than noise: still found.
+    assert page_sign(page(by_title), SITE, None, len(by_title) * 3) == "removed-notice"
+
+
+def test_an_article_that_mentions_a_notice_phrase_is_no_notice() -> None:
+    story = "<h2>市府說明</h2>" + "<p>記者報導市府今天說明相關政策。</p>" * 120
+    # In a sidebar link of a 50 KB article.
+    mentions = SIDEBAR + "<li><a href='/news/x'>網友：找不到頁面怎麼辦</a></li>"
+    in_sidebar = laid_out("市府說明 - 某新聞網", story, mentions)
+    assert len(in_sidebar) > 40 * 1024
+    assert page_sign(page(in_sidebar), SITE) is None
+    # In its headline (a story about a takedown), with a short text under it.
+    headline = "<h1>網友截圖瘋傳「此文章已被刪除」 臉書今天回應了</h1><p>臉書表示會再了解。</p>"
+    about = laid_out("網友截圖瘋傳「此文章已被刪除」 臉書今天回應了 - 某新聞網", headline)
+    assert page_sign(page(about), SITE) is None
+    # A short page (no layout) whose article quotes the phrase at length.
+    short = ("<title>市府說明</title><p>" + "記者報導。" * 400 + "此文章已被刪除</p>").encode()
+    assert len(short) < 16 * 1024
+    assert page_sign(page(short), SITE) is None
+
+
+def test_a_bare_notice_is_found_wherever_its_words_are_and_a_long_pages_body_is_not_read() -> None:
+    bare = "<html><body><div class='msg'><a href='/'>此文章已被刪除，回首頁</a></div></body></html>"
+    assert page_sign(page(bare.encode()), SITE) == "removed-notice"
+    # A big page whose notice is neither its title nor its first heading: not looked at.
+    buried = laid_out("某新聞網", "<div class='msg'>此文章已被刪除</div>", "")
+    assert len(buried) > 16 * 1024
+    assert page_sign(page(buried), SITE) is None
+
+
+def test_an_unchanged_page_is_held_against_a_probe_taken_after_it_only() -> None:
+    notfound = b"<title>Oops</title><p>We looked for /news/1 and found nothing. Home</p>"
+    probe = Probe(
+        1, 10_000, "Oops", "Oops We looked for /zeroarchive-probe-1.html and found nothing"
+    )
+    size = len(notfound)
+    # Stored before the probe answered, or too close to it to have been held against it.
+    assert page_sign(page(notfound), SITE, probe, size, 9_000) == "soft-404"
+    assert page_sign(page(notfound), SITE, probe, size, 10_000 + 60) == "soft-404"
+    # Stored well after it: it was held against this probe then, and is not again.
+    assert page_sign(page(notfound), SITE, probe, size, 10_000 + 7200) is None
+    answers = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: size}, {1: 9_000})
+    assert [answer.evidence for answer in answers.gone] == ["soft-404"]
