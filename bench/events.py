@@ -210,6 +210,10 @@ def choose(url: str, sites: int, probes: int) -> None:
     times = []
     step = max(1, sites // probes)
     with engine.connect() as conn:
+        explain = "EXPLAIN QUERY PLAN" if conn.dialect.name == "sqlite" else "EXPLAIN"
+        query = watch_query(1, NOW, 1000).compile(conn, compile_kwargs={"literal_binds": True})
+        for row in conn.execute(text(f"{explain} {query}")):
+            print("  plan:", " | ".join(str(value) for value in row))
         for site_id in range(1, sites + 1, step):
             started = time.perf_counter()
             chosen = conn.execute(watch_query(site_id, NOW, 1000)).all()
