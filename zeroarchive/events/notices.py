@@ -60,7 +60,6 @@ MAX_NOTICE_TEXT = 1500
 #: words (a Latin word, or a CJK character, each one): "Oops!", "抱歉，您要找的".
 NOTICE_HEADING_WORDS = 6
 
-_LOWERED = tuple(phrase.lower() for phrase in REMOVAL_NOTICES)
 _PATTERN = re.compile("|".join(re.escape(p) for p in REMOVAL_NOTICES), re.IGNORECASE)
 # A title's parts: a site's name follows a separator ("找不到頁面 - 某新聞網").
 _TITLE_PARTS = re.compile(r"\s[-|:\u00b7\u2013\u2014\u00bb/]+\s|[\uff5c|_\u2013\u2014]")
@@ -135,8 +134,9 @@ def removal_notice(text: str) -> str | None:
 
 
 def might_be_notice(body: bytes, encoding: str) -> bool:
-    """Whether a page's bytes hold a removal notice's words at all: the cheap test before
-    its text is parsed. Searched as bytes in the page's own encoding (C fast search, four
+    """Whether a page's bytes hold a removal notice's words at all: the test before a short
+    page's text is parsed (``signs.SHORT_PAGE_BYTES``; a longer one is read in its title
+    and first heading only). Searched as bytes in the page's own encoding (C fast search, four
     times faster than over the decoded text).
 
     >>> might_be_notice("<h1>文章已下架</h1>".encode("cp950"), "cp950")
