@@ -9,10 +9,17 @@ import json
 import lzma
 from pathlib import Path
 
+from sqlalchemy import select
+
 from zeroarchive.core.items import FetchedPage
-from zeroarchive.events.answers import sort_answers
+from zeroarchive.core.schedule import DAY
+from zeroarchive.events.answers import last_snapshots, sort_answers
 from zeroarchive.events.signs import Probe, page_sign
-from zeroarchive.sites.record import Site, parse_config
+from zeroarchive.sites.record import Site, SiteSpec, parse_config
+from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.rotation import split_ahead
+from zeroarchive.storage.schema import article
+from zeroarchive.storage.snapshots import snapshot_date
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SITE = Site(1, "farm", "https://farm.example/", "news", parse_config({"article": "/news/"}, "f"))
@@ -205,3 +212,35 @@ def test_an_unchanged_page_is_held_against_a_probe_taken_after_it_only() -> None
     assert page_sign(page(notfound), SITE, probe, size, 10_000 + 7200) is None
     answers = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: size}, {1: 9_000})
     assert [answer.evidence for answer in answers.gone] == ["soft-404"]
+
+
+def test_last_snapshots_are_read_in_their_months_partition(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    jan_31 = 1_800_000_000 - 1_800_000_000 % DAY + 16 * DAY  # 2027-01-31, 00:00 UTC
+    assert snapshot_date(jan_31).isoformat() == "2027-01-31"
+    site_id, _ = archive.sites.upsert(SiteSpec("s", "https://s.example/", "news", {}), jan_31)
+    urls = [f"https://s.example/a/{i}" for i in range(4)]
+    archive.articles.add(site_id, "Article", urls, jan_31 - 40 * DAY)
+    with archive.engine.connect() as conn:
+        ids = {url: id_ for url, id_ in conn.execute(select(article.c.url, article.c.article_id))}
+    # On MariaDB each month its own partition, as rotation keeps them.
+    assert split_ahead(archive.engine, snapshot_date(jan_31 - 40 * DAY), 3) or (
+        db_url.startswith("sqlite")
+    )
+
+    def fetched(url: str, at: int, body: bytes) -> FetchedPage:
+        return FetchedPage(ids[url], site_id, "Article", at, 200, url, {}, "utf-8", body)
+
+    # The last second of a UTC day and of a month, the first of the next; an older snapshot
+    # of the same article in the month before; one article never fetched.
+    archive.snapshots.save([fetched(urls[0], jan_31 - 35 * DAY, b"<p>old</p>")])
+    pages = [
+        fetched(urls[0], jan_31 + DAY - 1, b"<p>last of January</p>"),
+        fetched(urls[1], jan_31 + DAY, b"<p>first of February!</p>"),
+        fetched(urls[2], jan_31 - 1, b"<p>the day before</p>"),
+    ]
+    archive.snapshots.save(pages)
+    last = last_snapshots(archive.engine, [*ids.values(), 999])
+    assert last.at == {page.article_id: page.fetched_at for page in pages}
+    assert last.size == {page.article_id: len(page.body) for page in pages}
+    assert last_snapshots(archive.engine, []) == last_snapshots(archive.engine, [999])

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.schedule import DAY
 from zeroarchive.events.signs import Probe, page_sign, status_sign
 from zeroarchive.events.store import GoneAnswer
 from zeroarchive.sites.record import Site
-from zeroarchive.storage.snapshots import snapshot_date
 
 NOT_MODIFIED = 304
 
@@ -35,42 +35,29 @@ class LastSnapshots:
 
 
 def last_snapshots(engine: Engine, article_ids: Iterable[int]) -> LastSnapshots:
-    """Each article's last snapshot time and size: one read per batch on SQLite; two on
-    MariaDB (the articles' last snapshot times, then those snapshots by article, time and
-    date, so that it looks only in the months' partitions that hold them).
+    """Each article's last snapshot time and size: one join per batch. On MariaDB the join
+    names the snapshot's partition date too (the UTC day of its time, as storage's
+    ``snapshot_date``), so that each lookup reads the one month's partition holding it:
+    500 key reads for 500 articles, not 500 per partition.
 
-    The ids are written into the statements: SQLAlchemy's expanding IN cost 500 articles
+    The ids are written into the statement: SQLAlchemy's expanding IN cost 500 articles
     1.7 ms on SQLite and 6.5 ms on MariaDB, three to four times the read itself."""
     ids = ",".join(str(int(article_id)) for article_id in sorted(set(article_ids)))
     if not ids:
         return LastSnapshots()
     with engine.connect() as conn:
-        if conn.dialect.name == "sqlite":
-            # No partitions: one join finds each last snapshot by its key.
-            rows = conn.exec_driver_sql(
-                "SELECT a.article_id, a.last_snapshot_at, s.raw_size FROM Article a"
-                " JOIN ArticleSnapshot s ON s.article_id = a.article_id"
-                f" AND s.snapshot_at = a.last_snapshot_at WHERE a.article_id IN ({ids})"
-            ).all()
-            return LastSnapshots({row[0]: row[1] for row in rows}, {row[0]: row[2] for row in rows})
-        last: dict[int, int] = dict(
-            conn.exec_driver_sql(
-                "SELECT article_id, last_snapshot_at FROM Article"
-                f" WHERE article_id IN ({ids}) AND last_snapshot_at > 0"
-            ).all()
+        month = (
+            ""
+            if conn.dialect.name == "sqlite"
+            else " AND s.snapshot_at_date"
+            f" = DATE('1970-01-01' + INTERVAL (a.last_snapshot_at DIV {DAY}) DAY)"
         )
-        if not last:
-            return LastSnapshots()
-        times = sorted(set(last.values()))
-        dates = ",".join(f"'{day}'" for day in sorted({snapshot_date(t) for t in times}))
         rows = conn.exec_driver_sql(
-            "SELECT article_id, snapshot_at, raw_size FROM ArticleSnapshot"
-            f" WHERE article_id IN ({','.join(map(str, sorted(last)))})"
-            f" AND snapshot_at IN ({','.join(map(str, times))}) AND snapshot_at_date IN ({dates})"
+            "SELECT a.article_id, a.last_snapshot_at, s.raw_size FROM Article a"
+            " JOIN ArticleSnapshot s ON s.article_id = a.article_id"
+            f" AND s.snapshot_at = a.last_snapshot_at{month} WHERE a.article_id IN ({ids})"
         ).all()
-        # The IN lists cross: keep each article's own last snapshot only.
-        size = {row[0]: row[2] for row in rows if last[row[0]] == row[1]}
-        return LastSnapshots({key: last[key] for key in size}, size)
+    return LastSnapshots({row[0]: row[1] for row in rows}, {row[0]: row[2] for row in rows})
 
 
 def sort_answers(
