@@ -40,8 +40,8 @@ def last_snapshots(engine: Engine, article_ids: Iterable[int]) -> LastSnapshots:
     ``snapshot_date``), so that each lookup reads the one month's partition holding it:
     500 key reads for 500 articles, not 500 per partition.
 
-    The ids are written into the statement: SQLAlchemy's expanding IN cost 500 articles
-    1.7 ms on SQLite and 6.5 ms on MariaDB, three to four times the read itself."""
+    The ids (integers) are written into the statement: through SQLAlchemy's expanding IN
+    the same read of 500 articles cost 1.7 ms of CPU against 0.7 on SQLite."""
     ids = ",".join(str(int(article_id)) for article_id in sorted(set(article_ids)))
     if not ids:
         return LastSnapshots()
