@@ -2,10 +2,10 @@
 
 Gone: a 404 or 410; a redirect to the site's front page or to a list page (a redirect to
 another article is a move, kept as one); a soft 404 (a 200 page like the site's answer to
-a made-up URL, ``SiteProbe``); a removal notice (``notices.page_notice``); a platform's own sign (a
-deleted PTT post, a deleted or hidden Dcard post, an unavailable Facebook post, a removed
-or private YouTube video). A 5xx, a timeout or a block page is never a sign: those are
-failures and back off as before.
+a made-up URL, ``SiteProbe``); a removal notice (``notices.page_notice``); a platform's
+own sign (a deleted PTT post, a deleted or hidden Dcard post, an unavailable Facebook
+post, a removed or private YouTube video). A 5xx, a timeout or a block page is never a
+sign: those are failures and back off as before.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ HEAD_BYTES = 64 * 1024
 #: Pages up to this size have their whole text searched for a removal notice; a larger page
 #: is one only when its title or first heading says so (``notices.page_notice``): a bare
 #: notice page (no layout) is a few KB, a notice in the site's layout names itself in its
-#: title or heading, and searching every article's bytes cost more than saving them.
+#: title or heading, and searching every page's first 64 KB cost 50-70 % of saving it.
 SHORT_PAGE_BYTES = 16 * 1024
 #: A page of its last snapshot's size taken this long after the site's probe answered was
 #: held against that probe when it was stored: it is not held against it again.
