@@ -23,7 +23,7 @@ from scrapy.settings import BaseSettings
 from zeroarchive.core.db_retry import write_with_retry
 from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.core.stats import count
-from zeroarchive.events.answers import SortedAnswers, last_sizes, sort_answers
+from zeroarchive.events.answers import SortedAnswers, last_snapshots, sort_answers
 from zeroarchive.events.probe import load_probes
 from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
 from zeroarchive.sites.record import Site
@@ -226,5 +226,5 @@ class SnapshotsPipeline:
         sites = {k: v for k, v in self._sites.items() if v is not None}
         engine = self.archive.engine
         probes = load_probes(engine, {page.site_id for page in pages})
-        sizes = last_sizes(engine, [page.article_id for page in pages])
-        return sort_answers(pages, failures, sites, probes, sizes)
+        last = last_snapshots(engine, [page.article_id for page in pages])
+        return sort_answers(pages, failures, sites, probes, last.size, last.at)

@@ -9,10 +9,17 @@ import json
 import lzma
 from pathlib import Path
 
+from sqlalchemy import select
+
 from zeroarchive.core.items import FetchedPage
-from zeroarchive.events.answers import sort_answers
+from zeroarchive.core.schedule import DAY
+from zeroarchive.events.answers import last_snapshots, sort_answers
 from zeroarchive.events.signs import Probe, page_sign
-from zeroarchive.sites.record import Site, parse_config
+from zeroarchive.sites.record import Site, SiteSpec, parse_config
+from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.rotation import split_ahead
+from zeroarchive.storage.schema import article
+from zeroarchive.storage.snapshots import snapshot_date
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SITE = Site(1, "farm", "https://farm.example/", "news", parse_config({"article": "/news/"}, "f"))
@@ -136,3 +143,104 @@ def test_live_facebook_pages_are_no_sign() -> None:
         "with a small group of people.</p></body></html>"
     ).encode()
     assert page_sign(page(unavailable, "FBPost"), SITE) == "platform:facebook-unavailable"
+
+
+# A news site's whole layout around a page: menus and sidebars of links, a footer.
+MENU = "".join(f"<li><a href='/c/{i}'>分類{i} 即時新聞 國際焦點</a></li>" for i in range(80))
+SIDEBAR = "".join(
+    f"<li><a href='/news/{i}'>熱門新聞第{i}則 市府回應爭議</a></li>" for i in range(60)
+)
+
+
+def laid_out(title: str, main: str, sidebar: str = SIDEBAR) -> bytes:
+    return (
+        f"<html><head><title>{title}</title><style>{'.x{color:red}' * 2000}</style></head>"
+        f"<body><header><h1 class='logo'><a href='/'>某新聞網</a></h1><nav><ul>{MENU}</ul>"
+        f"</nav></header><main>{main}</main><aside><ul>{sidebar}</ul></aside>"
+        "<footer>某新聞網 版權所有 地址：台北市 電話：02-1234-5678</footer></body></html>"
+    ).encode()
+
+
+def test_a_notice_page_in_the_sites_whole_layout_is_found_by_its_title_or_heading() -> None:
+    by_title = laid_out("找不到頁面 - 某新聞網", "<p>請回首頁或搜尋其他文章。</p>")
+    assert len(by_title) > 16 * 1024
+    assert page_sign(page(by_title), SITE) == "removed-notice"
+    heading = "<div class='box'><h1>抱歉，此文章已下架</h1><p>請回首頁。</p></div>"
+    by_heading = laid_out("某新聞網", heading).replace(b"<h1 class='logo'>", b"<div>")
+    by_heading = by_heading.replace(b"</a></h1><nav>", b"</a></div><nav>")
+    assert page_sign(page(by_heading), SITE) == "removed-notice"
+    # Its size moved from the article's by far more than noise: still found.
+    assert page_sign(page(by_title), SITE, None, len(by_title) * 3) == "removed-notice"
+
+
+def test_an_article_that_mentions_a_notice_phrase_is_no_notice() -> None:
+    story = "<h2>市府說明</h2>" + "<p>記者報導市府今天說明相關政策。</p>" * 120
+    # In a sidebar link of a 50 KB article.
+    mentions = SIDEBAR + "<li><a href='/news/x'>網友：找不到頁面怎麼辦</a></li>"
+    in_sidebar = laid_out("市府說明 - 某新聞網", story, mentions)
+    assert len(in_sidebar) > 40 * 1024
+    assert page_sign(page(in_sidebar), SITE) is None
+    # In its headline (a story about a takedown), with a short text under it.
+    headline = "<h1>網友截圖瘋傳「此文章已被刪除」 臉書今天回應了</h1><p>臉書表示會再了解。</p>"
+    about = laid_out("網友截圖瘋傳「此文章已被刪除」 臉書今天回應了 - 某新聞網", headline)
+    assert page_sign(page(about), SITE) is None
+    # A short page (no layout) whose article quotes the phrase at length.
+    short = ("<title>市府說明</title><p>" + "記者報導。" * 400 + "此文章已被刪除</p>").encode()
+    assert len(short) < 16 * 1024
+    assert page_sign(page(short), SITE) is None
+
+
+def test_a_bare_notice_is_found_wherever_its_words_are_and_a_long_pages_body_is_not_read() -> None:
+    bare = "<html><body><div class='msg'><a href='/'>此文章已被刪除，回首頁</a></div></body></html>"
+    assert page_sign(page(bare.encode()), SITE) == "removed-notice"
+    # A big page whose notice is neither its title nor its first heading: not looked at.
+    buried = laid_out("某新聞網", "<div class='msg'>此文章已被刪除</div>", "")
+    assert len(buried) > 16 * 1024
+    assert page_sign(page(buried), SITE) is None
+
+
+def test_an_unchanged_page_is_held_against_a_probe_taken_after_it_only() -> None:
+    notfound = b"<title>Oops</title><p>We looked for /news/1 and found nothing. Home</p>"
+    probe = Probe(
+        1, 10_000, "Oops", "Oops We looked for /zeroarchive-probe-1.html and found nothing"
+    )
+    size = len(notfound)
+    # Stored before the probe answered, or too close to it to have been held against it.
+    assert page_sign(page(notfound), SITE, probe, size, 9_000) == "soft-404"
+    assert page_sign(page(notfound), SITE, probe, size, 10_000 + 60) == "soft-404"
+    # Stored well after it: it was held against this probe then, and is not again.
+    assert page_sign(page(notfound), SITE, probe, size, 10_000 + 7200) is None
+    answers = sort_answers([page(notfound)], [], {1: SITE}, {1: probe}, {1: size}, {1: 9_000})
+    assert [answer.evidence for answer in answers.gone] == ["soft-404"]
+
+
+def test_last_snapshots_are_read_in_their_months_partition(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    jan_31 = 1_800_000_000 - 1_800_000_000 % DAY + 16 * DAY  # 2027-01-31, 00:00 UTC
+    assert snapshot_date(jan_31).isoformat() == "2027-01-31"
+    site_id, _ = archive.sites.upsert(SiteSpec("s", "https://s.example/", "news", {}), jan_31)
+    urls = [f"https://s.example/a/{i}" for i in range(4)]
+    archive.articles.add(site_id, "Article", urls, jan_31 - 40 * DAY)
+    with archive.engine.connect() as conn:
+        ids = {url: id_ for url, id_ in conn.execute(select(article.c.url, article.c.article_id))}
+    # On MariaDB each month its own partition, as rotation keeps them.
+    assert split_ahead(archive.engine, snapshot_date(jan_31 - 40 * DAY), 3) or (
+        db_url.startswith("sqlite")
+    )
+
+    def fetched(url: str, at: int, body: bytes) -> FetchedPage:
+        return FetchedPage(ids[url], site_id, "Article", at, 200, url, {}, "utf-8", body)
+
+    # The last second of a UTC day and of a month, the first of the next; an older snapshot
+    # of the same article in the month before; one article never fetched.
+    archive.snapshots.save([fetched(urls[0], jan_31 - 35 * DAY, b"<p>old</p>")])
+    pages = [
+        fetched(urls[0], jan_31 + DAY - 1, b"<p>last of January</p>"),
+        fetched(urls[1], jan_31 + DAY, b"<p>first of February!</p>"),
+        fetched(urls[2], jan_31 - 1, b"<p>the day before</p>"),
+    ]
+    archive.snapshots.save(pages)
+    last = last_snapshots(archive.engine, [*ids.values(), 999])
+    assert last.at == {page.article_id: page.fetched_at for page in pages}
+    assert last.size == {page.article_id: len(page.body) for page in pages}
+    assert last_snapshots(archive.engine, []) == last_snapshots(archive.engine, [999])

@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.schedule import DAY
 from zeroarchive.events.signs import Probe, page_sign, status_sign
 from zeroarchive.events.store import GoneAnswer
 from zeroarchive.sites.record import Site
-from zeroarchive.storage.schema import article, article_snapshot
-from zeroarchive.storage.snapshots import snapshot_date
 
 NOT_MODIFIED = 304
 
@@ -28,52 +26,38 @@ class SortedAnswers:
     not_modified: list[tuple[int, int]] = field(default_factory=list)
 
 
-def last_sizes(engine: Engine, article_ids: Iterable[int]) -> dict[int, int]:
-    """The size of each article's last snapshot, in bytes: one read per batch on SQLite;
-    two on MariaDB (the articles' last snapshot times, then those snapshots by article,
-    time and date, so that it looks only in the months' partitions that hold them)."""
-    ids = sorted(set(article_ids))
+@dataclass(frozen=True)
+class LastSnapshots:
+    """The time and size (bytes) of each article's last snapshot, by article id."""
+
+    at: dict[int, int] = field(default_factory=dict)
+    size: dict[int, int] = field(default_factory=dict)
+
+
+def last_snapshots(engine: Engine, article_ids: Iterable[int]) -> LastSnapshots:
+    """Each article's last snapshot time and size: one join per batch. On MariaDB the join
+    names the snapshot's partition date too (the UTC day of its time, as storage's
+    ``snapshot_date``), so that each lookup reads the one month's partition holding it:
+    500 key reads for 500 articles, not 500 per partition.
+
+    The ids (integers) are written into the statement: through SQLAlchemy's expanding IN
+    the same read of 500 articles cost 1.7 ms of CPU against 0.7 on SQLite."""
+    ids = ",".join(str(int(article_id)) for article_id in sorted(set(article_ids)))
     if not ids:
-        return {}
+        return LastSnapshots()
     with engine.connect() as conn:
-        if conn.dialect.name == "sqlite":
-            # No partitions: one join finds each last snapshot by its key.
-            joined = conn.execute(
-                select(article.c.article_id, article_snapshot.c.raw_size)
-                .join(
-                    article_snapshot,
-                    (article_snapshot.c.article_id == article.c.article_id)
-                    & (article_snapshot.c.snapshot_at == article.c.last_snapshot_at),
-                )
-                .where(article.c.article_id.in_(ids))
-            )
-            return {row.article_id: row.raw_size for row in joined}
-        last: dict[int, int] = {
-            row.article_id: row.last_snapshot_at
-            for row in conn.execute(
-                select(article.c.article_id, article.c.last_snapshot_at).where(
-                    article.c.article_id.in_(ids), article.c.last_snapshot_at > 0
-                )
-            )
-        }
-        if not last:
-            return {}
-        times = set(last.values())
-        rows = conn.execute(
-            select(
-                article_snapshot.c.article_id,
-                article_snapshot.c.snapshot_at,
-                article_snapshot.c.raw_size,
-            ).where(
-                article_snapshot.c.article_id.in_(sorted(last)),
-                article_snapshot.c.snapshot_at.in_(sorted(times)),
-                article_snapshot.c.snapshot_at_date.in_(sorted({snapshot_date(t) for t in times})),
-            )
+        month = (
+            ""
+            if conn.dialect.name == "sqlite"
+            else " AND s.snapshot_at_date"
+            f" = DATE('1970-01-01' + INTERVAL (a.last_snapshot_at DIV {DAY}) DAY)"
         )
-        # The IN lists cross: keep each article's own last snapshot only.
-        return {
-            row.article_id: row.raw_size for row in rows if last[row.article_id] == row.snapshot_at
-        }
+        rows = conn.exec_driver_sql(
+            "SELECT a.article_id, a.last_snapshot_at, s.raw_size FROM Article a"
+            " JOIN ArticleSnapshot s ON s.article_id = a.article_id"
+            f" AND s.snapshot_at = a.last_snapshot_at{month} WHERE a.article_id IN ({ids})"
+        ).all()
+    return LastSnapshots({row[0]: row[1] for row in rows}, {row[0]: row[2] for row in rows})
 
 
 def sort_answers(
@@ -82,19 +66,27 @@ def sort_answers(
     sites: Mapping[int, Site],
     probes: Mapping[int, Probe],
     last_size: Mapping[int, int] | None = None,
+    last_at: Mapping[int, int] | None = None,
 ) -> SortedAnswers:
     """Sort one batch: a page or failure that says its article is gone becomes a
     GoneAnswer (never a snapshot, never a move); a 304 a not-modified check.
 
-    ``last_size`` (sizes by article id, from ``last_sizes``) lets a page about the size of
-    its article's last snapshot skip the search for a removal notice in its body: most
-    re-snapshots are unchanged or changed by noise only (``signs.same_size``)."""
+    ``last_size`` and ``last_at`` (by article id, from ``last_snapshots``) let a page about
+    the size of its article's last snapshot skip most of the search for a removal notice:
+    most re-snapshots are unchanged or changed by noise only (``signs.same_size``)."""
     result = SortedAnswers()
     last_size = last_size or {}
+    last_at = last_at or {}
     for page in pages:
         site_record = sites.get(page.site_id)
         evidence = (
-            page_sign(page, site_record, probes.get(page.site_id), last_size.get(page.article_id))
+            page_sign(
+                page,
+                site_record,
+                probes.get(page.site_id),
+                last_size.get(page.article_id),
+                last_at.get(page.article_id),
+            )
             if site_record is not None
             else None
         )

@@ -1,8 +1,16 @@
 """Removal notices: the words a site or platform puts on a 200 page in place of an article
 it took down. One list, in one place: add a phrase here and every source uses it.
 
-A phrase counts only on a page with little text of its own (``MAX_NOTICE_TEXT``): an
-article that quotes "此文章已被刪除" in its third paragraph is still an article.
+A page is a notice (``page_notice``) when
+
+- its title, or its first heading, is given over to a phrase (the phrase give or take a
+  few words, a site name after a separator aside: "找不到頁面 - 某新聞網", "Oops! Page not
+  found") and the page has little text of its own (``MAX_NOTICE_TEXT`` characters outside
+  links, menus, sidebars, headers and footers): a notice in the site's whole layout; or
+- its visible text holds a phrase and is short in all (``MAX_NOTICE_TEXT``): a bare page.
+
+An article that quotes "此文章已被刪除" in its third paragraph or names it in a sidebar is
+still an article, and so is one whose headline merely holds the phrase.
 """
 
 from __future__ import annotations
@@ -45,11 +53,69 @@ REMOVAL_NOTICES: tuple[str, ...] = (
     "page not found",
 )
 
-#: Pages with more visible text than this are articles, whatever phrase they quote.
+#: Pages with more visible text than this (or, when their title or heading is a notice,
+#: more text of their own) are articles, whatever phrase they quote.
 MAX_NOTICE_TEXT = 1500
+#: A title part or heading is a notice when, besides its phrase, it has at most this many
+#: words (a Latin word, or a CJK character, each one): "Oops!", "抱歉，您要找的".
+NOTICE_HEADING_WORDS = 6
 
-_LOWERED = tuple(phrase.lower() for phrase in REMOVAL_NOTICES)
 _PATTERN = re.compile("|".join(re.escape(p) for p in REMOVAL_NOTICES), re.IGNORECASE)
+# A title's parts: a site's name follows a separator ("找不到頁面 - 某新聞網").
+_TITLE_PARTS = re.compile(r"\s[-|:\u00b7\u2013\u2014\u00bb/]+\s|[\uff5c|_\u2013\u2014]")
+# Latin letter runs, and any other letter one by one (a CJK character is about a word).
+_WORDS = re.compile(r"[A-Za-z\u00c0-\u024f]+|[^\W\d_]")
+
+
+def notice_phrase(text: str) -> str | None:
+    """The first removal phrase anywhere in a text, lower-cased, or None.
+
+    >>> notice_phrase("Error: Page Not Found"), notice_phrase("新聞")
+    ('page not found', None)
+    """
+    found = _PATTERN.search(text.replace("\u2019", "'"))
+    return found.group(0).lower() if found else None
+
+
+def notice_heading(text: str) -> str | None:
+    """The phrase a title or heading is given over to, or None: a part of it (between
+    separators) is the phrase with at most ``NOTICE_HEADING_WORDS`` other words.
+
+    >>> notice_heading("找不到頁面 - 某某新聞網 | 台灣最大的新聞網站")
+    '找不到頁面'
+    >>> notice_heading("抱歉，您要找的頁面不存在"), notice_heading("404 Oops! Page not found.")
+    ('頁面不存在', 'page not found')
+    >>> notice_heading("網友截圖瘋傳「此文章已被刪除」 臉書今天回應了 | 某某新聞網") is None
+    True
+    """
+    for part in _TITLE_PARTS.split(text.replace("\u2019", "'")):
+        found = _PATTERN.search(part)
+        if found is None:
+            continue
+        rest = part[: found.start()] + " " + part[found.end() :]
+        if len(_WORDS.findall(rest)) <= NOTICE_HEADING_WORDS:
+            return found.group(0).lower()
+    return None
+
+
+def page_notice(title: str, heading: str, text: str, own_text: str) -> str | None:
+    """The removal notice a parsed page is, or None: its title or first heading is one and
+    its own text (visible text outside links, menus, sidebars, headers and footers) is
+    short, or its whole visible text is a short one (``removal_notice``).
+
+    >>> layout = "首頁 國際 政治 " * 300
+    >>> page_notice("找不到頁面 - 某新聞網", "", layout + "找不到頁面", "找不到頁面 回首頁")
+    '找不到頁面'
+    >>> article = "記者報導市府說明。" * 300
+    >>> page_notice("市府說明 - 某新聞網", "市府說明", article + "找不到頁面", article) is None
+    True
+    """
+    if len(own_text) <= MAX_NOTICE_TEXT:
+        for line in (title, heading):
+            found = notice_heading(line)
+            if found:
+                return found
+    return removal_notice(text)
 
 
 def removal_notice(text: str) -> str | None:
@@ -64,13 +130,13 @@ def removal_notice(text: str) -> str | None:
     """
     if len(text) > MAX_NOTICE_TEXT:
         return None
-    found = _PATTERN.search(text.replace("\u2019", "'"))
-    return found.group(0).lower() if found else None
+    return notice_phrase(text)
 
 
 def might_be_notice(body: bytes, encoding: str) -> bool:
-    """Whether a page's bytes hold a removal notice's words at all: the cheap test before
-    its text is parsed. Searched as bytes in the page's own encoding (C fast search, four
+    """Whether a page's bytes hold a removal notice's words at all: the test before a short
+    page's text is parsed (``signs.SHORT_PAGE_BYTES``; a longer one is read in its title
+    and first heading only). Searched as bytes in the page's own encoding (C fast search, four
     times faster than over the decoded text).
 
     >>> might_be_notice("<h1>文章已下架</h1>".encode("cp950"), "cp950")
