@@ -91,6 +91,23 @@ def show(git_dir: str, commit: str, path: str) -> bytes:
     ).stdout
 
 
+def write_gold(
+    gold: dict[str, dict[str, str]], added: dict[str, dict[str, str]], pages: dict[str, bytes]
+) -> None:
+    """Add the entries with a gold text of 80 characters or more to gold.json, their
+    pages to html/ (the other build scripts write through here too)."""
+    for key, entry in added.items():
+        if len(entry["body"]) < 80:
+            print(f"skipped {key}: gold text only {len(entry['body'])} characters")
+            continue
+        gold[key] = entry
+        (HERE / "html" / f"{key}.html.gz").write_bytes(gzip.compress(pages[key], mtime=0))
+        print(f"{key}: {len(entry['body'])} characters, {entry['publisher']}")
+    (HERE / "gold.json").write_text(
+        json.dumps(gold, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+
+
 def tree(raw: bytes) -> lxml.html.HtmlElement:
     page = lxml.html.document_fromstring(decode_body(raw, detect_encoding(raw)))
     for node in page.xpath("//script | //style | //noscript"):
@@ -159,16 +176,7 @@ def main(readability_git: str, mercury_git: str, twnews_git: str) -> None:
             "publisher": publisher,
             "source": f"{TWNEWS[0]} {path}, lib/taiwanese_news_parser/parser/{outlet}.rb content",
         }
-    for key, entry in added.items():
-        if len(entry["body"]) < 80:
-            print(f"skipped {key}: gold text only {len(entry['body'])} characters")
-            continue
-        gold[key] = entry
-        (HERE / "html" / f"{key}.html.gz").write_bytes(gzip.compress(pages[key], mtime=0))
-        print(f"{key}: {len(entry['body'])} characters")
-    (HERE / "gold.json").write_text(
-        json.dumps(gold, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    write_gold(gold, added, pages)
 
 
 if __name__ == "__main__":

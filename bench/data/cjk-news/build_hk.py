@@ -29,10 +29,8 @@ Usage: python bench/data/cjk-news/build_hk.py HKNEWS_GIT HKNEWS_BACKEND_GIT
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +39,8 @@ import lxml.html
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
+
+from build_extra import show, write_gold  # noqa: E402  (this folder, sys.path[0])
 
 from zeroarchive.core.encoding import decode_body, detect_encoding  # noqa: E402
 from zeroarchive.parser.text import element_text  # noqa: E402
@@ -214,12 +214,6 @@ def java_string(literal: str) -> str:
     return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", escape, literal)
 
 
-def show(git_dir: str, commit: str, path: str) -> bytes:
-    return subprocess.run(
-        ["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], capture_output=True, check=True
-    ).stdout
-
-
 def as_read(raw: bytes) -> str:
     """The page as the Java tests read it: lines joined by "\\n"."""
     return "\n".join(decode_body(raw, detect_encoding(raw)).splitlines())
@@ -299,16 +293,7 @@ def main(hknews_git: str, backend_git: str) -> None:
             f"{TESTS}/{test_class}.java",
             "url": page_url(as_read(raw), test),
         }
-    for key, entry in added.items():
-        if len(entry["body"]) < 80:
-            print(f"skipped {key}: gold text only {len(entry['body'])} characters")
-            continue
-        gold[key] = entry
-        (HERE / "html" / f"{key}.html.gz").write_bytes(gzip.compress(pages[key], mtime=0))
-        print(f"{key}: {len(entry['body'])} characters, {entry['publisher']}")
-    (HERE / "gold.json").write_text(
-        json.dumps(gold, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    write_gold(gold, added, pages)
 
 
 if __name__ == "__main__":
