@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -30,6 +30,14 @@ from zeroarchive.sites.record import Site
 from zeroarchive.storage.archive import Archive, open_archive
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class SiteRecords(Protocol):
+    """A spider that keeps the records of its sites (the archive's spiders)."""
+
+    def site(self, site_id: int) -> Site | None: ...
+
 
 # Full batches waiting for the database before process_item waits too (bounds memory).
 MAX_WAITING_BATCHES = 2
@@ -65,7 +73,6 @@ class SnapshotsPipeline:
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
         self._writes: list[asyncio.Task[None]] = []
-        self._sites: dict[int, Site | None] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SnapshotsPipeline:
@@ -216,14 +223,20 @@ class SnapshotsPipeline:
         for _, outcome in cleared:
             count(stats, f"events/{outcome}")
 
+    def _site(self, site_id: int) -> Site | None:
+        """The site's record as the spider holds it (read again when it grows old:
+        ``ArchiveSpider.site``); read from the archive for a spider that keeps none."""
+        spider = self.crawler.spider
+        if isinstance(spider, SiteRecords):
+            return spider.site(site_id)
+        return self.archive.sites.get(site_id)
+
     def _sort(self, batch: list[FetchedPage | FailedFetch]) -> SortedAnswers:
         """The batch's answers sorted by what they say (zeroarchive/events/answers.py)."""
         pages = [item for item in batch if isinstance(item, FetchedPage)]
         failures = [item for item in batch if isinstance(item, FailedFetch)]
-        site_ids = {item.site_id for item in batch}
-        for site_id in site_ids - self._sites.keys():
-            self._sites[site_id] = self.archive.sites.get(site_id)
-        sites = {k: v for k, v in self._sites.items() if v is not None}
+        found = {site_id: self._site(site_id) for site_id in {item.site_id for item in batch}}
+        sites = {k: v for k, v in found.items() if v is not None}
         engine = self.archive.engine
         probes = load_probes(engine, {page.site_id for page in pages})
         last = last_snapshots(engine, [page.article_id for page in pages])

@@ -14,6 +14,7 @@ from scrapy.utils.test import get_crawler
 from sqlalchemy.exc import OperationalError
 
 from middlewares.site_policy import SitePolicyConfig, SitePolicyDownloaderMiddleware
+from pipelines.snapshots import SnapshotsPipeline
 from spiders.generic import GenericSpider
 from tests.conftest import project_settings
 from zeroarchive.core.request_meta import META_KEY
@@ -80,3 +81,24 @@ def test_a_new_delay_reaches_the_sites_live_download_slot() -> None:
     middleware.process_request(Request("https://farm.example/a/2"))
     assert downloader.per_slot_settings["site-7"]["delay"] == 12.0
     assert downloader.slots["site-7"].delay == 12.0
+
+
+def test_the_snapshot_pipeline_holds_pages_against_the_spiders_site_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'archive.db'}"
+    archive = open_archive(url=url)
+    site_id, _ = archive.sites.upsert(spec(5.0), NOW)  # type: ignore[arg-type]
+    settings = project_settings(ZEROARCHIVE_DB_URL=url, ZEROARCHIVE_SITE_REFRESH_SECONDS=60)
+    crawler = get_crawler(GenericSpider, settings)
+    crawler.spider = GenericSpider.from_crawler(crawler)
+    crawler.stats.open_spider()
+    pipeline = SnapshotsPipeline.from_crawler(crawler)
+    clock = [1000.0]
+    monkeypatch.setattr(spider_module.time, "monotonic", lambda: clock[0])
+    assert pipeline._site(site_id).config.delay == 5.0  # type: ignore[union-attr]
+    archive.sites.upsert(spec(30.0), NOW + 10)  # type: ignore[arg-type]
+    clock[0] += 61
+    # Read again by the spider, the one holder of site records in a crawl.
+    assert pipeline._site(site_id).config.delay == 30.0  # type: ignore[union-attr]
+    assert pipeline._site(site_id) is crawler.spider.sites[site_id]
