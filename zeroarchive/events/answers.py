@@ -13,6 +13,7 @@ from zeroarchive.core.schedule import DAY
 from zeroarchive.events.signs import Probe, page_sign, status_sign
 from zeroarchive.events.store import GoneAnswer
 from zeroarchive.sites.record import Site
+from zeroarchive.storage.schema import article, article_snapshot
 
 NOT_MODIFIED = 304
 
@@ -53,8 +54,8 @@ def last_snapshots(engine: Engine, article_ids: Iterable[int]) -> LastSnapshots:
             f" = DATE('1970-01-01' + INTERVAL (a.last_snapshot_at DIV {DAY}) DAY)"
         )
         rows = conn.exec_driver_sql(
-            "SELECT a.article_id, a.last_snapshot_at, s.raw_size FROM Article a"
-            " JOIN ArticleSnapshot s ON s.article_id = a.article_id"
+            f"SELECT a.article_id, a.last_snapshot_at, s.raw_size FROM {article.name} a"
+            f" JOIN {article_snapshot.name} s ON s.article_id = a.article_id"
             f" AND s.snapshot_at = a.last_snapshot_at{month} WHERE a.article_id IN ({ids})"
         ).all()
     return LastSnapshots({row[0]: row[1] for row in rows}, {row[0]: row[2] for row in rows})
