@@ -208,16 +208,7 @@ class MroongaIndex(SharedSearch):
         _touch(conn, [doc_id for doc_id, _, _ in docs])
         conn.execute(
             _fts.insert(),
-            [
-                {
-                    "doc_id": doc_id,
-                    "body": mroonga_document(d, latest),
-                    "date": d.date,
-                    "article_id": d.article_id,
-                    "version": d.version,
-                }
-                for doc_id, d, latest in docs
-            ],
+            [_row(doc_id, d, latest) for doc_id, d, latest in docs],
         )
 
     def _relabel(self, conn: Connection, doc_ids: set[int]) -> None:
@@ -372,6 +363,17 @@ class MroongaIndex(SharedSearch):
         return select(*columns).select_from(_fts).where(against).subquery("matched")
 
 
+def _row(doc_id: int, doc: Doc, latest: bool) -> dict[str, Any]:
+    """The Mroonga row of a document."""
+    return {
+        "doc_id": doc_id,
+        "body": mroonga_document(doc, latest),
+        "date": doc.date,
+        "article_id": doc.article_id,
+        "version": doc.version,
+    }
+
+
 def _count(conn: Connection, against: ColumnElement[Any]) -> int:
     """How many documents a match finds (Mroonga's count skip: no row read)."""
     return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
@@ -414,13 +416,7 @@ def resync(conn: Connection, doc_ids: list[int]) -> None:
         if not marks:
             continue
         rows = [
-            {
-                "doc_id": marks[d.publication_id][0],
-                "body": mroonga_document(d, marks[d.publication_id][1]),
-                "date": d.date,
-                "article_id": d.article_id,
-                "version": d.version,
-            }
+            _row(marks[d.publication_id][0], d, marks[d.publication_id][1])
             for d in read_docs(conn, publication.c.publication_id.in_(list(marks)))
         ]
         if rows:
