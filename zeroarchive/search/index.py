@@ -12,6 +12,7 @@ stored text (``match.Matcher``). A new engine (a search cluster) implements
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -411,19 +412,18 @@ class SharedSearch:
             .order_by(pub.article_id, pub.version)
         ).all()
         held: dict[int, list[Span]] = {article_id: [] for article_id in article_ids}
-        start: int | None = None
-        for number, row in enumerate(versions):
-            spans = held[row.article_id]
-            holds = matcher.holds(normalize(row.title), normalize(row.publication_text))
-            if holds and start is None:
-                start = row.first_seen_at
-            elif not holds and start is not None:
-                spans.append(Span(start, row.first_seen_at))
-                start = None
-            last = number + 1 == len(versions) or versions[number + 1].article_id != row.article_id
-            if last and start is not None:
+        for article_id, rows in itertools.groupby(versions, key=lambda row: row.article_id):
+            spans = held[article_id]
+            start: int | None = None
+            for row in rows:
+                holds = matcher.holds(normalize(row.title), normalize(row.publication_text))
+                if holds and start is None:
+                    start = row.first_seen_at
+                elif not holds and start is not None:
+                    spans.append(Span(start, row.first_seen_at))
+                    start = None
+            if start is not None:
                 spans.append(Span(start, None))
-                start = None
         gone = deletions(conn, article_ids)
         return {
             article_id: tuple(without_deletions(spans, gone.get(article_id, [])))
