@@ -1,6 +1,7 @@
 """Stores fetched pages as snapshots (and failed fetches as back-offs), in batches.
 
-Pages are written in one transaction per batch, flushed when the batch is full, holds too
+Pages are written in one transaction per batch, with what their answers settle (back-offs,
+deletions, restorations), flushed when the batch is full, holds too
 many bytes, or has waited ``ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS``. A full batch is written
 in the background while the crawl goes on (awaiting it in ``process_item`` held back the
 whole engine: 40 % slower on MariaDB); batches are written one at a time, in order, and
@@ -14,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
@@ -28,8 +29,18 @@ from zeroarchive.events.probe import load_probes
 from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.archive import Archive, open_archive
+from zeroarchive.storage.snapshots import SaveResult
 
 logger = logging.getLogger(__name__)
+
+
+class Written(NamedTuple):
+    """What one batch's transaction wrote, for the stats."""
+
+    results: list[SaveResult]
+    stopped: list[tuple[int, str | None]]
+    gone: list[str]
+    cleared: list[tuple[int, str]]
 
 
 @runtime_checkable
@@ -150,56 +161,16 @@ class SnapshotsPipeline:
                 count(self.crawler.stats, "errors/db_write", n=len(batch))
                 return
             pages, failures = answers.pages, answers.failures
-            store = self.archive.snapshots
-            engine = self.archive.engine
             try:
-                results = await write_with_retry(
-                    lambda: store.save(pages), "snapshots", deadline, self.crawler.stats
-                )
-                stopped = (
-                    await write_with_retry(
-                        lambda: store.record_failures(failures),
-                        "failures",
-                        deadline,
-                        self.crawler.stats,
-                    )
-                    if failures
-                    else []
-                )
-                gone = (
-                    await write_with_retry(
-                        lambda: record_gone(engine, answers.gone),
-                        "deletions",
-                        deadline,
-                        self.crawler.stats,
-                    )
-                    if answers.gone
-                    else []
-                )
-                if answers.not_modified:
-                    at = max(item.failed_at for item in batch if isinstance(item, FailedFetch))
-                    await write_with_retry(
-                        lambda: record_not_modified(engine, answers.not_modified, at),
-                        "not modified",
-                        deadline,
-                        self.crawler.stats,
-                    )
-                answered = [
-                    Answered(result.article_id, page.site_id, page.fetched_at, page.status)
-                    for page, result in zip(pages, results, strict=True)
-                    if result.outcome != "duplicate" and result.moved_from is None
-                ]
-                cleared = await write_with_retry(
-                    lambda: record_answered(engine, answered),
-                    "restorations",
-                    deadline,
-                    self.crawler.stats,
+                written = await write_with_retry(
+                    lambda: self._store(answers, batch), "snapshots", deadline, self.crawler.stats
                 )
             except Exception:
                 # The articles stay leased, so they are due again when the lease runs out.
                 logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
                 count(self.crawler.stats, "errors/db_write", n=len(batch))
                 return
+        results, stopped, gone, cleared = written
         stats = self.crawler.stats
         for page, result in zip(pages, results, strict=True):
             count(stats, f"snapshots_{result.outcome}", page.site_id)
@@ -222,6 +193,26 @@ class SnapshotsPipeline:
             count(stats, "watch/not_modified", site_id)
         for _, outcome in cleared:
             count(stats, f"events/{outcome}")
+
+    def _store(self, answers: SortedAnswers, batch: list[FetchedPage | FailedFetch]) -> Written:
+        """Write what the batch's answers say in one transaction: a snapshot and the
+        events its answer settles (a restoration, a deletion) land together or not at all,
+        so a batch retaken after a crash finds nothing half written."""
+        store = self.archive.snapshots
+        with self.archive.engine.begin() as conn:
+            results = store.save(answers.pages, conn)
+            stopped = store.record_failures(answers.failures, conn) if answers.failures else []
+            gone = record_gone(conn, answers.gone)
+            if answers.not_modified:
+                at = max(item.failed_at for item in batch if isinstance(item, FailedFetch))
+                record_not_modified(conn, answers.not_modified, at)
+            answered = [
+                Answered(result.article_id, page.site_id, page.fetched_at, page.status)
+                for page, result in zip(answers.pages, results, strict=True)
+                if result.outcome != "duplicate" and result.moved_from is None
+            ]
+            cleared = record_answered(conn, answered)
+        return Written(results, stopped, gone, cleared)
 
     def _site(self, site_id: int) -> Site | None:
         """The site's record as the spider holds it (read again when it grows old:

@@ -17,10 +17,18 @@ from scrapy import signals
 from scrapy.utils.test import get_crawler
 from sqlalchemy.exc import IntegrityError
 
+from pipelines import snapshots as snapshots_pipeline
 from pipelines.snapshots import MAX_WAITING_BATCHES, BatchConfig, SnapshotsPipeline
+from tests.conftest import project_settings
 from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.events.store import CONFIRM_AFTER, GoneAnswer, record_gone
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.articles import insert_new
+from zeroarchive.storage.schema import article, article_event
 from zeroarchive.storage.snapshots import SaveResult
 
+T0 = 1_700_000_000
 CONFIG = BatchConfig(max_items=2, max_bytes=10**9, flush_seconds=3600, db_retry_seconds=0)
 
 
@@ -35,7 +43,7 @@ class GatedStore:
         self.failures: list[list[int]] = []
         self.fail_on: set[int] = set()
 
-    def save(self, pages: Sequence[FetchedPage]) -> list[SaveResult]:
+    def save(self, pages: Sequence[FetchedPage], conn: object = None) -> list[SaveResult]:
         assert self.gate.wait(10), "the test never opened the gate"
         ids = [p.article_id for p in pages]
         if self.fail_on & set(ids):
@@ -43,7 +51,9 @@ class GatedStore:
         self.batches.append(ids)
         return [SaveResult(i, "saved", None, 10) for i in ids]
 
-    def record_failures(self, failures: Sequence[FailedFetch]) -> list[tuple[int, str | None]]:
+    def record_failures(
+        self, failures: Sequence[FailedFetch], conn: object = None
+    ) -> list[tuple[int, str | None]]:
         self.failures.append([f.article_id for f in failures])
         return [(f.article_id, None) for f in failures]
 
@@ -58,12 +68,12 @@ class FakeArchive:
         self.engine = real.engine
 
 
-def fetched(article_id: int) -> FetchedPage:
+def fetched(article_id: int, at: int = 1_700_000_000) -> FetchedPage:
     return FetchedPage(
         article_id=article_id,
         site_id=1,
         article_type="news",
-        fetched_at=1_700_000_000,
+        fetched_at=at,
         status=200,
         final_url=f"https://news.example/{article_id}",
         headers={},
@@ -167,3 +177,64 @@ def test_a_batch_that_cannot_be_written_is_counted_and_later_ones_still_land(
     assert crawler.stats.get_value("zeroarchive/errors/db_write") == 2
     assert crawler.stats.get_value("zeroarchive/snapshots_saved") == 3
     assert "Could not write 2 snapshot(s)" in caplog.text
+
+
+def test_a_snapshot_and_the_restoration_it_settles_land_together_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure between writing a batch's snapshots and its events (a kill, a lost
+    server) must not keep the snapshot and lose the event: the retaken page would then be
+    an unchanged repeat, and the restoration never recorded."""
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    archive = open_archive(url=url)
+    spec = {
+        "name": "farm",
+        "url": "https://farm.example/",
+        "type": "news",
+        "config": {"article": "/a/"},
+    }
+    site_id, _ = archive.sites.upsert(parse_spec(spec), T0)  # type: ignore[arg-type]
+    assert site_id == 1
+    with archive.engine.begin() as conn:
+        article_id = insert_new(conn, site_id, "news", ["https://farm.example/a/1"], T0)[
+            "https://farm.example/a/1"
+        ]
+    archive.snapshots.save([fetched(article_id, T0)])
+    for at in (T0 + 100, T0 + 100 + CONFIRM_AFTER):
+        record_gone(archive.engine, [GoneAnswer(article_id, site_id, at, "http_404")])
+    back = T0 + 2 * CONFIRM_AFTER
+
+    def crawl() -> Any:
+        settings = project_settings(ZEROARCHIVE_DB_URL=url, ZEROARCHIVE_DB_RETRY_SECONDS=0)
+        crawler = get_crawler(settings_dict=settings)
+        pipeline = SnapshotsPipeline.from_crawler(crawler)
+
+        async def run() -> None:
+            await pipeline.open_spider()
+            await pipeline.process_item(fetched(article_id, back))
+            await pipeline.close_spider()
+
+        asyncio.run(run())
+        return crawler.stats
+
+    def state() -> tuple[int, list[str]]:
+        with archive.engine.connect() as conn:
+            snapshots = conn.execute(
+                article.select().where(article.c.article_id == article_id)
+            ).one()
+            kinds = conn.execute(
+                article_event.select().where(article_event.c.article_id == article_id)
+            ).all()
+        return snapshots.snapshot_count, sorted(row.kind for row in kinds)
+
+    def lost_server(*_: object) -> None:
+        raise RuntimeError("server has gone away")
+
+    monkeypatch.setattr(snapshots_pipeline, "record_answered", lost_server)
+    stats = crawl()
+    assert stats.get_value("zeroarchive/errors/db_write") == 1
+    assert state() == (1, ["deleted"]), "the snapshot must not outlive its lost event"
+
+    monkeypatch.undo()
+    crawl()
+    assert state() == (2, ["deleted", "restored"])

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from zeroarchive.core.schedule import STOP, next_watch_at, step_at
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.dialect import insert_ignore
+from zeroarchive.storage.engine import transaction
 from zeroarchive.storage.schema import article, article_event, site
 from zeroarchive.storage.sites import site_from_row
 
@@ -130,14 +131,14 @@ def keep_checking(site_record: Site, row: Any, now: int) -> dict[str, Any]:
     }
 
 
-def record_gone(engine: Engine, answers: Sequence[GoneAnswer]) -> list[str]:
+def record_gone(bind: Engine | Connection, answers: Sequence[GoneAnswer]) -> list[str]:
     """Apply gone answers in order; the outcome of each: "suspected" (first sign),
     "deleted" (confirmed: an event), "waiting" (a second sign too soon to confirm) or
     "still_deleted"."""
     if not answers:
         return []
     outcomes = []
-    with engine.begin() as conn:
+    with transaction(bind) as conn:
         sites = _sites(conn, {answer.site_id for answer in answers})
         for answer in answers:
             row = conn.execute(
@@ -191,7 +192,9 @@ def record_gone(engine: Engine, answers: Sequence[GoneAnswer]) -> list[str]:
     return outcomes
 
 
-def record_answered(engine: Engine, answers: Sequence[Answered]) -> list[tuple[int, str]]:
+def record_answered(
+    bind: Engine | Connection, answers: Sequence[Answered]
+) -> list[tuple[int, str]]:
     """Articles that answered with content after a sign of deletion: a suspect is cleared
     ("cleared"), a confirmed deletion becomes a ``restored`` event ("restored"). One read
     of the batch's articles when none was gone (the usual case)."""
@@ -199,7 +202,7 @@ def record_answered(engine: Engine, answers: Sequence[Answered]) -> list[tuple[i
         return []
     by_id = {answer.article_id: answer for answer in answers}
     found = []
-    with engine.begin() as conn:
+    with transaction(bind) as conn:
         rows = conn.execute(
             select(article.c.article_id, article.c.deleted_at, article.c.gone_at).where(
                 article.c.article_id.in_(sorted(by_id)),
@@ -237,12 +240,14 @@ def record_answered(engine: Engine, answers: Sequence[Answered]) -> list[tuple[i
     return found
 
 
-def record_not_modified(engine: Engine, article_ids: Sequence[tuple[int, int]], at: int) -> None:
+def record_not_modified(
+    bind: Engine | Connection, article_ids: Sequence[tuple[int, int]], at: int
+) -> None:
     """Watch checks answered 304 Not Modified (``(article_id, site_id)`` pairs): nothing
     changed and nothing is stored; the article waits for its next watch age."""
     if not article_ids:
         return
-    with engine.begin() as conn:
+    with transaction(bind) as conn:
         sites = _sites(conn, {site_id for _, site_id in article_ids})
         for article_id, site_id in article_ids:
             row = conn.execute(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event, inspect, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 
 from zeroarchive.core.environment import from_environment
 from zeroarchive.core.services import ServiceUnavailable, is_unreachable, reason
@@ -36,6 +38,17 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+@contextmanager
+def transaction(bind: Engine | Connection) -> Iterator[Connection]:
+    """A transaction of its own on an engine; on a connection, the caller's: what is
+    written there commits or rolls back with everything else the caller writes."""
+    if isinstance(bind, Connection):
+        yield bind
+        return
+    with bind.begin() as conn:
+        yield conn
 
 
 def make_engine(url: str) -> Engine:

@@ -24,6 +24,7 @@ from zeroarchive.core.schedule import (
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.articles import insert_new
 from zeroarchive.storage.compression import compress, compress_against, decompress
+from zeroarchive.storage.engine import transaction
 from zeroarchive.storage.schema import article, article_snapshot, site
 from zeroarchive.storage.sites import site_from_row
 
@@ -164,8 +165,11 @@ class SnapshotStore:
             raise LookupError(f"snapshots of unknown site(s): {sorted(missing)}")
         return plans
 
-    def save(self, pages: Sequence[FetchedPage]) -> list[SaveResult]:
-        """Store a batch of fetched pages in one transaction and reschedule their articles.
+    def save(
+        self, pages: Sequence[FetchedPage], conn: Connection | None = None
+    ) -> list[SaveResult]:
+        """Store a batch of fetched pages in one transaction (``conn``'s, if given) and
+        reschedule their articles.
 
         A few statements per batch, not three per page: one read of every article row, one
         multi-row INSERT and one executemany UPDATE (per-page statements cost more than the
@@ -180,7 +184,7 @@ class SnapshotStore:
         if not pages:
             return []
         results = []
-        with self.engine.begin() as conn:
+        with transaction(conn or self.engine) as conn:
             targets = [self._resolve_move(conn, page) for page in pages]
             rows = self._article_rows(conn, {article_id for article_id, _ in targets})
             plans = self._site_plans(conn, {page.site_id for page in pages})
@@ -283,10 +287,13 @@ class SnapshotStore:
         )
         return target, page.article_id
 
-    def record_failures(self, failures: Sequence[FailedFetch]) -> list[tuple[int, str | None]]:
-        """Back off or stop articles whose fetch failed; return (article_id, stop_reason)."""
+    def record_failures(
+        self, failures: Sequence[FailedFetch], conn: Connection | None = None
+    ) -> list[tuple[int, str | None]]:
+        """Back off or stop articles whose fetch failed (in ``conn``'s transaction, if
+        given); return (article_id, stop_reason)."""
         results = []
-        with self.engine.begin() as conn:
+        with transaction(conn or self.engine) as conn:
             plans = self._site_plans(conn, {failure.site_id for failure in failures})
             for failure in failures:
                 row = conn.execute(
