@@ -1,12 +1,12 @@
 """Stores fetched pages as snapshots (and failed fetches as back-offs), in batches.
 
 Pages are written in one transaction per batch, with what their answers settle (back-offs,
-deletions, restorations), flushed when the batch is full, holds too
-many bytes, or has waited ``ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS``. A full batch is written
-in the background while the crawl goes on (awaiting it in ``process_item`` held back the
-whole engine: 40 % slower on MariaDB); batches are written one at a time, in order, and
-when two are already waiting the next full one waits for the oldest. A page still in a
-batch when the process is killed is not lost: its article stays leased and is due again.
+deletions, restorations), flushed when the batch is full, holds too many bytes, or has
+waited ``ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS``. A full batch is written in the background
+while the crawl goes on (awaiting it in ``process_item`` held back the whole engine: 40 %
+slower on MariaDB); batches are written one at a time, in order, and when two are already
+waiting the next full one waits for the oldest. A page still in a batch when the process is
+killed is not lost: its article stays leased and is due again.
 """
 
 from __future__ import annotations
