@@ -235,6 +235,16 @@ def test_import_brings_every_site_article_and_snapshot_over_and_again_adds_nothi
     assert by_key[(four, MARCH_2020 + 3600)].raw_data is None  # the unchanged repeat
     assert by_key[(four, MARCH_2020)].encoding != "utf-8"
     assert by_key[(one["article_id"], APRIL_2020 + 7200)].raw_data is None  # cna_s1 again
+    # A changed page refers to its article's stand-alone frame of the same month, as a
+    # crawled re-snapshot does; never across months (rotation drops a month at once).
+    referring = [row for row in stored if row.codec == "zstd-ref"]
+    assert {row.article_id for row in referring} == {one["article_id"], four}
+    for row in referring:
+        reference = by_key[(row.article_id, row.reference_at)]
+        assert (reference.codec, reference.reference_at) == ("zstd", None)
+        assert row.snapshot_at_date.replace(day=1) == reference.snapshot_at_date.replace(day=1)
+    five = new_id(engine, "https://news.example.tw/news/5")
+    assert by_key[(five, APRIL_2020 + 60)].codec == "zstd"  # its reference is of March
     farm_post = new_id(engine, "http://qiqi.today/12345")
     assert by_key[(farm_post, APRIL_2020 + 700)].rendered
     before = dump(engine)

@@ -66,7 +66,8 @@ def snapshot_date(ts: int) -> dt.date:
     return dt.datetime.fromtimestamp(ts, dt.UTC).date()
 
 
-def _month(ts: int) -> dt.date:
+def snapshot_month(ts: int) -> dt.date:
+    """The first day of a snapshot's UTC month (a reference frame never crosses it)."""
     return snapshot_date(ts).replace(day=1)
 
 
@@ -80,7 +81,7 @@ class _Frame:
 
 
 @dataclass(frozen=True)
-class _Reference:
+class Reference:
     """A stand-alone frame of an article: its time and its raw bytes."""
 
     at: int
@@ -196,8 +197,8 @@ class SnapshotStore:
                 if rows[article_id]["last_content_hash"] is not None
                 and bytes(rows[article_id]["last_content_hash"]) != digest
             }
-            references = _latest_references(
-                conn, changed, min(_month(page.fetched_at) for page in pages)
+            references = latest_references(
+                conn, changed, min(snapshot_month(page.fetched_at) for page in pages)
             )
             inserts: list[dict[str, Any]] = []
             updates: dict[int, dict[str, Any]] = {}
@@ -326,19 +327,28 @@ class SnapshotStore:
         return results
 
 
-def _frame(page: FetchedPage, references: dict[int, _Reference], article_id: int) -> _Frame:
+def _frame(page: FetchedPage, references: dict[int, Reference], article_id: int) -> _Frame:
     """Compress a changed page, against its article's reference of the month if any; a
     stand-alone frame becomes the reference of the article's next pages."""
-    reference = references.get(article_id)
-    if reference is not None and _month(reference.at) == _month(page.fetched_at):
+    reference = month_reference(references, article_id, page.fetched_at)
+    if reference is not None:
         data, codec = compress_against(page.body, reference.raw)
         return _Frame(data, codec, reference.at)
     data, codec = compress(page.body)
-    references[article_id] = _Reference(page.fetched_at, page.body)
+    references[article_id] = Reference(page.fetched_at, page.body)
     return _Frame(data, codec)
 
 
-def _latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[int, _Reference]:
+def month_reference(references: dict[int, Reference], article_id: int, at: int) -> Reference | None:
+    """The article's reference frame if it is of the same UTC month as a page taken at
+    ``at`` (never across months: rotation drops a month at once)."""
+    reference = references.get(article_id)
+    if reference is not None and snapshot_month(reference.at) == snapshot_month(at):
+        return reference
+    return None
+
+
+def latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[int, Reference]:
     """Each article's latest stand-alone frame taken on or after ``since``."""
     if not ids:
         return {}
@@ -371,7 +381,7 @@ def _latest_references(conn: Connection, ids: set[int], since: dt.date) -> dict[
         )
     ).all()
     return {
-        row.article_id: _Reference(row.snapshot_at, decompress(bytes(row.raw_data), row.codec))
+        row.article_id: Reference(row.snapshot_at, decompress(bytes(row.raw_data), row.codec))
         for row in rows
     }
 

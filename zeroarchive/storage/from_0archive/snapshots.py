@@ -1,8 +1,10 @@
 """0archive's snapshots as the archive stores snapshots: the bytes 0archive held,
 byte for byte, compressed, and stored once per article and content (a repeat, or the same
 page in a rotated table and the live one, stores no bytes again; ``read_snapshot`` finds
-them). A snapshot already in the archive (same article, same second) is not added again,
-which makes a second or resumed run add nothing twice.
+them); a changed page is compressed against its article's stand-alone frame of the same
+UTC month, as the crawl stores it (a re-snapshot mostly repeats it). A snapshot already in
+the archive (same article, same second) is not added again, which makes a second or
+resumed run add nothing twice.
 
 0archive kept no status, headers or final URL: a snapshot is recorded as a 200 of the
 article's URL with no headers. Its text was UTF-8 (MEDIUMTEXT); bytes that are not valid
@@ -24,11 +26,17 @@ from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.sites.record import SiteConfigError, parse_config
-from zeroarchive.storage.compression import compress
+from zeroarchive.storage.compression import compress, compress_against
 from zeroarchive.storage.dialect import insert_ignore
 from zeroarchive.storage.from_0archive.ids import ARTICLE, known_ids
 from zeroarchive.storage.from_0archive.source import OldSnapshot
 from zeroarchive.storage.schema import article, article_snapshot, site
+from zeroarchive.storage.snapshots import (
+    Reference,
+    latest_references,
+    month_reference,
+    snapshot_month,
+)
 
 _NO_HEADERS = "{}"
 
@@ -57,6 +65,13 @@ _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="import-0archive")
 
 def _facts(raw: bytes) -> tuple[bytes, str | None]:
     return hashlib.sha256(raw).digest(), text_encoding(raw)
+
+
+def _compress(raw: bytes, reference: Reference | None) -> tuple[bytes, str, int | None]:
+    """A page's frame: against ``reference`` when there is one, else stand-alone."""
+    if reference is None:
+        return *compress(raw), None
+    return *compress_against(raw, reference.raw), reference.at
 
 
 def _digest(raw: bytes) -> tuple[bytes, str | None]:
@@ -98,6 +113,7 @@ class SnapshotWriter:
         self._pending: Future[None] | None = None
         self._inflight_keys: set[tuple[int, int]] = set()
         self._inflight_bytes: set[tuple[int, bytes]] = set()
+        self._inflight_references: dict[int, Reference] = {}
 
     def finish(self) -> None:
         """Wait for the batch being written; raise what went wrong with it."""
@@ -106,6 +122,7 @@ class SnapshotWriter:
             pending.result()
         self._inflight_keys = set()
         self._inflight_bytes = set()
+        self._inflight_references = {}
 
     def close(self) -> None:
         try:
@@ -168,7 +185,16 @@ class SnapshotWriter:
             if (article_id, digest) not in with_bytes:
                 with_bytes.add((article_id, digest))
                 fresh[index] = raws[index]
-        frames = dict(zip(fresh, _POOL.map(compress, fresh.values()), strict=True))
+        references = self._references([keys[index] for index in fresh])
+        standalone: dict[int, Reference] = {}
+        against: list[Reference | None] = []
+        for index in fresh:
+            article_id, at = keys[index]
+            reference = month_reference(references, article_id, at)
+            if reference is None:
+                references[article_id] = standalone[article_id] = Reference(at, raws[index])
+            against.append(reference)
+        frames = dict(zip(fresh, _POOL.map(_compress, fresh.values(), against), strict=True))
         rows: list[dict[str, Any]] = []
         newest: dict[int, tuple[int, bytes]] = {}
         for index, ((article_id, at), (digest, encoding)) in enumerate(
@@ -178,7 +204,7 @@ class SnapshotWriter:
             if encoding is not None:
                 problem(snap.name(), f"not valid UTF-8 text: stored as it is, read as {encoding}")
                 counts.not_utf8 += 1
-            data, codec = frames.get(index, (None, None))
+            data, codec, reference_at = frames.get(index, (None, None, None))
             counts.stored_bytes += len(data or b"")
             row = articles[article_id]
             rows.append(
@@ -194,6 +220,7 @@ class SnapshotWriter:
                     "raw_size": len(raw),
                     "raw_data": data,
                     "codec": codec,
+                    "reference_at": reference_at,
                     "rendered": renders.get(int(row.site_id), False),
                 }
             )
@@ -204,9 +231,21 @@ class SnapshotWriter:
         self._inflight_bytes = {
             (row["article_id"], row["content_hash"]) for row in rows if row["raw_data"] is not None
         }
+        self._inflight_references = standalone
         last = [{"p_id": i, "p_at": at, "p_hash": h} for i, (at, h) in newest.items()]
         self._pending = self._writer.submit(self._store, rows, last)
         counts.imported += len(rows)
+
+    def _references(self, keys: list[tuple[int, int]]) -> dict[int, Reference]:
+        """The stand-alone frames that pages at ``keys`` (article_id, time) may refer to:
+        those stored, then those of the batch being written (not visible yet)."""
+        if not keys:
+            return {}
+        since = min(snapshot_month(at) for _, at in keys)
+        with self.engine.connect() as conn:
+            references = latest_references(conn, {article_id for article_id, _ in keys}, since)
+        references.update(self._inflight_references)
+        return references
 
     def _store(self, rows: list[dict[str, Any]], last: list[dict[str, Any]]) -> None:
         with self.engine.begin() as conn:
