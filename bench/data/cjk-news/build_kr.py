@@ -22,8 +22,8 @@ All its pages go to the held-out part of SPLIT.txt. Three repositories, each wit
   advertisement.
 
 Left out: fundus' HankookIlbo_2026_01_29.html.gz (its article text is only in a script's
-JSON, not in the page's HTML), and two repositories found with saved Korean news pages but
-no licence (SomaNews/somanews-crawler, mikeizbicki/metahtml).
+JSON, not in the page's HTML), and SomaNews/somanews-crawler, whose saved Korean news pages
+and per-outlet selectors come without a licence.
 
 Usage: python bench/data/cjk-news/build_kr.py FUNDUS_GIT GOOSE3_GIT HTMLDATE_GIT
 (each a git directory of a clone holding the commits SOURCE.txt names).
