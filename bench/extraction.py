@@ -16,10 +16,10 @@
 
 For each CJK part it also prints the mean of the per-page F1 of each extractor, the pages
 where zeroarchive is under 0.5 though trafilatura (its defaults) reaches 0.5 (the issue's
-aim: none held out), and the worst pages with their publisher. ``--tree DIR`` runs the
-parser of another checkout (``git worktree add /tmp/old main``) on this checkout's data, so
-the before and after of a change are scored on the same pages; ``--json FILE`` writes every
-page's scores.
+aim: none held out), each language's F1 (ja, ko, zh) and the worst pages with their
+publisher. ``--tree DIR`` runs the parser of another checkout (``git worktree add /tmp/old
+main``) on this checkout's data, so the before and after of a change are scored on the same
+pages; ``--json FILE`` writes every page's scores.
 
 Usage: python bench/extraction.py [--tree DIR] [--json FILE] [--worst 10]
 """
@@ -218,6 +218,15 @@ def bigrams(
         below = [key for key in ours if ours[key][2] < 0.5 <= theirs[key][2]]
         print(f"  pages under 0.5 where trafilatura reaches 0.5: {len(below)} {below}")
         gold = _GOLD
+        for lang in sorted({gold[key]["lang"] for key in ours}):
+            keys = [key for key in ours if gold[key]["lang"] == lang]
+            print(f"  {lang}, {len(keys)} pages: F1 (mean of the per-page F1)")
+            for name, scores in per_page.items():
+                chosen = [scores[key] for key in keys]
+                print(
+                    f"    {name:<22} {bigram_metrics(chosen)['f1']:.4f} "
+                    f"({statistics.mean(s[2] for s in chosen):.4f})"
+                )
         print(f"  worst {worst} pages (zeroarchive / readability-lxml / trafilatura):")
         for key in sorted(ours, key=lambda k: ours[k][2])[:worst]:
             where = gold.get(key, {}).get("publisher", "")
