@@ -104,6 +104,20 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     _shared_mariadb.give_back()
 
 
+@pytest.fixture(scope="module", params=["sqlite", "mariadb"])
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """An empty database of its own for a module's read-only tests to share (built once
+    per test process and engine): a new SQLite file, or a new MariaDB database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('module_db') / 'archive.db'}"
+        close_archives()
+        return
+    with fresh_mariadb() as url:
+        yield url
+
+
 @pytest.fixture(params=["sqlite", "mariadb"])
 def blank_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty database without a schema: a new SQLite file, or a new MariaDB database."""

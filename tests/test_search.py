@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import delete, select
 
-from tests.conftest import FIXTURES, REPO, fresh_mariadb, scrapy
+from tests.conftest import FIXTURES, REPO, scrapy
 from zeroarchive.core.items import FetchedPage, Parsed
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
@@ -22,7 +22,7 @@ from zeroarchive.search.index import MAX_TOTAL, Hits, SearchIndex, SearchRequest
 from zeroarchive.search.query import QueryError, parse_query
 from zeroarchive.search.reindex import reindex
 from zeroarchive.sites.record import parse_spec
-from zeroarchive.storage.archive import Archive, close_archives, open_archive
+from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import ArticleInfo, PublicationStore
 from zeroarchive.storage.schema import publication, publication_mapping
 
@@ -109,18 +109,11 @@ def searched(db_url: str) -> Iterator[tuple[Archive, SearchIndex, dict[int, int]
     yield make_archive(db_url)
 
 
-@pytest.fixture(scope="module", params=["sqlite", "mariadb"])
-def searched_once(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Archive, SearchIndex, dict[int, int]]]:
+@pytest.fixture(scope="module")
+def searched_once(module_db_url: str) -> tuple[Archive, SearchIndex, dict[int, int]]:
     """The archive of ``DOCS`` built once per engine for the tests that only search it
     (106 of them: one build took 2 s of MariaDB's time, most of their run)."""
-    if request.param == "sqlite":
-        yield make_archive(f"sqlite:///{tmp_path_factory.mktemp('searched') / 'archive.db'}")
-        close_archives()
-        return
-    with fresh_mariadb() as url:
-        yield make_archive(url)
+    return make_archive(module_db_url)
 
 
 def run(index: SearchIndex, raw: str, **options: object) -> Hits:
