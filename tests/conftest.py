@@ -31,7 +31,7 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests.forked_cli import fork_server
+from tests.forked_cli import ForkedProcess, background_server, fork_server
 from zeroarchive.storage.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
@@ -338,3 +338,29 @@ def _forkable(env: dict[str, str]) -> bool:
         for name in {*env, *os.environ}
         if name.startswith("PYTHON") and name != "PYTHONPATH"
     )
+
+
+#: A command started beside the test: a forked one, or a new interpreter.
+Process = subprocess.Popen[bytes] | ForkedProcess
+
+
+def start_scrapy(
+    args: list[str], env: dict[str, str], cwd: Path, log: Path | None = None
+) -> Process:
+    """Start ``scrapy ARGS`` beside the test, its output (stdout and stderr) to ``log`` or
+    nowhere: a new process forked from a warm interpreter (tests/forked_cli.py), which the
+    test may signal, poll and wait for as a ``subprocess.Popen``."""
+    out = str(log) if log is not None else os.devnull
+    server = background_server(REPO) if _forkable(env) else None
+    if server is not None:
+        if log is not None:
+            log.write_bytes(b"")  # there once this returns, as Popen's is
+        return server.start(args, env, cwd, Path(out), Path(out))
+    with open(out, "wb") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "scrapy", *args],
+            cwd=cwd,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )

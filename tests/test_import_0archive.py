@@ -9,8 +9,6 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import Engine
 
-from tests.conftest import REPO, fresh_mariadb, scrapy
+from tests.conftest import REPO, fresh_mariadb, scrapy, start_scrapy
 from tests.zeroscraper_db import build_zeroscraper
 from tests.zeroscraper_rows import (
     APRIL_2020,
@@ -389,13 +387,7 @@ def kill_when(source: str, db: str, table: str, at_least: int) -> int:
         "PYTHONPATH": str(REPO),
         "SCRAPY_SETTINGS_MODULE": "settings.base",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "import_0archive", source, "--batch", "2"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = start_scrapy(["import_0archive", source, "--batch", "2"], env, REPO)
     try:
         deadline = time.monotonic() + 120
         while process.poll() is None and time.monotonic() < deadline:
