@@ -367,15 +367,16 @@ def big_zeroscraper(url: str, articles: int = 40, per_article: int = 10) -> None
     engine.dispose()
 
 
-def count(db: str, table: str) -> int:
-    engine = create_engine(db)
+def count(db: str | Engine, table: str) -> int:
+    engine = create_engine(db) if isinstance(db, str) else db
     try:
         with engine.connect() as conn:
             return int(conn.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one())
     except Exception:
         return 0
     finally:
-        engine.dispose()
+        if engine is not db:
+            engine.dispose()
 
 
 def kill_when(source: str, db: str, table: str, at_least: int) -> int:
@@ -388,15 +389,19 @@ def kill_when(source: str, db: str, table: str, at_least: int) -> int:
         "SCRAPY_SETTINGS_MODULE": "settings.base",
     }
     process = start_scrapy(["import_0archive", source, "--batch", "2"], env, REPO)
+    # One engine for every look: a new one each time took a core of its own on a busy
+    # machine, and the import it watched ran the slower.
+    engine = create_engine(db)
     try:
         deadline = time.monotonic() + 120
         while process.poll() is None and time.monotonic() < deadline:
-            if count(db, table) >= at_least:
+            if count(engine, table) >= at_least:
                 process.send_signal(signal.SIGKILL)
                 break
             time.sleep(0.01)
         return process.wait(timeout=60)
     finally:
+        engine.dispose()
         if process.poll() is None:
             process.kill()
 
