@@ -493,7 +493,8 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
                 assert status == 401
                 assert _scrapyd_call(port, "schedule.json", schedule, stranger)[0] == 401
             # Without the variables scrapyd-deploy sends their literal names, and fails.
-            unset = deploy(env, "test")
+            # (The egg built above: building it again would test nothing more.)
+            unset = deploy(env, "test", "--egg", str(egg))
             assert unset.returncode == 1
             assert "Deploy failed (401)" in unset.stderr
             assert _scrapyd_call(port, "listprojects.json", None, auth)[1]["projects"] == []
