@@ -82,6 +82,14 @@ SLOW_FIRST = (
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # pytest-xdist's `--dist load` first hands each worker a run of consecutive tests (a
     # quarter of its share: 135 of them on four workers), so the first worker got every
