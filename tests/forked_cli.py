@@ -243,11 +243,14 @@ class ForkServer:
                 )
             return int(code), _text(out), _text(err)
 
-    def close(self) -> None:
-        assert self._process.stdin is not None
+    def close(self, reader: threading.Thread | None = None) -> None:
+        assert self._process.stdin is not None and self._process.stdout is not None
         if self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=30)
+        if reader is not None:
+            reader.join(timeout=10)  # it reads the pipe until the server's end
+        self._process.stdout.close()
 
 
 def _text(path: Path) -> str:
@@ -325,7 +328,7 @@ class BackgroundServer:
         return self._server._process.poll() is None and self._reader.is_alive()
 
     def close(self) -> None:
-        self._server.close()
+        self._server.close(self._reader)
 
 
 class ForkedProcess:
