@@ -31,7 +31,7 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests.forked_cli import fork_server
+from tests.forked_cli import ForkedProcess, background_server, fork_server
 from zeroarchive.storage.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,6 +82,14 @@ SLOW_FIRST = (
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # pytest-xdist's `--dist load` first hands each worker a run of consecutive tests (a
     # quarter of its share: 135 of them on four workers), so the first worker got every
@@ -102,6 +110,20 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     yield _shared_mariadb.take()
     _shared_mariadb.give_back()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "mariadb"])
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """An empty database of its own for a module's read-only tests to share (built once
+    per test process and engine): a new SQLite file, or a new MariaDB database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('module_db') / 'archive.db'}"
+        close_archives()
+        return
+    with fresh_mariadb() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "mariadb"])
@@ -324,3 +346,29 @@ def _forkable(env: dict[str, str]) -> bool:
         for name in {*env, *os.environ}
         if name.startswith("PYTHON") and name != "PYTHONPATH"
     )
+
+
+#: A command started beside the test: a forked one, or a new interpreter.
+Process = subprocess.Popen[bytes] | ForkedProcess
+
+
+def start_scrapy(
+    args: list[str], env: dict[str, str], cwd: Path, log: Path | None = None
+) -> Process:
+    """Start ``scrapy ARGS`` beside the test, its output (stdout and stderr) to ``log`` or
+    nowhere: a new process forked from a warm interpreter (tests/forked_cli.py), which the
+    test may signal, poll and wait for as a ``subprocess.Popen``."""
+    out = str(log) if log is not None else os.devnull
+    server = background_server(REPO) if _forkable(env) else None
+    if server is not None:
+        if log is not None:
+            log.write_bytes(b"")  # there once this returns, as Popen's is
+        return server.start(args, env, cwd, Path(out), Path(out))
+    with open(out, "wb") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "scrapy", *args],
+            cwd=cwd,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )

@@ -85,7 +85,35 @@ def serve():
         answer(str(os.waitstatus_to_exitcode(status)))
 
 
-request = serve()
+# Commands that run beside the test (which may signal them): the pid is answered at once,
+# each child's exit status when it ends.
+def serve_background():
+    import select
+    answer("ready")
+    pending = b""
+    while True:
+        if select.select([0], [], [], 0.05)[0]:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                return None
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                pid = os.fork()
+                if pid == 0:
+                    return json.loads(line)
+                answer(f"pid {pid}")
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            answer(f"exit {pid} {os.waitstatus_to_exitcode(status)}")
+
+
+request = serve_background() if sys.argv[4] == "background" else serve()
 if request is not None:
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -93,6 +121,9 @@ if request is not None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        if fd == 2 and path == request["stdout"]:
+            os.dup2(1, 2)  # one log of both, as Popen(stderr=STDOUT) writes it
+            continue
         out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(out, fd)
         os.close(out)
@@ -134,7 +165,7 @@ if request is not None:
 class ForkServer:
     """One warm interpreter that forks a child per command; one command at a time."""
 
-    def __init__(self, repo: Path) -> None:
+    def __init__(self, repo: Path, mode: str = "foreground") -> None:
         self._process = subprocess.Popen(
             [
                 sys.executable,
@@ -143,6 +174,7 @@ class ForkServer:
                 str(repo),
                 ",".join(PRELOAD),
                 ",".join(PRELOAD_PACKAGES),
+                mode,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -211,11 +243,14 @@ class ForkServer:
                 )
             return int(code), _text(out), _text(err)
 
-    def close(self) -> None:
-        assert self._process.stdin is not None
+    def close(self, reader: threading.Thread | None = None) -> None:
+        assert self._process.stdin is not None and self._process.stdout is not None
         if self._process.poll() is None:
             self._process.stdin.close()
             self._process.wait(timeout=30)
+        if reader is not None:
+            reader.join(timeout=10)  # it reads the pipe until the server's end
+        self._process.stdout.close()
 
 
 def _text(path: Path) -> str:
@@ -224,8 +259,133 @@ def _text(path: Path) -> str:
         return handle.read()
 
 
+class BackgroundServer:
+    """One warm interpreter that forks a child per command and does not wait for it: the
+    commands run beside the test (and one another) as ``subprocess.Popen`` would run
+    them."""
+
+    def __init__(self, repo: Path) -> None:
+        self._server = ForkServer(repo, mode="background")
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._pids: list[int] = []
+        self._started: list[int] = []
+        self._exits: dict[int, int] = {}
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                line = self._server._read_line(timeout=None)
+            except RuntimeError:
+                line = None
+            with self._changed:
+                if line is None:
+                    self._pids.append(0)
+                    for pid in self._running():
+                        self._exits[pid] = -signal.SIGKILL
+                    self._changed.notify_all()
+                    return
+                kind, *values = line.split()
+                if kind == "pid":
+                    self._pids.append(int(values[0]))
+                else:
+                    self._exits[int(values[0])] = int(values[1])
+                self._changed.notify_all()
+
+    def _running(self) -> list[int]:
+        return [pid for pid in self._started if pid not in self._exits]
+
+    def start(
+        self, args: list[str], env: dict[str, str], cwd: Path, stdout: Path, stderr: Path
+    ) -> ForkedProcess:
+        assert self._server._process.stdin is not None
+        request = {
+            "args": args,
+            "env": env,
+            "cwd": str(cwd),
+            "stdout": str(stdout),
+            "stderr": str(stderr),
+        }
+        with self._lock, self._changed:
+            self._server._process.stdin.write(json.dumps(request).encode() + b"\n")
+            self._server._process.stdin.flush()
+            if not self._changed.wait_for(lambda: self._pids, timeout=60):
+                raise RuntimeError("the fork server did not fork")
+            pid = self._pids.pop(0)
+            if not pid:
+                raise RuntimeError("the fork server ended")
+            self._started.append(pid)
+        return ForkedProcess(self, pid, [sys.executable, "-m", "scrapy", *args])
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._exits, timeout=timeout)
+            return self._exits.get(pid)
+
+    def alive(self) -> bool:
+        return self._server._process.poll() is None and self._reader.is_alive()
+
+    def close(self) -> None:
+        self._server.close(self._reader)
+
+
+class ForkedProcess:
+    """A command the background server started: the part of ``subprocess.Popen`` the
+    tests use (pid, poll, wait, send_signal, terminate, kill, returncode)."""
+
+    def __init__(self, server: BackgroundServer, pid: int, args: list[str]) -> None:
+        self._server = server
+        self.pid = pid
+        self.args = args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self.pid, timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self.pid, timeout=timeout)
+        if self.returncode is None:
+            assert timeout is not None
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        # Not yet reaped (no exit answered): the pid is still this child's.
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
 _server: ForkServer | None = None
+_background: BackgroundServer | None = None
 _server_lock = threading.Lock()
+
+
+def background_server(repo: Path) -> BackgroundServer | None:
+    """This process's background fork server for the project at ``repo``, started on first
+    use (None when switched off or when it could not start)."""
+    global _background
+    if os.environ.get("ZEROARCHIVE_TEST_FORK", "1") == "0":
+        return None
+    with _server_lock:
+        if _background is None or not _background.alive():
+            try:
+                _background = BackgroundServer(repo)
+            except RuntimeError:
+                return None
+            atexit.register(_background.close)
+        return _background
 
 
 def fork_server(repo: Path) -> ForkServer | None:

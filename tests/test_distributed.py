@@ -29,7 +29,7 @@ from scrapy.core.engine import ExecutionEngine
 from scrapy.utils.test import get_crawler
 from sqlalchemy import create_engine, func, select
 
-from tests.conftest import REPO, project_settings, scrapy
+from tests.conftest import REPO, Process, project_settings, scrapy, start_scrapy
 from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
 from tests.tcp_forwarder import TcpForwarder, free_port
 from zeroarchive.distributed.scheduler import RedisScheduler
@@ -70,22 +70,15 @@ def start_worker(
     *settings: str,
     mode: str = "all",
     extra_env: dict[str, str] | None = None,
-) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "scrapy", "crawl", "generic", "-a", f"mode={mode}"]
+) -> Process:
+    args = ["crawl", "generic", "-a", f"mode={mode}"]
     for setting in (
         "ZEROARCHIVE_IDLE_LIMIT=6",
         "ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS=0.5",
         *settings,
     ):
         args += ["-s", setting]
-    with log.open("wb") as handle:
-        return subprocess.Popen(
-            args,
-            cwd=cwd,
-            env={**env_for(db_url, redis_url), **(extra_env or {})},
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
+    return start_scrapy(args, {**env_for(db_url, redis_url), **(extra_env or {})}, cwd, log)
 
 
 def schedule_once(db_url: str, redis_url: str, cwd: Path, *settings: str) -> str:
@@ -130,7 +123,7 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         time.sleep(0.3)
 
 
-def finish(worker: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> str:
+def finish(worker: Process, log: Path, timeout: float = 120) -> str:
     worker.wait(timeout=timeout)
     output = log.read_text(errors="replace")
     assert worker.returncode == 0, output[-3000:]
@@ -316,14 +309,9 @@ def test_schedule_rides_out_a_database_cut_and_a_redis_cut(
         db_via, redis_via = database.via(mariadb_url), queue.via(redis_url)
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=1.0)])
         schedule_log = tmp_path / "schedule.log"
-        with schedule_log.open("wb") as handle:
-            schedule = subprocess.Popen(
-                [sys.executable, "-m", "scrapy", "schedule", "--interval", "1"],
-                cwd=tmp_path,
-                env=env_for(db_via, redis_via),
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-            )
+        schedule = start_scrapy(
+            ["schedule", "--interval", "1"], env_for(db_via, redis_via), tmp_path, schedule_log
+        )
         log = tmp_path / "worker.log"
         worker = start_worker(db_via, redis_via, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=10")
         try:
@@ -505,7 +493,8 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
                 assert status == 401
                 assert _scrapyd_call(port, "schedule.json", schedule, stranger)[0] == 401
             # Without the variables scrapyd-deploy sends their literal names, and fails.
-            unset = deploy(env, "test")
+            # (The egg built above: building it again would test nothing more.)
+            unset = deploy(env, "test", "--egg", str(egg))
             assert unset.returncode == 1
             assert "Deploy failed (401)" in unset.stderr
             assert _scrapyd_call(port, "listprojects.json", None, auth)[1]["projects"] == []

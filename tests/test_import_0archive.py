@@ -9,8 +9,6 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import Engine
 
-from tests.conftest import REPO, fresh_mariadb, scrapy
+from tests.conftest import REPO, fresh_mariadb, scrapy, start_scrapy
 from tests.zeroscraper_db import build_zeroscraper
 from tests.zeroscraper_rows import (
     APRIL_2020,
@@ -379,15 +377,16 @@ def big_zeroscraper(url: str, articles: int = 40, per_article: int = 10) -> None
     engine.dispose()
 
 
-def count(db: str, table: str) -> int:
-    engine = create_engine(db)
+def count(db: str | Engine, table: str) -> int:
+    engine = create_engine(db) if isinstance(db, str) else db
     try:
         with engine.connect() as conn:
             return int(conn.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one())
     except Exception:
         return 0
     finally:
-        engine.dispose()
+        if engine is not db:
+            engine.dispose()
 
 
 def kill_when(source: str, db: str, table: str, at_least: int) -> int:
@@ -399,22 +398,20 @@ def kill_when(source: str, db: str, table: str, at_least: int) -> int:
         "PYTHONPATH": str(REPO),
         "SCRAPY_SETTINGS_MODULE": "settings.base",
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "import_0archive", source, "--batch", "2"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = start_scrapy(["import_0archive", source, "--batch", "2"], env, REPO)
+    # One engine for every look: a new one each time took a core of its own on a busy
+    # machine, and the import it watched ran the slower.
+    engine = create_engine(db)
     try:
         deadline = time.monotonic() + 120
         while process.poll() is None and time.monotonic() < deadline:
-            if count(db, table) >= at_least:
+            if count(engine, table) >= at_least:
                 process.send_signal(signal.SIGKILL)
                 break
             time.sleep(0.01)
         return process.wait(timeout=60)
     finally:
+        engine.dispose()
         if process.poll() is None:
             process.kill()
 

@@ -6,10 +6,9 @@ kept: what comes back, comes back through heartbeats and run locks, not expiry."
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import redis
 from sqlalchemy import create_engine, select
 
-from tests.conftest import REPO, scrapy
+from tests.conftest import REPO, Process, scrapy, start_scrapy
 from tests.replay import LIST_PATH, ReplayServer, tw_news_pages, tw_news_routes
 from tests.tcp_forwarder import TcpForwarder
 from tests.test_distributed import (
@@ -142,8 +141,7 @@ def test_a_worker_killed_holding_snapshots_loses_none_of_them(
         assert recoveries(mariadb_url, tmp_path) >= 1
 
 
-def crawl(db_url: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "scrapy", "crawl", "generic"]
+def crawl(db_url: str, cwd: Path, log: Path) -> Process:
     env = {
         "ZEROARCHIVE_DB_URL": db_url,
         "PYTHONPATH": str(REPO),
@@ -151,12 +149,7 @@ def crawl(db_url: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
         "TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS": "",
         "ZEROARCHIVE_LOCK_DIR": str(cwd / "locks"),
     }
-    import os
-
-    with log.open("wb") as handle:
-        return subprocess.Popen(
-            args, cwd=cwd, env={**os.environ, **env}, stdout=handle, stderr=subprocess.STDOUT
-        )
+    return start_scrapy(["crawl", "generic"], {**os.environ, **env}, cwd, log)
 
 
 def test_an_embedded_crawl_killed_and_started_again_takes_up_what_it_held(
@@ -210,14 +203,12 @@ def test_a_killed_worker_a_flushed_redis_and_a_database_cut_at_once(
         db_via = database.via(mariadb_url)
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.3)])
         schedule_log = tmp_path / "schedule.log"
-        with schedule_log.open("wb") as handle:
-            schedule = subprocess.Popen(
-                [sys.executable, "-m", "scrapy", "schedule", "--interval", "1", "-s", HEARTBEAT],
-                cwd=tmp_path,
-                env=env_for(db_via, redis_url),
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-            )
+        schedule = start_scrapy(
+            ["schedule", "--interval", "1", "-s", HEARTBEAT],
+            env_for(db_via, redis_url),
+            tmp_path,
+            schedule_log,
+        )
         doomed_log, log = tmp_path / "doomed.log", tmp_path / "worker.log"
         doomed = start_worker(db_via, redis_url, tmp_path, doomed_log, HEARTBEAT)
         worker = None

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.utils.test import get_crawler
@@ -139,12 +141,20 @@ def test_a_worker_takes_several_requests_per_round_trip_and_puts_back_the_rest(
     other.close("finished")
 
 
+def away() -> redis.Redis:
+    """A Redis that refuses at once: without redis-py's own retries, each of which paused
+    (3.5 s a call) before the failure the scheduler handles."""
+    return redis.Redis(
+        host="127.0.0.1", port=1, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0)
+    )
+
+
 def test_requests_held_while_redis_is_away_are_pushed_when_it_answers_again(
     crawler: Crawler, scheduler: RedisScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="zeroarchive.distributed.scheduler")
     server = scheduler.server
-    scheduler.server = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1)
+    scheduler.server = away()
     for i in range(3):
         scheduler.enqueue_request(Request(f"https://example.com/d/{i}"))
     assert scheduler.flush_pending() == 0
@@ -168,7 +178,7 @@ def test_requests_held_while_redis_is_away_are_pushed_when_it_answers_again(
 def test_a_worker_closing_while_redis_is_away_says_what_it_could_not_queue(
     crawler: Crawler, scheduler: RedisScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:
-    scheduler.server = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=1)
+    scheduler.server = away()
     scheduler.enqueue_request(Request("https://example.com/e/1"))
     scheduler.flush_pending()
     scheduler.close("shutdown")

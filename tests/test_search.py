@@ -109,6 +109,13 @@ def searched(db_url: str) -> Iterator[tuple[Archive, SearchIndex, dict[int, int]
     yield make_archive(db_url)
 
 
+@pytest.fixture(scope="module")
+def searched_once(module_db_url: str) -> tuple[Archive, SearchIndex, dict[int, int]]:
+    """The archive of ``DOCS`` built once per engine for the tests that only search it
+    (106 of them: one build took 2 s of MariaDB's time, most of their run)."""
+    return make_archive(module_db_url)
+
+
 def run(index: SearchIndex, raw: str, **options: object) -> Hits:
     fold = chinese_forms if options.pop("fold", False) else None
     request = SearchRequest(parse_query(raw, fold), PARSER_VERSION, **options)  # type: ignore[arg-type]
@@ -162,9 +169,9 @@ def numbers(hits: Hits, articles: dict[int, int]) -> list[int]:
     ],
 )
 def test_both_engines_give_the_same_exact_answers(
-    searched: tuple[Archive, SearchIndex, dict[int, int]], query: str, expected: list[int]
+    searched_once: tuple[Archive, SearchIndex, dict[int, int]], query: str, expected: list[int]
 ) -> None:
-    _, index, articles = searched
+    _, index, articles = searched_once
     hits = run(index, query)
     assert numbers(hits, articles) == expected
     assert hits.total == len(expected) and not hits.capped
@@ -193,14 +200,14 @@ def test_both_engines_give_the_same_exact_answers(
     ],
 )
 def test_edges_of_the_exact_index(
-    searched: tuple[Archive, SearchIndex, dict[int, int]], query: str, expected: list[int]
+    searched_once: tuple[Archive, SearchIndex, dict[int, int]], query: str, expected: list[int]
 ) -> None:
-    _, index, articles = searched
+    _, index, articles = searched_once
     assert numbers(run(index, query), articles) == expected
 
 
 def test_the_engine_answers_what_the_text_holds(
-    searched: tuple[Archive, SearchIndex, dict[int, int]],
+    searched_once: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:
     """Strings cut at random from the archive's own texts (with the edges of runs,
     punctuation and spaces they happen to hold): the engine's answer is the text's."""
@@ -210,7 +217,7 @@ def test_the_engine_answers_what_the_text_holds(
     from zeroarchive.search.plan import plan
     from zeroarchive.search.text import normalize
 
-    _, index, articles = searched
+    _, index, articles = searched_once
     texts = {number: (normalize(title), normalize(body)) for _, number, title, body, _ in DOCS}
     rng = random.Random(23)
     exact = 0
@@ -286,9 +293,9 @@ def test_checked_on_the_text_with_all_versions(
 
 
 def test_fold_chinese_finds_the_other_script(
-    searched: tuple[Archive, SearchIndex, dict[int, int]],
+    searched_once: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:
-    _, index, articles = searched
+    _, index, articles = searched_once
     assert numbers(run(index, "臺灣疫苗"), articles) == []
     assert numbers(run(index, "台灣 疫苗", fold=True), articles) == [3]
     assert numbers(run(index, "海峽", fold=True), articles) == [3]
@@ -296,9 +303,9 @@ def test_fold_chinese_finds_the_other_script(
 
 
 def test_filters_sites_dates_and_sort(
-    searched: tuple[Archive, SearchIndex, dict[int, int]],
+    searched_once: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:
-    archive, index, articles = searched
+    archive, index, articles = searched_once
     farm = archive.sites.get("farm")
     assert farm is not None
     assert numbers(run(index, "vaccine", site_ids=(farm.site_id,)), articles) == [4, 5]
@@ -317,9 +324,9 @@ def test_filters_sites_dates_and_sort(
 
 
 def test_snippet_marks_the_match_in_the_original_text(
-    searched: tuple[Archive, SearchIndex, dict[int, int]],
+    searched_once: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:
-    _, index, _ = searched
+    _, index, _ = searched_once
     hit = run(index, "bnt").hits[0]
     assert "«ＢＮＴ»" in hit.snippet.marked()
     record = hit.as_json()

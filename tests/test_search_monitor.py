@@ -47,10 +47,11 @@ def indexed(db_url: str) -> Built:
     return built
 
 
-@pytest.fixture
-def client(db_url: str) -> Iterator[tuple[TestClient, Built]]:
-    built = indexed(db_url)
-    engine = open_archive(url=db_url).engine
+@pytest.fixture(scope="module")
+def client(module_db_url: str) -> Iterator[tuple[TestClient, Built]]:
+    """The monitor over the indexed archive, built once per engine: its tests only read."""
+    built = indexed(module_db_url)
+    engine = open_archive(url=module_db_url).engine
     app = create_app(engine, config(), SiteStatsConfig(3, 3600), clock=lambda: NOW)
     with TestClient(app, base_url="http://127.0.0.1") as client:
         yield client, built
