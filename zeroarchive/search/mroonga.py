@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -38,13 +38,16 @@ from sqlalchemy.sql import ColumnElement, FromClause
 from zeroarchive.search.index import (
     Doc,
     Found,
+    Hits,
     SearchRequest,
     SharedSearch,
+    new_doc_ids,
     read_docs,
     site_doc_ids,
 )
 from zeroarchive.search.plan import Phrase, Plan, TermPlan, has_prefix, only_prefixes
 from zeroarchive.search.text import SEPARATOR, index_document
+from zeroarchive.storage.publications import AddedVersion
 from zeroarchive.storage.schema import publication, search_doc
 
 TABLE = "publication_search"
@@ -93,6 +96,14 @@ ARTICLES_PER_QUERY = 1_000
 #: In a connection's ``info``: the documents its transaction wrote to Mroonga, whose
 #: writes are not undone by a rollback (Groonga has no transactions).
 TOUCHED = "zeroarchive.search.mroonga.touched"
+#: In a connection's ``info``: the documents its transaction indexed for the parser's
+#: hook (``index_version``), whose Mroonga rows are written once it commits, many at once:
+#: a Mroonga statement costs the server about 1 ms besides its rows (bench/README.md).
+PENDING = "zeroarchive.search.mroonga.pending"
+#: Per engine, documents committed and not yet written to Mroonga (by ``flush``).
+_DUE: weakref.WeakKeyDictionary[Engine, set[int]] = weakref.WeakKeyDictionary()
+#: Documents due before the hook writes them (a parse run's end writes the rest).
+FLUSH_EVERY = 500
 #: Engines whose commits and rollbacks are watched for them.
 _WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
 logger = logging.getLogger(__name__)
@@ -183,6 +194,7 @@ class MroongaIndex(SharedSearch):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._recovered = False
         if engine not in _WATCHED:
             _WATCHED.add(engine)
             event.listen(engine, "commit", _committed)
@@ -199,6 +211,49 @@ class MroongaIndex(SharedSearch):
         if missing is None:
             _READY.add(key)
         return missing
+
+    def index_version(self, conn: Connection, added: AddedVersion) -> None:
+        """``search_doc`` now, in the version's transaction; Mroonga's rows after it commits
+        (``flush``), those of many versions in one statement."""
+        if not self._recovered:
+            self._recover()
+        docs = read_docs(conn, publication.c.publication_id == added.publication_id)
+        if not docs:
+            return
+        new, old, changed = new_doc_ids(conn, docs)
+        # search_doc's trigger has deleted the old documents' rows: put back on a rollback.
+        _touch(conn, old.values())
+        conn.info.setdefault(PENDING, set()).update(new.values(), old.values(), changed)
+        if len(_DUE.get(self.engine, ())) >= FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the committed documents' Mroonga rows as ``search_doc`` has them now."""
+        due = _DUE.pop(self.engine, None)
+        if not due:
+            return
+        try:
+            with self.engine.begin() as conn:
+                resync(conn, sorted(due))
+        except SQLAlchemyError:
+            _DUE.setdefault(self.engine, set()).update(due)
+            raise
+
+    def _recover(self) -> None:
+        """Write the rows a process stopped before it flushed them (killed after a commit):
+        the documents newer than Mroonga's newest (ids only grow). Once per index object,
+        before it first indexes a version."""
+        with self.engine.begin() as conn:
+            newest = conn.execute(select(func.max(_fts.c.doc_id))).scalar() or 0
+            missing = conn.execute(
+                select(search_doc.c.doc_id).where(search_doc.c.doc_id > newest)
+            ).scalars()
+            resync(conn, sorted(missing))
+        self._recovered = True
+
+    def search(self, request: SearchRequest) -> Hits:
+        self.flush()  # this process's own versions are found as soon as they commit
+        return super().search(request)
 
     def _prepare(self, conn: Connection) -> None:
         # Else a query nothing matches exactly is searched again loosely ("ab" finds "abc").
@@ -379,17 +434,21 @@ def _count(conn: Connection, against: ColumnElement[Any]) -> int:
     return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
 
 
-def _touch(conn: Connection, doc_ids: Sequence[int] | set[int]) -> None:
+def _touch(conn: Connection, doc_ids: Iterable[int]) -> None:
     conn.info.setdefault(TOUCHED, set()).update(doc_ids)
 
 
 def _committed(conn: Connection) -> None:
     conn.info.pop(TOUCHED, None)
+    pending = conn.info.pop(PENDING, None)
+    if pending:
+        _DUE.setdefault(conn.engine, set()).update(pending)
 
 
 def _rolled_back(conn: Connection) -> None:
     """Before a rollback: put the documents the transaction wrote back as the database
     will be after it — on another connection, which sees what was committed."""
+    conn.info.pop(PENDING, None)  # never written
     touched = conn.info.pop(TOUCHED, None)
     if not touched:
         return
