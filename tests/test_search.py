@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -821,3 +822,77 @@ def test_a_parse_run_that_fails_still_writes_what_it_committed(mariadb_url: str)
     assert written == indexed and len(indexed) == 1
     assert run(index, "停止禁食").total == 1
     assert run(index, "結束禁食").total == 0
+
+
+#: Texts where Groonga's tokenizer (on MariaDB) could cut otherwise than ``index_text``:
+#: CJK beside words, punctuation between runs, one- and two-character CJK words, kana
+#: with repeat and prolonged marks, Hangul syllables and conjoining jamo, runs a space
+#: apart, words of letters and digits, words longer than MAX_TOKEN, private-use characters
+#: and words that look like the engine's own spellings.
+HARD = [
+    ("人々", "人々の時々。東京・大阪〇〇年、カーナビ〻"),
+    ("한국", "ᄀᄁ 한국어 백신 접종을 시작했다. 코로나19 백신"),
+    ("台灣 海峽", "台灣 海峽與台灣海峽；台 灣；台，灣"),
+    ("covid19", "covid19 c_d café naïve ß straße 2021年 abc台灣def"),
+    ("long", "x" * 70 + "y " + "z" * 64 + " 台" + "q" * 65),
+    ("marks", "台\ue000灣 a\ue123b \ue002 ÿwgdgphggjgedbdj ÿq ᄀ한"),
+]
+
+
+def _forms(folded: str) -> set[str]:
+    """Strings of runs and spaces in ``folded``, up to 12 characters: every piece between
+    punctuation, cut at its words' ends and at each character of its CJK runs."""
+    from zeroarchive.search.text import RUN, is_cjk
+
+    found = set()
+    for piece in re.split(r"[^\w\s]|_", folded):
+        cuts = {0, len(piece)}
+        for run in RUN.finditer(piece):
+            cuts |= {run.start(), run.end()}
+            if is_cjk(run.group()):
+                cuts |= set(range(run.start(), run.end()))
+        for a in cuts:
+            for b in cuts:
+                if 0 < b - a <= 12 and piece[a:b].strip() == piece[a:b]:
+                    found.add(piece[a:b])
+    return found
+
+
+def test_the_hard_cases_give_exactly_the_texts_answers(db_url: str) -> None:
+    """Every phrase of runs cut from these texts finds exactly the texts that hold it (the
+    Matcher's judgement on the text), on both engines: on MariaDB Groonga cuts the stored
+    text into the tokens SQLite is given."""
+    from zeroarchive.search.match import Matcher
+    from zeroarchive.search.text import normalize
+
+    archive = open_archive(url=db_url)
+    index = open_index(archive.engine)
+    assert index.available() is None
+    spec = parse_spec(
+        {
+            "name": "hard",
+            "url": "https://hard.example/",
+            "type": "news",
+            "config": {"article": "/a/"},
+        }
+    )
+    site_id = archive.sites.upsert(spec, NOW)[0]
+    ids = [
+        add(archive, index, site_id, n, title, body, NOW) for n, (title, body) in enumerate(HARD)
+    ]
+    forms = sorted(set().union(*(_forms(normalize(f"{t} {b}")) for t, b in HARD)))
+    assert len(forms) > 250
+    wrong = []
+    for form in forms:
+        query = parse_query(f'"{form}"')
+        want = {
+            article_id
+            for article_id, (title, body) in zip(ids, HARD, strict=True)
+            if Matcher(query).holds(normalize(title), normalize(body))
+        }
+        hits = index.search(SearchRequest(query, PARSER_VERSION, limit=len(HARD)))
+        if {hit.article_id for hit in hits.hits} != want or hits.total != len(want):
+            wrong.append(form)
+    assert not wrong, (
+        f"{len(wrong)} of {len(forms)} answered otherwise than the texts: {wrong[:20]}"
+    )
