@@ -8,9 +8,10 @@
    measures the index's size against the text it covers (SQLite: pages added; MariaDB:
    the database's Groonga files on disk, so the bench runs on the server's machine).
 3. Runs each kind of query (a 2-character CJK word, a 4-character CJK string, an English
-   word, two words ANDed, a phrase; each also with --all-versions and with --site) over
-   several words of that kind picked from the corpus, first 20 hits with their total, and
-   prints p50/p95 milliseconds per kind and engine side by side.
+   word, two words ANDed, a phrase; each also with --all-versions, with --site, with
+   --since and with --since and --all-versions) over several words of that kind picked
+   from the corpus, first 20 hits with their total, and prints p50/p95 milliseconds per
+   kind and engine side by side.
 4. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) with and
    without the index hook, on both engines: what indexing adds to a parse run.
 
@@ -276,7 +277,7 @@ def measure_index(url: str, total: int) -> dict[str, float]:
 
 
 def measure_queries(
-    url: str, words: dict[str, list[str]]
+    url: str, words: dict[str, list[str]], publications: int
 ) -> dict[str, tuple[list[float], list[int]]]:
     engine = open_archive(url=url).engine
     index = open_index(engine)
@@ -287,6 +288,9 @@ def measure_queries(
             ("", {}),
             (" all-versions", {"all_versions": True}),
             (" site", {"site_ids": (3,)}),
+            # The newer half of the articles (their dates are a minute apart).
+            (" since", {"since": START + publications * 30}),
+            (" all-versions since", {"all_versions": True, "since": START + publications * 30}),
         ):
             name = kind + variant
             for raw in queries:
@@ -444,7 +448,7 @@ def main() -> None:
                 file=sys.stderr,
             )
             built[name] = {**measure_index(url, versions), "text": size, "versions": versions}
-            queries[name] = measure_queries(url, words)
+            queries[name] = measure_queries(url, words, args.publications)
             close_archives()
         made: list[str] = []
         counter = iter(range(100))
