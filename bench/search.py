@@ -283,14 +283,15 @@ def measure_queries(
     index = open_index(engine)
     timings: dict[str, list[float]] = {}
     hits: dict[str, list[int]] = {}
+    since = START + publications * 30 // 86_400 * 86_400
     for kind, queries in words.items():
         for variant, options in (
             ("", {}),
             (" all-versions", {"all_versions": True}),
             (" site", {"site_ids": (3,)}),
-            # The newer half of the articles (their dates are a minute apart).
-            (" since", {"since": START + publications * 30}),
-            (" all-versions since", {"all_versions": True, "since": START + publications * 30}),
+            # The newer half of the articles (a minute apart), from a UTC day as the CLI's.
+            (" since", {"since": since}),
+            (" all-versions since", {"all_versions": True, "since": since}),
         ):
             name = kind + variant
             for raw in queries:

@@ -124,6 +124,13 @@ _PIECE = re.compile(
     rf"|({WORD}+)"
 )
 _HEX_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
+DAY = 86_400
+#: A document's date is a token at each of these levels: its UTC day's block of 1, 16,
+#: 256, 4,096 and 65,536 days, so that a range of days is an OR of a few tokens.
+DAY_BLOCK, DAY_LEVELS = 16, 5
+#: Days the tokens tell apart: from 1970-01-01 (earlier dates are taken as that day) to
+#: 2328 (later ones as its last day).
+DAYS = 2 * DAY_BLOCK ** (DAY_LEVELS - 1)
 #: Groonga adds 1 to a document's score for each query term it holds: a filter token too.
 FILTER_SCORE = 1
 #: An --all-versions search reads the older versions that hold the query (about 30 us a
@@ -213,19 +220,61 @@ def _word(word: str) -> str:
 
 
 def _mark(kind: str, *values: object) -> str:
-    """A filter token: "q" parser version, "r" site, "s" article, "t" older."""
+    """A filter token: "q" parser version, "r" site, "s" article, "t" older, "u" date."""
     return _spelled(kind, "/".join(map(str, values)))
+
+
+def day_blocks(since: int | None, until: int | None) -> list[tuple[int, int]] | None:
+    """The (level, block) date tokens a document of ``[since, until)`` holds one of, the
+    fewest that cover it (at most 15 a level at each end); None when the range is not
+    whole UTC days inside the days the tokens tell apart (after 1970-01-01, before
+    ``DAYS``), or is empty.
+
+    >>> day_blocks(15 * DAY, 40 * DAY)
+    [(0, 15), (0, 32), (0, 33), (0, 34), (0, 35), (0, 36), (0, 37), (0, 38), (0, 39), (1, 1)]
+    >>> day_blocks(None, 512 * DAY)
+    [(2, 0), (2, 1)]
+    >>> day_blocks(DAY + 1, None), day_blocks(0, DAY)
+    (None, None)
+    """
+    low = 0 if since is None else since
+    high = DAYS * DAY if until is None else until
+    if low % DAY or high % DAY:
+        return None
+    low, high = low // DAY, high // DAY
+    # Days outside are counted as the first or the last (``_date_marks``).
+    if (since is not None and low < 1) or (until is not None and high > DAYS - 1) or low >= high:
+        return None
+    blocks: list[tuple[int, int]] = []
+    for level in range(DAY_LEVELS):
+        size = DAY_BLOCK**level
+        if level == DAY_LEVELS - 1:
+            blocks += [(level, block) for block in range(low // size, high // size)]
+            break
+        while low % (size * DAY_BLOCK) and low < high:
+            blocks.append((level, low // size))
+            low += size
+        while high % (size * DAY_BLOCK) and low < high:
+            high -= size
+            blocks.append((level, high // size))
+    return sorted(blocks)
+
+
+def _date_marks(date: int) -> str:
+    day = min(max(date // DAY, 0), DAYS - 1)
+    return " ".join(_mark("u", level, day // DAY_BLOCK**level) for level in range(DAY_LEVELS))
 
 
 def mroonga_document(doc: Doc, latest: bool) -> str:
     """The document's text (``mroonga_text``), and its filter tokens: its parser version,
     its site, its article (to ask which of some articles' latest versions hold a query),
-    and, unless it is its article's latest version, an "older" mark: the latest are found
-    by excluding the few older ones (Groonga takes 4-5 ms per 100,000 documents to
-    intersect with a token most documents hold, far less to exclude a rare one)."""
+    its UTC day (in blocks: ``day_blocks``), and, unless it is its article's latest
+    version, an "older" mark: the latest are found by excluding the few older ones
+    (Groonga takes 4-5 ms per 100,000 documents to intersect with a token most documents
+    hold, far less to exclude a rare one)."""
     marks = (
         f"{_mark('q', doc.parser_version)} {_mark('r', doc.site_id)}"
-        f" {_mark('s', doc.parser_version, doc.article_id)}"
+        f" {_mark('s', doc.parser_version, doc.article_id)} {_date_marks(doc.date)}"
     )
     if not latest:
         marks += " " + _mark("t")
@@ -415,23 +464,28 @@ class MroongaIndex(SharedSearch):
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int] | None:
-        """Of some sites or all, without dates: filtered inside the index (its filter
-        tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY ...
-        LIMIT) the latest versions without MariaDB reading a row of the table. With
+        """Of some sites or all, of whole UTC days or all: filtered inside the index (its
+        filter tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY
+        ... LIMIT) the latest versions without MariaDB reading a row of the table. With
         --all-versions, the articles that hold the query in older versions only are added
         (``_only_older``)."""
-        if request.since is not None or request.until is not None:
-            return None
         filters = [_quoted(_mark("q", request.parser_version))]
         if request.site_ids:
             sites = " OR ".join(_quoted(_mark("r", s)) for s in request.site_ids)
             filters.append(f"({sites})")
+        dates = ""
+        if request.since is not None or request.until is not None:
+            blocks = day_blocks(request.since, request.until)
+            if not blocks:
+                return None  # not whole days, or none: SQL
+            dates = "(" + " OR ".join(_quoted(_mark("u", *b)) for b in blocks) + ")"
+            filters.append(dates)
         latest = _fts.c.body.match(
             mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))])
         )
         older: list[tuple[float, int, int]] = []
         if request.all_versions:
-            found = self._only_older(conn, engine_plan, filters, request.parser_version)
+            found = self._only_older(conn, engine_plan, filters, request.parser_version, dates)
             if found is None:
                 return None
             older = found
@@ -472,13 +526,19 @@ class MroongaIndex(SharedSearch):
         return found_page, total
 
     def _only_older(
-        self, conn: Connection, engine_plan: Plan, filters: list[str], parser_version: str
+        self,
+        conn: Connection,
+        engine_plan: Plan,
+        filters: list[str],
+        parser_version: str,
+        dates: str,
     ) -> list[tuple[float, int, int]] | None:
         """(score, date, document id) of each article whose latest version does not hold
-        the query but an older one does: its newest such version. The older versions that
-        hold it are read (a tenth of the hits in bench/search.py; None, for SQL, past
-        ``MAX_OLDER``), then those of their articles' latest versions that do not hold it
-        (by article token). Scores as a latest version's: one filter token less."""
+        the query (of ``dates``, when given) but an older one does: its newest such
+        version. The older versions that hold it are read (a tenth of the hits in
+        bench/search.py; None, for SQL, past ``MAX_OLDER``), then those of their articles'
+        latest versions that do not hold it (by article token). Scores as a latest
+        version's: one filter token less."""
         older = _fts.c.body.match(mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]))
         if _count(conn, older) > MAX_OLDER:
             return None
@@ -502,7 +562,9 @@ class MroongaIndex(SharedSearch):
             # 150 ms before them; they name the parser version and the site already.
             latest_without = _fts.c.body.match(
                 mroonga_query_unless(
-                    engine_plan, [f"({tokens})", "-" + _quoted(_mark("t"))], f"({tokens})"
+                    engine_plan,
+                    [f"({tokens})", "-" + _quoted(_mark("t"))],
+                    f"({tokens}) {dates}".rstrip(),
                 )
             )
             for article_id in conn.execute(
