@@ -959,3 +959,26 @@ def test_dates_are_filtered_in_groonga_as_sql_filters_them(
     assert fast == slow
     assert sum(total for total, _ in fast) > 20  # not all empty
     assert numbers(run(index, "疫苗", until=today - 3 * DAY, all_versions=True), articles) == [2, 3]
+
+
+def test_the_parse_hook_writes_mroonga_once_enough_versions_are_due(
+    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long parse run does not keep its versions out of the index to its end: once
+    FLUSH_EVERY committed documents are due, the hook writes them (on a connection of
+    its own) before it takes the next version."""
+    import zeroarchive.search.mroonga as mroonga
+
+    archive, index, articles = make_archive(mariadb_url)
+    monkeypatch.setattr(mroonga, "FLUSH_EVERY", 2)
+    hooks = (index_hook(index),)
+    store = PublicationStore(archive.engine, PARSER_VERSION)
+    for n, number in enumerate((2, 7, 1)):
+        info, parsed = _new_version(archive, articles, number, f"第{n}次改寫")
+        store.add_version(info, NOW + n + 1, parsed, parsed.digest(), NOW + n + 1, hooks)
+    written, indexed = _in_mroonga_and_search_doc(archive)
+    # Versions 2 and 7 were written, with the versions they made older; 1 is due.
+    assert len(indexed - written) == 1
+    flush_hooks(hooks)
+    assert _in_mroonga_and_search_doc(archive)[0] == indexed
+    assert numbers(run(index, "次改寫"), articles) == [1, 2, 7]
