@@ -8,9 +8,10 @@
    measures the index's size against the text it covers (SQLite: pages added; MariaDB:
    the database's Groonga files on disk, so the bench runs on the server's machine).
 3. Runs each kind of query (a 2-character CJK word, a 4-character CJK string, an English
-   word, two words ANDed, a phrase; each also with --all-versions and with --site) over
-   several words of that kind picked from the corpus, first 20 hits with their total, and
-   prints p50/p95 milliseconds per kind and engine side by side.
+   word, two words ANDed, a phrase; each also with --all-versions, with --site, with
+   --since and with --since and --all-versions) over several words of that kind picked
+   from the corpus, first 20 hits with their total, and prints p50/p95 milliseconds per
+   kind and engine side by side.
 4. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) with and
    without the index hook, on both engines: what indexing adds to a parse run.
 
@@ -22,9 +23,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import random
 import re
-import resource
 import secrets
 import statistics
 import sys
@@ -32,6 +33,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -259,32 +261,39 @@ def measure_index(url: str, total: int) -> dict[str, float]:
     engine = open_archive(url=url).engine
     index = open_index(engine)
     before = index_size(url, engine)
-    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    server = server_cpu() if url.startswith("mysql") else 0.0
+    cpu = time.process_time()
     started = time.perf_counter()
     done, _ = reindex(engine, index, PARSER_VERSION, batch=1000, stream=sys.stderr)
     wall = time.perf_counter() - started
-    cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu
+    cpu = time.process_time() - cpu
+    server = (server_cpu() if url.startswith("mysql") else 0.0) - server
     after = index_size(url, engine)
     return {
         "indexed": done,
         "rate": done / wall,
         "cpu_rate": done / max(cpu, 1e-9),
+        "all_cpu_rate": done / max(cpu + server, 1e-9),
         "bytes": after - before if url.startswith("sqlite") else after,
     }
 
 
 def measure_queries(
-    url: str, words: dict[str, list[str]]
+    url: str, words: dict[str, list[str]], publications: int
 ) -> dict[str, tuple[list[float], list[int]]]:
     engine = open_archive(url=url).engine
     index = open_index(engine)
     timings: dict[str, list[float]] = {}
     hits: dict[str, list[int]] = {}
+    since = START + publications * 30 // 86_400 * 86_400
     for kind, queries in words.items():
         for variant, options in (
             ("", {}),
             (" all-versions", {"all_versions": True}),
             (" site", {"site_ids": (3,)}),
+            # The newer half of the articles (a minute apart), from a UTC day as the CLI's.
+            (" since", {"since": since}),
+            (" all-versions since", {"all_versions": True, "since": since}),
         ):
             name = kind + variant
             for raw in queries:
@@ -302,10 +311,12 @@ def p(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def parse_overhead(url_for: callable, copies: int) -> dict[str, float]:  # type: ignore[valid-type]
+def parse_overhead(url_for: callable, copies: int, rounds: int = 2) -> dict[str, float]:  # type: ignore[valid-type]
+    """The parse run without and with the index hook, ``rounds`` times in turn: the least
+    wall time, CPU time and server CPU time of each (the server is shared)."""
     pages = sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz"))
-    results = {}
-    for label, hooked in (("without", False), ("with", True), ("without ", False), ("with ", True)):
+    results: dict[str, float] = {}
+    for label, hooked in [("without", False), ("with", True)] * rounds:
         url = url_for()
         archive = open_archive(url=url)
         spec = parse_spec(
@@ -341,18 +352,60 @@ def parse_overhead(url_for: callable, copies: int) -> dict[str, float]:  # type:
                 )
         archive.snapshots.save(batch)
         hooks = (index_hook(open_index(archive.engine)),) if hooked else ()
+        server = server_cpu() if url.startswith("mysql") else 0.0
+        cpu = time.process_time()
         started = time.perf_counter()
         stats = parse_pending(archive.engine, ParseRunConfig(), now=START, hooks=hooks)
         seconds = time.perf_counter() - started
-        results[label] = min(results.get(label.strip(), 1e9), seconds)
-        results[label.strip()] = min(results.get(label.strip(), 1e9), seconds)
+        cpu = time.process_time() - cpu
+        server = (server_cpu() if url.startswith("mysql") else 0.0) - server
+        key = label
+        for name, value in (("", seconds), (" cpu", cpu), (" server", server)):
+            results[key + name] = min(results.get(key + name, 1e9), value)
         assert stats["parser/new_publication"] >= copies * (len(pages) - 5), stats
         close_archives()
-    return {"without": results["without"], "with": results["with"]}
+    return results
+
+
+def server_cpu() -> float:
+    """CPU seconds (user + system) the MariaDB server has used, from /proc (the bench runs
+    on the server's machine); 0 when no mariadbd is found."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if fields[0].endswith("(mariadbd") or fields[0].endswith("(mysqld"):
+            ticks = fields[1].split()
+            return (int(ticks[11]) + int(ticks[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+def rows_of_parse() -> list[tuple[str, Any]]:
+    """The parse run's rows: label, and its cell from an engine's ``parse_overhead``."""
+    return [
+        ("parse run, s without index", lambda o: f"{o['without']:.1f}"),
+        ("parse run, s with index", lambda o: f"{o['with']:.1f}"),
+        ("  indexing adds (wall)", lambda o: f"{o['with'] / o['without'] - 1:+.0%}"),
+        ("parse run, CPU s without index", lambda o: _cpu(o, "without")),
+        ("parse run, CPU s with index", lambda o: _cpu(o, "with")),
+        ("  indexing adds (CPU, with server)", lambda o: f"{_added(o):+.0%}"),
+    ]
+
+
+def _cpu(overhead: dict[str, float], label: str) -> str:
+    """This process's CPU seconds + the server's."""
+    return f"{overhead[label + ' cpu']:.2f} + {overhead[label + ' server']:.2f}"
+
+
+def _added(overhead: dict[str, float]) -> float:
+    """What indexing adds to a parse run's CPU, the server's included."""
+    with_ = overhead["with cpu"] + overhead["with server"]
+    return with_ / (overhead["without cpu"] + overhead["without server"]) - 1
 
 
 def fresh_mariadb() -> str:
-    name = f"zeroarchive_bench_search_{secrets.token_hex(4)}"
+    name = f"search_bench_{secrets.token_hex(4)}"
     admin = create_engine(f"{MARIADB}/test")
     with admin.connect() as conn:
         conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
@@ -371,20 +424,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--publications", type=int, default=100_000)
     parser.add_argument("--copies", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=2, help="parse runs with and without")
     parser.add_argument("--skip-mariadb", action="store_true")
+    parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument(
+        "--parse-only", action="store_true", help="only the parse run with and without the index"
+    )
     args = parser.parse_args()
     docs = documents(args.publications)
     words = query_words(docs)
     print("query words:", json.dumps(words, ensure_ascii=False), file=sys.stderr)
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
-    engines = {"sqlite": f"sqlite:///{tmp / 'archive.db'}"}
+    engines = {} if args.skip_sqlite else {"sqlite": f"sqlite:///{tmp / 'archive.db'}"}
     if not args.skip_mariadb:
         engines["mariadb"] = fresh_mariadb()
     built: dict[str, dict[str, float]] = {}
     queries: dict[str, dict[str, tuple[list[float], list[int]]]] = {}
     overhead: dict[str, dict[str, float]] = {}
     try:
-        for name, url in engines.items():
+        for name, url in engines.items() if not args.parse_only else ():
             started = time.perf_counter()
             versions, size = load(url, docs)
             print(
@@ -393,7 +451,7 @@ def main() -> None:
                 file=sys.stderr,
             )
             built[name] = {**measure_index(url, versions), "text": size, "versions": versions}
-            queries[name] = measure_queries(url, words)
+            queries[name] = measure_queries(url, words, args.publications)
             close_archives()
         made: list[str] = []
         counter = iter(range(100))
@@ -408,7 +466,7 @@ def main() -> None:
         for name in engines:
             try:
                 overhead[name] = parse_overhead(
-                    sqlite_url if name == "sqlite" else mariadb_url, args.copies
+                    sqlite_url if name == "sqlite" else mariadb_url, args.copies, args.rounds
                 )
             finally:
                 for url in made:
@@ -419,6 +477,14 @@ def main() -> None:
         if "mariadb" in engines:
             drop_mariadb(engines["mariadb"])
     names = list(engines)
+    if args.parse_only:
+        print(
+            f"parse run, {args.copies} x 60 pages, least of {args.rounds}"
+            + "".join(f"{n:>22}" for n in names)
+        )
+        for label, value in rows_of_parse():
+            print(f"{label:34}" + "".join(f"{value(overhead[n]):>22}" for n in names))
+        return
     print(
         f"\n{args.publications:,} articles; per engine: "
         + "; ".join(
@@ -430,10 +496,9 @@ def main() -> None:
     rows = [
         ("index build, publications/s", lambda n: f"{built[n]['rate']:,.0f}"),
         ("  per CPU second (this process)", lambda n: f"{built[n]['cpu_rate']:,.0f}"),
+        ("  per CPU second (+ the server's)", lambda n: f"{built[n]['all_cpu_rate']:,.0f}"),
         ("index size / text size", lambda n: f"{built[n]['bytes'] / built[n]['text']:.2f}"),
-        ("parse run, s without index", lambda n: f"{overhead[n]['without']:.1f}"),
-        ("parse run, s with index", lambda n: f"{overhead[n]['with']:.1f}"),
-        ("  indexing adds", lambda n: f"{overhead[n]['with'] / overhead[n]['without'] - 1:+.0%}"),
+        *((label, lambda n, v=value: v(overhead[n])) for label, value in rows_of_parse()),
     ]
     for label, value in rows:
         print(f"{label:34}" + "".join(f"{value(n):>22}" for n in names))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from zeroarchive.search.query import QueryError, parse_query
 from zeroarchive.search.reindex import reindex
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
-from zeroarchive.storage.publications import ArticleInfo, PublicationStore
+from zeroarchive.storage.publications import ArticleInfo, PublicationStore, flush_hooks
 from zeroarchive.storage.schema import publication, publication_mapping
 
 NOW = 1_700_000_000
@@ -91,7 +92,9 @@ def add(
     store.register_parser({}, NOW)  # as parse_snapshots does before its first publication
     parsed = Parsed(canonical_url=url, title=title, text=body, published_at=published)
     info = ArticleInfo(article_id, site_id, "news", url)
-    store.add_version(info, at, parsed, parsed.digest(), at, (index_hook(index),))
+    hooks = (index_hook(index),)
+    store.add_version(info, at, parsed, parsed.digest(), at, hooks)
+    flush_hooks(hooks)  # as a parse run does when it ends
     return article_id
 
 
@@ -681,3 +684,308 @@ def test_a_version_rolled_back_after_indexing_leaves_no_trace_in_the_index(
         assert (nothing.total, nothing.hits) == (0, ())
         # The version before is still its article's latest (its mark rewritten back).
         assert numbers(run(index, "bnt", all_versions=all_versions), articles) == [2]
+
+
+def _new_version(archive: Archive, articles: dict[int, int], number: int, body: str) -> tuple:
+    """What add_version takes for a new version of a ``news`` article of DOCS."""
+    news = archive.sites.get("news")
+    assert news is not None
+    url = f"https://site{news.site_id}.example/a/{number}"
+    parsed = Parsed(canonical_url=url, title="新標題", text=body, published_at=NOW)
+    return ArticleInfo(articles[number], news.site_id, "news", url), parsed
+
+
+def _in_mroonga_and_search_doc(archive: Archive) -> tuple[set[int], set[int]]:
+    from sqlalchemy import text
+
+    import zeroarchive.search.mroonga as mroonga
+    from zeroarchive.storage.schema import search_doc
+
+    with archive.engine.connect() as conn:
+        written = set(conn.execute(text(f"SELECT doc_id FROM {mroonga.TABLE}")).scalars())
+        return written, set(conn.execute(select(search_doc.c.doc_id)).scalars())
+
+
+def test_the_parse_hook_writes_mroonga_after_the_commits_many_versions_at_once(
+    mariadb_url: str,
+) -> None:
+    """Each Mroonga statement costs the server about 1 ms of its own: the hook writes
+    search_doc in the version's transaction and Mroonga's rows of many versions in one
+    statement when flushed; the versions they made older are marked in the same write."""
+    from sqlalchemy import event
+
+    import zeroarchive.search.mroonga as mroonga
+
+    archive, index, articles = make_archive(mariadb_url)
+    statements: list[str] = []
+
+    def writes(statements: list[str]) -> list[str]:
+        return [
+            s
+            for s in statements
+            if s.startswith(("INSERT", "DELETE", "UPDATE")) and mroonga.TABLE in s
+        ]
+
+    event.listen(
+        archive.engine,
+        "before_cursor_execute",
+        lambda conn, cursor, statement, *rest: statements.append(statement),
+    )
+    hooks = (index_hook(index),)
+    store = PublicationStore(archive.engine, PARSER_VERSION)
+    for n in range(3):
+        info, parsed = _new_version(archive, articles, 2, f"改寫的第{n}版內容")
+        store.add_version(info, NOW + n + 1, parsed, parsed.digest(), NOW + n + 1, hooks)
+    written, indexed = _in_mroonga_and_search_doc(archive)
+    assert len(indexed - written) == 3  # committed, not yet written
+    assert not writes(statements)
+    flush_hooks(hooks)
+    assert len(writes(statements)) == 2  # one DELETE (of rows to rewrite) and one INSERT
+    assert _in_mroonga_and_search_doc(archive)[0] == indexed
+    assert numbers(run(index, "改寫的第2版"), articles) == [2]
+    assert run(index, "改寫的第1版").total == 0
+    assert run(index, "bnt").total == 0  # the first version is an older one now
+    for old in ("bnt", "改寫的第0版", "改寫的第1版"):
+        assert numbers(run(index, old, all_versions=True), articles) == [2]
+
+
+def test_versions_committed_by_a_run_stopped_before_its_flush_are_written_by_the_next(
+    mariadb_url: str,
+) -> None:
+    """A parse run killed between a commit and its flush: the next index to take a version
+    writes what search_doc holds beyond Mroonga's newest row."""
+    import zeroarchive.search.mroonga as mroonga
+
+    archive, index, articles = make_archive(mariadb_url)
+    store = PublicationStore(archive.engine, PARSER_VERSION)
+    info, parsed = _new_version(archive, articles, 2, "遺失的版本")
+    store.add_version(info, NOW + 1, parsed, parsed.digest(), NOW + 1, (index_hook(index),))
+    mroonga._DUE.clear()  # the process died
+    written, indexed = _in_mroonga_and_search_doc(archive)
+    assert len(indexed - written) == 1
+    later = open_index(archive.engine)
+    hooks = (index_hook(later),)
+    info, parsed = _new_version(archive, articles, 7, "下一次的版本")
+    store.add_version(info, NOW + 2, parsed, parsed.digest(), NOW + 2, hooks)
+    flush_hooks(hooks)
+    assert _in_mroonga_and_search_doc(archive)[0] == _in_mroonga_and_search_doc(archive)[1]
+    assert numbers(run(later, "遺失的版本"), articles) == [2]
+    assert numbers(run(later, "下一次的版本"), articles) == [7]
+    assert numbers(run(later, "백신", all_versions=True), articles) == [7]
+    assert run(later, "백신").total == 0
+
+
+def test_a_parse_run_that_fails_still_writes_what_it_committed(mariadb_url: str) -> None:
+    """parse_pending flushes its hooks however it ends: a hook failing on the second new
+    version (rolled back) leaves the first, committed, in Mroonga."""
+    from zeroarchive.parser.run import ParseRunConfig, parse_pending
+
+    archive = open_archive(url=mariadb_url)
+    index = open_index(archive.engine)
+    assert index.available() is None
+    spec = parse_spec(
+        {
+            "name": "ltn",
+            "url": "https://news.ltn.com.tw/",
+            "type": "news",
+            "config": {"article": "/"},
+        }
+    )
+    site_id = archive.sites.upsert(spec, NOW)[0]
+    urls = [LTN_URL, LTN_URL + "?copy"]
+    archive.articles.add(site_id, "Article", urls, NOW)
+    for n, url in enumerate(urls):
+        page = LTN_PAGE.replace(*LTN_EDIT) if n else LTN_PAGE
+        archive.snapshots.save(
+            [
+                FetchedPage(
+                    article_id=_article_id(archive, url),
+                    site_id=site_id,
+                    article_type="news",
+                    fetched_at=NOW,
+                    status=200,
+                    final_url=url,
+                    headers={"Content-Type": ["text/html; charset=utf-8"]},
+                    encoding="utf-8",
+                    body=page,
+                )
+            ]
+        )
+    seen: list[object] = []
+
+    def fails_on_the_second(conn: object, added: object) -> None:
+        seen.append(added)
+        if len(seen) == 2:
+            raise RuntimeError("a later hook fails")
+
+    with pytest.raises(RuntimeError):
+        parse_pending(
+            archive.engine,
+            ParseRunConfig(),
+            now=NOW,
+            hooks=(index_hook(index), fails_on_the_second),
+        )
+    written, indexed = _in_mroonga_and_search_doc(archive)
+    assert written == indexed and len(indexed) == 1
+    assert run(index, "停止禁食").total == 1
+    assert run(index, "結束禁食").total == 0
+
+
+#: Texts where Groonga's tokenizer (on MariaDB) could cut otherwise than ``index_text``:
+#: CJK beside words, punctuation between runs, one- and two-character CJK words, kana
+#: with repeat and prolonged marks, Hangul syllables and conjoining jamo, runs a space
+#: apart, words of letters and digits, words longer than MAX_TOKEN, private-use characters
+#: and words that look like the engine's own spellings.
+HARD = [
+    ("人々", "人々の時々。東京・大阪〇〇年、カーナビ〻"),
+    ("한국", "ᄀᄁ 한국어 백신 접종을 시작했다. 코로나19 백신"),
+    ("台灣 海峽", "台灣 海峽與台灣海峽；台 灣；台，灣"),
+    ("covid19", "covid19 c_d café naïve ß straße 2021年 abc台灣def"),
+    ("long", "x" * 70 + "y " + "z" * 64 + " 台" + "q" * 65),
+    ("marks", "台\ue000灣 a\ue123b \ue002 ÿwgdgphggjgedbdj ÿq ᄀ한"),
+]
+
+
+def _forms(folded: str) -> set[str]:
+    """Strings of runs and spaces in ``folded``, up to 12 characters: every piece between
+    punctuation, cut at its words' ends and at each character of its CJK runs."""
+    from zeroarchive.search.text import RUN, is_cjk
+
+    found = set()
+    for piece in re.split(r"[^\w\s]|_", folded):
+        cuts = {0, len(piece)}
+        for run in RUN.finditer(piece):
+            cuts |= {run.start(), run.end()}
+            if is_cjk(run.group()):
+                cuts |= set(range(run.start(), run.end()))
+        for a in cuts:
+            for b in cuts:
+                if 0 < b - a <= 12 and piece[a:b].strip() == piece[a:b]:
+                    found.add(piece[a:b])
+    return found
+
+
+def test_the_hard_cases_give_exactly_the_texts_answers(db_url: str) -> None:
+    """Every phrase of runs cut from these texts finds exactly the texts that hold it (the
+    Matcher's judgement on the text), on both engines: on MariaDB Groonga cuts the stored
+    text into the tokens SQLite is given."""
+    from zeroarchive.search.match import Matcher
+    from zeroarchive.search.text import normalize
+
+    archive = open_archive(url=db_url)
+    index = open_index(archive.engine)
+    assert index.available() is None
+    spec = parse_spec(
+        {
+            "name": "hard",
+            "url": "https://hard.example/",
+            "type": "news",
+            "config": {"article": "/a/"},
+        }
+    )
+    site_id = archive.sites.upsert(spec, NOW)[0]
+    ids = [
+        add(archive, index, site_id, n, title, body, NOW) for n, (title, body) in enumerate(HARD)
+    ]
+    forms = sorted(set().union(*(_forms(normalize(f"{t} {b}")) for t, b in HARD)))
+    assert len(forms) > 250
+    wrong = []
+    for form in forms:
+        query = parse_query(f'"{form}"')
+        want = {
+            article_id
+            for article_id, (title, body) in zip(ids, HARD, strict=True)
+            if Matcher(query).holds(normalize(title), normalize(body))
+        }
+        hits = index.search(SearchRequest(query, PARSER_VERSION, limit=len(HARD)))
+        if {hit.article_id for hit in hits.hits} != want or hits.total != len(want):
+            wrong.append(form)
+    assert not wrong, (
+        f"{len(wrong)} of {len(forms)} answered otherwise than the texts: {wrong[:20]}"
+    )
+
+
+@given(st.integers(1, 40_000), st.integers(0, 40_000), st.booleans(), st.booleans())
+def test_the_date_tokens_of_a_range_cover_its_days_and_no_other(
+    first: int, length: int, open_start: bool, open_end: bool
+) -> None:
+    """On MariaDB a --since/--until range is an OR of date block tokens: a document's day
+    is in the range exactly when one of its tokens is among them."""
+    from zeroarchive.search.mroonga import DAY, DAY_BLOCK, DAY_LEVELS, DAYS, day_blocks
+
+    since, until = first * DAY, min(first + length, DAYS - 1) * DAY
+    blocks = day_blocks(None if open_start else since, None if open_end else until)
+    low, high = (0 if open_start else first), (DAYS if open_end else until // DAY)
+    if low >= high:
+        assert blocks is None
+        return
+    assert blocks is not None and len(blocks) <= 2 * (DAY_BLOCK - 1) * DAY_LEVELS
+    # Inside the range, and as many days as it has: its days, each once.
+    spans = [(b * DAY_BLOCK**level, (b + 1) * DAY_BLOCK**level) for level, b in blocks]
+    assert all(low <= start and end <= high for start, end in spans)
+    assert sum(end - start for start, end in spans) == high - low
+    for day in {low - 1, low, low + 1, high - 2, high - 1, high, first * 7 % DAYS, 0, DAYS - 1}:
+        if not 0 <= day < DAYS:
+            continue
+        held = {(level, day // DAY_BLOCK**level) for level in range(DAY_LEVELS)}
+        assert bool(held & set(blocks)) == (low <= day < high), day
+
+
+def test_dates_are_filtered_in_groonga_as_sql_filters_them(
+    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--since/--until of whole days on MariaDB: Groonga's date tokens find what SQL over
+    search_doc finds, with and without --all-versions (an article whose latest version
+    holds the query outside the range and an older one inside it included)."""
+    from zeroarchive.search.mroonga import MroongaIndex
+
+    archive, index, articles = make_archive(mariadb_url)
+    news = archive.sites.get("news")
+    assert news is not None
+    # Article 3 holds 疫苗 7 days ago and again now; article 2's newer version dropped it.
+    add(archive, index, news.site_id, 3, "台湾疫苗新闻", "疫苗的后续报道。", NOW, at=NOW + 10)
+    add(archive, index, news.site_id, 2, "到貨", "第二批今天抵達。", NOW - 5 * DAY, at=NOW + 20)
+    today = NOW // DAY * DAY
+    ranges = [(today - 8 * DAY, today - 3 * DAY), (today - 3 * DAY, None), (None, today - 6 * DAY)]
+    ranges += [(today - 40 * DAY, today + DAY), (today - 2 * DAY, today - DAY)]
+    fast = []
+    for query in ("疫苗", "台", "vaccine", '"covid 19"', "疫苗 -台湾"):
+        for since, until in ranges:
+            for all_versions in (False, True):
+                options = {"since": since, "until": until, "all_versions": all_versions}
+                hits = run(index, query, **options)
+                fast.append((hits.total, sorted(h.publication_id for h in hits.hits)))
+    monkeypatch.setattr(MroongaIndex, "_fast", lambda *args: None)
+    slow = []
+    for query in ("疫苗", "台", "vaccine", '"covid 19"', "疫苗 -台湾"):
+        for since, until in ranges:
+            for all_versions in (False, True):
+                options = {"since": since, "until": until, "all_versions": all_versions}
+                hits = run(index, query, **options)
+                slow.append((hits.total, sorted(h.publication_id for h in hits.hits)))
+    assert fast == slow
+    assert sum(total for total, _ in fast) > 20  # not all empty
+    assert numbers(run(index, "疫苗", until=today - 3 * DAY, all_versions=True), articles) == [2, 3]
+
+
+def test_the_parse_hook_writes_mroonga_once_enough_versions_are_due(
+    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long parse run does not keep its versions out of the index to its end: once
+    FLUSH_EVERY committed documents are due, the hook writes them (on a connection of
+    its own) before it takes the next version."""
+    import zeroarchive.search.mroonga as mroonga
+
+    archive, index, articles = make_archive(mariadb_url)
+    monkeypatch.setattr(mroonga, "FLUSH_EVERY", 2)
+    hooks = (index_hook(index),)
+    store = PublicationStore(archive.engine, PARSER_VERSION)
+    for n, number in enumerate((2, 7, 1)):
+        info, parsed = _new_version(archive, articles, number, f"第{n}次改寫")
+        store.add_version(info, NOW + n + 1, parsed, parsed.digest(), NOW + n + 1, hooks)
+    written, indexed = _in_mroonga_and_search_doc(archive)
+    # Versions 2 and 7 were written, with the versions they made older; 1 is due.
+    assert len(indexed - written) == 1
+    flush_hooks(hooks)
+    assert _in_mroonga_and_search_doc(archive)[0] == indexed
+    assert numbers(run(index, "次改寫"), articles) == [1, 2, 7]

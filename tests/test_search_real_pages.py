@@ -32,7 +32,7 @@ from zeroarchive.search.query import parse_query
 from zeroarchive.search.text import CJK
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import open_archive
-from zeroarchive.storage.publications import ArticleInfo, PublicationStore
+from zeroarchive.storage.publications import ArticleInfo, PublicationStore, flush_hooks
 from zeroarchive.storage.schema import article
 
 NOW = 1_700_000_000
@@ -98,6 +98,7 @@ def archived(db_url: str) -> Iterator[tuple[SearchIndex, list[Stored]]]:
     site_id = archive.sites.upsert(spec, NOW)[0]
     store = PublicationStore(archive.engine, PARSER_VERSION)
     stored = []
+    hooks = (index_hook(index),)
     for url, parsed in parsed_pages():
         archive.articles.add(site_id, "news", [url], NOW)
         with archive.engine.connect() as conn:
@@ -105,8 +106,9 @@ def archived(db_url: str) -> Iterator[tuple[SearchIndex, list[Stored]]]:
                 select(article.c.article_id).where(article.c.url == url)
             ).scalar_one()
         info = ArticleInfo(article_id, site_id, "news", url)
-        store.add_version(info, NOW, parsed, parsed.digest(), NOW, (index_hook(index),))
+        store.add_version(info, NOW, parsed, parsed.digest(), NOW, hooks)
         stored.append(Stored(article_id, parsed.title or "", parsed.text or ""))
+    flush_hooks(hooks)  # as a parse run does when it ends
     yield index, stored
 
 

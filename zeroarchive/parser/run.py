@@ -37,6 +37,7 @@ from zeroarchive.storage.publications import (
     PublicationStore,
     Unparsed,
     VersionHook,
+    flush_hooks,
 )
 from zeroarchive.storage.snapshots import StoredSnapshot, read_snapshot
 
@@ -82,7 +83,8 @@ def parse_pending(
     ``progress``, when given, is told the run's total and each snapshot handled.
 
     ``hooks`` are told of each new publication version inside the transaction that adds it
-    (the stages after the parser pass them in: the parser never imports them).
+    (the stages after the parser pass them in: the parser never imports them); those that
+    batch their work (``BatchedHook``: the Mroonga index) are flushed when the run ends.
 
     Once a run of this version has gone over every snapshot, later runs read only the
     inbox of snapshots stored since (see migration 0011): nothing new costs two small reads.
@@ -104,13 +106,16 @@ def parse_pending(
     if progress is not None:
         progress.set_total(store.count_pending(config.site_id, config.since, not state.complete))
     with _parser_processes(config.workers) as pool:
-        if not state.complete:
-            stats["parser/full_pass"] = 1
-            batches = store.iter_unparsed(config.site_id, config.since, config.batch)
-            _parse_all(store, engine, batches, config, stamp, stats, pool, hooks, progress)
-        # After a full pass too: what was stored while it ran, and emptying the inbox.
-        inbox = store.iter_inbox(config.site_id, config.since, config.batch)
-        _parse_all(store, engine, inbox, config, stamp, stats, pool, hooks, progress)
+        try:
+            if not state.complete:
+                stats["parser/full_pass"] = 1
+                batches = store.iter_unparsed(config.site_id, config.since, config.batch)
+                _parse_all(store, engine, batches, config, stamp, stats, pool, hooks, progress)
+            # After a full pass too: what was stored while it ran, and emptying the inbox.
+            inbox = store.iter_inbox(config.site_id, config.since, config.batch)
+            _parse_all(store, engine, inbox, config, stamp, stats, pool, hooks, progress)
+        finally:
+            flush_hooks(hooks)
     whole = config.site_id is None and config.since is None
     if not state.complete and (whole or (config.reparse and restorable)):
         store.mark_complete(state.generation)

@@ -161,6 +161,9 @@ class SearchIndex(Protocol):
     def compact(self) -> None:
         """After a rebuild: make the index as small as it can be."""
 
+    def flush(self) -> None:
+        """Write what the committed transactions' ``index_version`` left for later."""
+
     def matched(self, plan: Plan, scored: bool) -> FromClause:
         """A selectable of ``doc_id`` (and ``score``, higher better, when ``scored``): the
         documents the plan's engine expression finds."""
@@ -169,9 +172,23 @@ class SearchIndex(Protocol):
         """The hits for a request."""
 
 
+@dataclass(frozen=True)
+class IndexHook:
+    """The parser's hook that feeds an index with each new publication version (a
+    ``BatchedHook``: an engine may write its part after the transaction, many at once)."""
+
+    index: SearchIndex
+
+    def __call__(self, conn: Connection, added: AddedVersion) -> None:
+        self.index.index_version(conn, added)
+
+    def flush(self) -> None:
+        self.index.flush()
+
+
 def index_hook(index: SearchIndex) -> VersionHook:
     """The parser's hook that feeds ``index`` with each new publication version."""
-    return index.index_version
+    return IndexHook(index)
 
 
 @dataclass(frozen=True)
@@ -207,6 +224,9 @@ class SharedSearch:
 
     def compact(self) -> None:
         """Nothing, unless an engine's index grows loose as it is updated."""
+
+    def flush(self) -> None:
+        """Nothing, unless an engine defers its writes."""
 
     def index_version(self, conn: Connection, added: AddedVersion) -> None:
         self.index_publications(

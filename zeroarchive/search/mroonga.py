@@ -1,22 +1,25 @@
 """The MariaDB engine: a Mroonga table with a FULLTEXT index — Groonga inside the server,
 so every query is answered through the index, never with a LIKE scan.
 
-The table holds each document's tokens (``text.index_text``, the same as SQLite's index)
-keyed by document id (``search_doc``), compressed (zlib: Mroonga indexes only what it
-stores, and the plain text is in ``publication`` already); the index splits them at spaces
-(TokenDelimit, no normaliser: they are normalised). Queries run in boolean mode with
+The table holds each document's normalised text keyed by document id (``search_doc``),
+compressed (zlib: Mroonga indexes only what it stores, and the text is in ``publication``
+already), written (``mroonga_text``) so that Groonga's TokenBigram with NormalizerAuto
+cuts it into the tokens of ``text.index_text``, SQLite's (the tokens themselves, stored
+instead, took 1.4x the room: bench/README.md). Queries run in boolean mode with
 ``*D+`` (terms ANDed), every phrase quoted, so nothing in a query is Groonga syntax; match
 escalation (Groonga's fallback to looser matching when nothing matches exactly) is off.
 Each document ends with filter tokens (parser version, site, article, older), so Groonga
 filters, counts and ranks a search without MariaDB reading its rows (about 30-60 us each,
-the compressed tokens with them); writes are put back when a transaction rolls back.
+the compressed text with them). The parser's hook writes Mroonga's rows after the
+commits, many at once; writes are put back when a transaction rolls back.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -38,13 +41,24 @@ from sqlalchemy.sql import ColumnElement, FromClause
 from zeroarchive.search.index import (
     Doc,
     Found,
+    Hits,
     SearchRequest,
     SharedSearch,
+    new_doc_ids,
     read_docs,
     site_doc_ids,
 )
 from zeroarchive.search.plan import Phrase, Plan, TermPlan, has_prefix, only_prefixes
-from zeroarchive.search.text import SEPARATOR, index_document
+from zeroarchive.search.text import (
+    CJK,
+    CJK_SPACE,
+    MAX_TOKEN,
+    SEPARATOR,
+    WORD,
+    is_cjk,
+    normalize,
+)
+from zeroarchive.storage.publications import AddedVersion
 from zeroarchive.storage.schema import publication, search_doc
 
 TABLE = "publication_search"
@@ -60,7 +74,7 @@ CREATE = (
     " article_id BIGINT NOT NULL,"
     " version INT NOT NULL,"
     f" FULLTEXT INDEX ft_{TABLE} (body)"
-    ' COMMENT \'tokenizer "TokenDelimit", normalizer "none"\''
+    ' COMMENT \'tokenizer "TokenBigram", normalizer "NormalizerAuto"\''
     ") ENGINE=Mroonga DEFAULT CHARSET=utf8mb4"
 )
 # A deleted publication's search_doc row goes by a trigger (0012); its tokens with it, or
@@ -77,12 +91,46 @@ _fts = table(
     column("article_id", BigInteger),
     column("version", Integer),
 )
-#: Tokens after a document's own (a separator apart) that let a search filter inside the
-#: index: its parser version, its site, its article (to ask which of some articles' latest
-#: versions hold a query), and, unless it is its article's latest version, an "older" mark:
-#: the latest are found by excluding the few older ones (Groonga takes 4-5 ms per 100,000
-#: documents to intersect with a token most documents hold, far less to exclude a rare one).
-PARSER_TOKEN, SITE_TOKEN, OLDER_TOKEN, ARTICLE_TOKEN = "\ue010", "\ue011", "\ue014", "\ue013"
+#: Between two CJK runs a space apart: Groonga leaves out of a query's tokens the lone
+#: last character of a run followed by more (it keeps its position), so "台灣 海峽" would
+#: also find "台灣海峽" without a token of its own between the two.
+CJK_BREAK = "\ue002"
+#: CJK characters that Groonga 7's NormalizerAuto types as symbols, each a token of its
+#: own where ``index_text`` pairs it (Hangul conjoining jamo, 々〆〇, Hangzhou numerals,
+#: kana repeat marks): found by tokenizing every CJK character ``normalize`` keeps. Written
+#: as private-use characters, paired as the rest (a run never holds one of its own).
+_SYMBOL_LIKE = (
+    (0x1100, 0x1159),
+    (0x115F, 0x11A2),
+    (0x11A8, 0x11F9),
+    (0x3005, 0x3007),
+    (0x3021, 0x3029),
+    (0x3031, 0x3035),
+    (0x303B, 0x303C),
+)
+_PRIVATE = {
+    code: 0xE100 + number
+    for number, code in enumerate(c for low, high in _SYMBOL_LIKE for c in range(low, high + 1))
+}
+#: Word runs Groonga keeps whole (letters or digits alone, ASCII: its normaliser leaves
+#: them as they are); any other is spelled in letters (``_spelled``).
+_PLAIN = re.compile(r"[a-z]+|[0-9]+")
+#: What ``mroonga_text`` takes in one step: a CJK run; plain words one space apart; any
+#: other word run.
+_PIECE = re.compile(
+    rf"([{CJK}]+)"
+    rf"|((?:[a-z]{{1,{MAX_TOKEN}}}|[0-9]{{1,{MAX_TOKEN}}})(?!{WORD})"
+    rf"(?: (?:[a-z]{{1,{MAX_TOKEN}}}|[0-9]{{1,{MAX_TOKEN}}})(?!{WORD}))*)"
+    rf"|({WORD}+)"
+)
+_HEX_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
+DAY = 86_400
+#: A document's date is a token at each of these levels: its UTC day's block of 1, 16,
+#: 256, 4,096 and 65,536 days, so that a range of days is an OR of a few tokens.
+DAY_BLOCK, DAY_LEVELS = 16, 5
+#: Days the tokens tell apart: from 1970-01-01 (earlier dates are taken as that day) to
+#: 2328 (later ones as its last day).
+DAYS = 2 * DAY_BLOCK ** (DAY_LEVELS - 1)
 #: Groonga adds 1 to a document's score for each query term it holds: a filter token too.
 FILTER_SCORE = 1
 #: An --all-versions search reads the older versions that hold the query (about 30 us a
@@ -93,6 +141,14 @@ ARTICLES_PER_QUERY = 1_000
 #: In a connection's ``info``: the documents its transaction wrote to Mroonga, whose
 #: writes are not undone by a rollback (Groonga has no transactions).
 TOUCHED = "zeroarchive.search.mroonga.touched"
+#: In a connection's ``info``: the documents its transaction indexed for the parser's
+#: hook (``index_version``), whose Mroonga rows are written once it commits, many at once:
+#: a Mroonga statement costs the server about 1 ms besides its rows (bench/README.md).
+PENDING = "zeroarchive.search.mroonga.pending"
+#: Per engine, documents committed and not yet written to Mroonga (by ``flush``).
+_DUE: weakref.WeakKeyDictionary[Engine, set[int]] = weakref.WeakKeyDictionary()
+#: Documents due before the hook writes them (a parse run's end writes the rest).
+FLUSH_EVERY = 500
 #: Engines whose commits and rollbacks are watched for them.
 _WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
 logger = logging.getLogger(__name__)
@@ -117,15 +173,145 @@ def _enable_keys(conn: Connection) -> None:
         conn.execute(text(f"ALTER TABLE {TABLE} ENABLE KEYS"))
 
 
+def _spelled(kind: str, value: str) -> str:
+    """``value`` as one token Groonga keeps whole: letters after "ÿ" and ``kind`` (a
+    letter past p, so that no two kinds share a token).
+
+    >>> _spelled("w", "c++"), _spelled("w", "19世")
+    ('ÿwgdclcl', 'ÿwdbdjoelijg')
+    """
+    return f"ÿ{kind}" + value.encode().hex().translate(_HEX_LETTERS)
+
+
+def mroonga_text(folded: str) -> str:
+    """What Mroonga stores for normalised text, for Groonga's TokenBigram (with its
+    NormalizerAuto) to cut into the tokens of ``text.index_text`` (with ``CJK_BREAK``
+    between CJK runs a space apart, and its own spellings of some characters and words):
+    the runs a space apart, and the marks between them where the runs do not tell.
+
+    >>> mroonga_text("在台灣 vaccine, 台灣x 々 covid19")
+    '在台灣 \\ue001 vaccine \\ue000 台灣 x \\ue001 \\ue1f0 \\ue001 ÿwgdgphggjgedbdj'
+    """
+    parts: list[str] = []
+    end = 0
+    last_cjk = False
+    for found in _PIECE.finditer(folded):
+        start = found.start()
+        cjk, plain = found.group(1), found.group(2)
+        if start != end and parts:
+            if not folded[end:start].isspace():
+                parts.append(SEPARATOR)
+            elif (cjk is not None) != last_cjk:
+                parts.append(CJK_SPACE)
+            elif cjk is not None:
+                parts.append(CJK_BREAK)
+        if cjk is not None:
+            parts.append(cjk.translate(_PRIVATE))
+        elif plain is not None:
+            parts.append(plain)
+        else:
+            parts.append(_word(found.group(3)[:MAX_TOKEN]))
+        end, last_cjk = found.end(), cjk is not None
+    return " ".join(parts)
+
+
+def _word(word: str) -> str:
+    return word if _PLAIN.fullmatch(word) else _spelled("w", word)
+
+
+def _mark(kind: str, *values: object) -> str:
+    """A filter token: "q" parser version, "r" site, "s" article, "t" older, "u" date."""
+    return _spelled(kind, "/".join(map(str, values)))
+
+
+def day_blocks(since: int | None, until: int | None) -> list[tuple[int, int]] | None:
+    """The (level, block) date tokens a document of ``[since, until)`` holds one of, the
+    fewest that cover it (at most 15 a level at each end); None when the range is not
+    whole UTC days inside the days the tokens tell apart (after 1970-01-01, before
+    ``DAYS``), or is empty.
+
+    >>> day_blocks(15 * DAY, 40 * DAY)
+    [(0, 15), (0, 32), (0, 33), (0, 34), (0, 35), (0, 36), (0, 37), (0, 38), (0, 39), (1, 1)]
+    >>> day_blocks(None, 512 * DAY)
+    [(2, 0), (2, 1)]
+    >>> day_blocks(DAY + 1, None), day_blocks(0, DAY)
+    (None, None)
+    """
+    low = 0 if since is None else since
+    high = DAYS * DAY if until is None else until
+    if low % DAY or high % DAY:
+        return None
+    low, high = low // DAY, high // DAY
+    # Days outside are counted as the first or the last (``_date_marks``).
+    if (since is not None and low < 1) or (until is not None and high > DAYS - 1) or low >= high:
+        return None
+    blocks: list[tuple[int, int]] = []
+    for level in range(DAY_LEVELS):
+        size = DAY_BLOCK**level
+        if level == DAY_LEVELS - 1:
+            blocks += [(level, block) for block in range(low // size, high // size)]
+            break
+        while low % (size * DAY_BLOCK) and low < high:
+            blocks.append((level, low // size))
+            low += size
+        while high % (size * DAY_BLOCK) and low < high:
+            high -= size
+            blocks.append((level, high // size))
+    return sorted(blocks)
+
+
+def _date_marks(date: int) -> str:
+    day = min(max(date // DAY, 0), DAYS - 1)
+    return " ".join(_mark("u", level, day // DAY_BLOCK**level) for level in range(DAY_LEVELS))
+
+
 def mroonga_document(doc: Doc, latest: bool) -> str:
-    """The document's tokens, and its filter tokens."""
+    """The document's text (``mroonga_text``), and its filter tokens: its parser version,
+    its site, its article (to ask which of some articles' latest versions hold a query),
+    its UTC day (in blocks: ``day_blocks``), and, unless it is its article's latest
+    version, an "older" mark: the latest are found by excluding the few older ones
+    (Groonga takes 4-5 ms per 100,000 documents to intersect with a token most documents
+    hold, far less to exclude a rare one)."""
     marks = (
-        f"{PARSER_TOKEN}{doc.parser_version} {SITE_TOKEN}{doc.site_id}"
-        f" {ARTICLE_TOKEN}{doc.parser_version}/{doc.article_id}"
+        f"{_mark('q', doc.parser_version)} {_mark('r', doc.site_id)}"
+        f" {_mark('s', doc.parser_version, doc.article_id)} {_date_marks(doc.date)}"
     )
     if not latest:
-        marks += " " + OLDER_TOKEN
-    return f"{index_document(doc.title, doc.text)} {SEPARATOR} {marks}"
+        marks += " " + _mark("t")
+    title, body = mroonga_text(normalize(doc.title)), mroonga_text(normalize(doc.text))
+    return f"{title} {SEPARATOR} {body} {SEPARATOR} {marks}"
+
+
+def query_text(tokens: Sequence[str]) -> str:
+    """The string Groonga cuts into a phrase's tokens (``text.phrase_tokens``), as it
+    cuts a query: a CJK run's pairs written as the run, and its last character left out
+    when more follows (Groonga leaves it out too; its position stays).
+
+    >>> query_text(("台灣", "灣", "海峽", "\\ue001", "covid19"))
+    '台灣 \\ue002 海峽 \\ue001 ÿwgdgphggjgedbdj'
+    >>> query_text(("台", "台灣"))
+    '台 \\ue002 台灣'
+    """
+    parts: list[str] = []
+    open_run = False  # the last part is a CJK run whose next pair may follow
+    last_cjk = False
+    for token in tokens:
+        if not is_cjk(token):
+            parts.append(token if token in (SEPARATOR, CJK_SPACE) else _word(token))
+            open_run = last_cjk = False
+            continue
+        token = token.translate(_PRIVATE)
+        if open_run and token[0] == parts[-1][-1]:
+            if len(token) == 2:
+                parts[-1] += token[1]
+            else:
+                open_run = False  # the run's last character
+            continue
+        if last_cjk:
+            parts.append(CJK_BREAK)
+        parts.append(token)
+        open_run, last_cjk = len(token) == 2, True
+    return " ".join(parts)
 
 
 def _quoted(token: str) -> str:
@@ -133,10 +319,10 @@ def _quoted(token: str) -> str:
 
 
 def _phrase(phrase: Phrase) -> str:
-    # A lone CJK character as a prefix; everything else quoted (tokens hold no quote).
+    # A lone CJK character as a prefix; everything else quoted (no quote in query_text).
     if phrase.prefix:
-        return phrase.tokens[0] + "*"
-    return '"' + " ".join(phrase.tokens) + '"'
+        return phrase.tokens[0].translate(_PRIVATE) + "*"
+    return '"' + query_text(phrase.tokens) + '"'
 
 
 def _term(term: TermPlan) -> str:
@@ -151,7 +337,7 @@ def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
     >>> from zeroarchive.search.plan import plan
     >>> from zeroarchive.search.query import parse_query
     >>> mroonga_query(plan(parse_query('台 "台灣海峽" NEAR -covid -灣')))
-    '*D+ (("台灣 灣海 海峽")) (("near")) -(("covid")) ((台*)) -((灣*))'
+    '*D+ (("台灣海峽")) (("near")) -(("covid")) ((台*)) -((灣*))'
     """
     positive = list(engine_plan.positive)
     mixed = [term for term in positive if has_prefix(term) and not only_prefixes(term)]
@@ -183,6 +369,7 @@ class MroongaIndex(SharedSearch):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._recovered = False
         if engine not in _WATCHED:
             _WATCHED.add(engine)
             event.listen(engine, "commit", _committed)
@@ -199,6 +386,49 @@ class MroongaIndex(SharedSearch):
         if missing is None:
             _READY.add(key)
         return missing
+
+    def index_version(self, conn: Connection, added: AddedVersion) -> None:
+        """``search_doc`` now, in the version's transaction; Mroonga's rows after it commits
+        (``flush``), those of many versions in one statement."""
+        if not self._recovered:
+            self._recover()
+        docs = read_docs(conn, publication.c.publication_id == added.publication_id)
+        if not docs:
+            return
+        new, old, changed = new_doc_ids(conn, docs)
+        # search_doc's trigger has deleted the old documents' rows: put back on a rollback.
+        _touch(conn, old.values())
+        conn.info.setdefault(PENDING, set()).update(new.values(), old.values(), changed)
+        if len(_DUE.get(self.engine, ())) >= FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the committed documents' Mroonga rows as ``search_doc`` has them now."""
+        due = _DUE.pop(self.engine, None)
+        if not due:
+            return
+        try:
+            with self.engine.begin() as conn:
+                resync(conn, sorted(due))
+        except SQLAlchemyError:
+            _DUE.setdefault(self.engine, set()).update(due)
+            raise
+
+    def _recover(self) -> None:
+        """Write the rows a process stopped before it flushed them (killed after a commit):
+        the documents newer than Mroonga's newest (ids only grow). Once per index object,
+        before it first indexes a version."""
+        with self.engine.begin() as conn:
+            newest = conn.execute(select(func.max(_fts.c.doc_id))).scalar() or 0
+            missing = conn.execute(
+                select(search_doc.c.doc_id).where(search_doc.c.doc_id > newest)
+            ).scalars()
+            resync(conn, sorted(missing))
+        self._recovered = True
+
+    def search(self, request: SearchRequest) -> Hits:
+        self.flush()  # this process's own versions are found as soon as they commit
+        return super().search(request)
 
     def _prepare(self, conn: Connection) -> None:
         # Else a query nothing matches exactly is searched again loosely ("ab" finds "abc").
@@ -234,23 +464,28 @@ class MroongaIndex(SharedSearch):
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int] | None:
-        """Of some sites or all, without dates: filtered inside the index (its filter
-        tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY ...
-        LIMIT) the latest versions without MariaDB reading a row of the table. With
+        """Of some sites or all, of whole UTC days or all: filtered inside the index (its
+        filter tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY
+        ... LIMIT) the latest versions without MariaDB reading a row of the table. With
         --all-versions, the articles that hold the query in older versions only are added
         (``_only_older``)."""
-        if request.since is not None or request.until is not None:
-            return None
-        filters = [_quoted(PARSER_TOKEN + request.parser_version)]
+        filters = [_quoted(_mark("q", request.parser_version))]
         if request.site_ids:
-            sites = " OR ".join(_quoted(f"{SITE_TOKEN}{s}") for s in request.site_ids)
+            sites = " OR ".join(_quoted(_mark("r", s)) for s in request.site_ids)
             filters.append(f"({sites})")
+        dates = ""
+        if request.since is not None or request.until is not None:
+            blocks = day_blocks(request.since, request.until)
+            if not blocks:
+                return None  # not whole days, or none: SQL
+            dates = "(" + " OR ".join(_quoted(_mark("u", *b)) for b in blocks) + ")"
+            filters.append(dates)
         latest = _fts.c.body.match(
-            mroonga_query(engine_plan, [*filters, "-" + _quoted(OLDER_TOKEN)])
+            mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))])
         )
         older: list[tuple[float, int, int]] = []
         if request.all_versions:
-            found = self._only_older(conn, engine_plan, filters, request.parser_version)
+            found = self._only_older(conn, engine_plan, filters, request.parser_version, dates)
             if found is None:
                 return None
             older = found
@@ -291,14 +526,20 @@ class MroongaIndex(SharedSearch):
         return found_page, total
 
     def _only_older(
-        self, conn: Connection, engine_plan: Plan, filters: list[str], parser_version: str
+        self,
+        conn: Connection,
+        engine_plan: Plan,
+        filters: list[str],
+        parser_version: str,
+        dates: str,
     ) -> list[tuple[float, int, int]] | None:
         """(score, date, document id) of each article whose latest version does not hold
-        the query but an older one does: its newest such version. The older versions that
-        hold it are read (a tenth of the hits in bench/search.py; None, for SQL, past
-        ``MAX_OLDER``), then those of their articles' latest versions that do not hold it
-        (by article token). Scores as a latest version's: one filter token less."""
-        older = _fts.c.body.match(mroonga_query(engine_plan, [*filters, _quoted(OLDER_TOKEN)]))
+        the query (of ``dates``, when given) but an older one does: its newest such
+        version. The older versions that hold it are read (a tenth of the hits in
+        bench/search.py; None, for SQL, past ``MAX_OLDER``), then those of their articles'
+        latest versions that do not hold it (by article token). Scores as a latest
+        version's: one filter token less."""
+        older = _fts.c.body.match(mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]))
         if _count(conn, older) > MAX_OLDER:
             return None
         rows: dict[int, tuple[float, int]] = {}
@@ -315,13 +556,15 @@ class MroongaIndex(SharedSearch):
         found: list[tuple[float, int, int]] = []
         for start in range(0, len(articles), ARTICLES_PER_QUERY):
             chunk = articles[start : start + ARTICLES_PER_QUERY]
-            tokens = " OR ".join(_quoted(f"{ARTICLE_TOKEN}{parser_version}/{a}") for a in chunk)
+            tokens = " OR ".join(_quoted(_mark("s", parser_version, a)) for a in chunk)
             # The article tokens first: Groonga intersects from the left, and the parser
             # version's token (every document's) cost 6 ms per 100,000 documents after them,
             # 150 ms before them; they name the parser version and the site already.
             latest_without = _fts.c.body.match(
                 mroonga_query_unless(
-                    engine_plan, [f"({tokens})", "-" + _quoted(OLDER_TOKEN)], f"({tokens})"
+                    engine_plan,
+                    [f"({tokens})", "-" + _quoted(_mark("t"))],
+                    f"({tokens}) {dates}".rstrip(),
                 )
             )
             for article_id in conn.execute(
@@ -379,17 +622,21 @@ def _count(conn: Connection, against: ColumnElement[Any]) -> int:
     return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
 
 
-def _touch(conn: Connection, doc_ids: Sequence[int] | set[int]) -> None:
+def _touch(conn: Connection, doc_ids: Iterable[int]) -> None:
     conn.info.setdefault(TOUCHED, set()).update(doc_ids)
 
 
 def _committed(conn: Connection) -> None:
     conn.info.pop(TOUCHED, None)
+    pending = conn.info.pop(PENDING, None)
+    if pending:
+        _DUE.setdefault(conn.engine, set()).update(pending)
 
 
 def _rolled_back(conn: Connection) -> None:
     """Before a rollback: put the documents the transaction wrote back as the database
     will be after it — on another connection, which sees what was committed."""
+    conn.info.pop(PENDING, None)  # never written
     touched = conn.info.pop(TOUCHED, None)
     if not touched:
         return

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy import and_, delete, exists, func, or_, select, true, tuple_, update
 from sqlalchemy.engine import Connection, Engine
@@ -81,6 +81,24 @@ class AddedVersion:
 #: Called inside the transaction that adds a publication version, so what a hook writes
 #: (the search index, edit events) commits or rolls back with the version itself.
 VersionHook = Callable[[Connection, AddedVersion], None]
+
+
+@runtime_checkable
+class BatchedHook(Protocol):
+    """A ``VersionHook`` that defers part of its work past the version's transaction, to
+    do it for many versions at once (Mroonga's writes): ``flush`` does what is left, and a
+    parse run calls it when it ends, however it ends."""
+
+    def __call__(self, conn: Connection, added: AddedVersion) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+def flush_hooks(hooks: Sequence[VersionHook]) -> None:
+    """Flush the hooks that batch their work."""
+    for hook in hooks:
+        if isinstance(hook, BatchedHook):
+            hook.flush()
 
 
 def newest_parser_version(engine: Engine) -> str | None:

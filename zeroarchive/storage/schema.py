@@ -274,7 +274,7 @@ parse_progress = Table(
     Column("generation", BigInteger, nullable=False),
 )
 
-# --- Search (zeroarchive/search/, migrations 0012, 0020 and 0021) ---
+# --- Search (zeroarchive/search/, migrations 0012, 0020, 0021 and 0022) ---
 # A document id per indexed publication version, never reused (AUTOINCREMENT), so a stale
 # index entry never names a live version; a trigger drops the row of a deleted publication.
 # Beside it what a search filters on without reading the publication: its date (published,
