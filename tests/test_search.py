@@ -753,7 +753,8 @@ def test_versions_committed_by_a_run_stopped_before_its_flush_are_written_by_the
     mariadb_url: str,
 ) -> None:
     """A parse run killed between a commit and its flush: the next index to take a version
-    writes what search_doc holds beyond Mroonga's newest row."""
+    writes what search_doc holds beyond Mroonga's newest row, and the other versions of
+    those articles (their latest marks changed with them)."""
     import zeroarchive.search.mroonga as mroonga
 
     archive, index, articles = make_archive(mariadb_url)
@@ -770,6 +771,9 @@ def test_versions_committed_by_a_run_stopped_before_its_flush_are_written_by_the
     flush_hooks(hooks)
     assert _in_mroonga_and_search_doc(archive)[0] == _in_mroonga_and_search_doc(archive)[1]
     assert numbers(run(later, "遺失的版本"), articles) == [2]
+    # The version the lost one made older is marked so, though its row is not new.
+    assert run(later, "bnt").total == 0
+    assert numbers(run(later, "bnt", all_versions=True), articles) == [2]
     assert numbers(run(later, "下一次的版本"), articles) == [7]
     assert numbers(run(later, "백신", all_versions=True), articles) == [7]
     assert run(later, "백신").total == 0

@@ -33,6 +33,7 @@ from sqlalchemy import (
     select,
     table,
     text,
+    tuple_,
 )
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -416,12 +417,17 @@ class MroongaIndex(SharedSearch):
 
     def _recover(self) -> None:
         """Write the rows a process stopped before it flushed them (killed after a commit):
-        the documents newer than Mroonga's newest (ids only grow). Once per index object,
+        the documents newer than Mroonga's newest (ids only grow), and the other versions
+        of their articles, whose latest marks changed with them. Once per index object,
         before it first indexes a version."""
+        doc = search_doc.c
         with self.engine.begin() as conn:
             newest = conn.execute(select(func.max(_fts.c.doc_id))).scalar() or 0
+            lost = select(doc.article_id, doc.parser_version).where(doc.doc_id > newest)
             missing = conn.execute(
-                select(search_doc.c.doc_id).where(search_doc.c.doc_id > newest)
+                select(doc.doc_id).where(
+                    tuple_(doc.article_id, doc.parser_version).in_(lost.distinct())
+                )
             ).scalars()
             resync(conn, sorted(missing))
         self._recovered = True
