@@ -92,6 +92,7 @@ def create_app(
             yield
         finally:
             stopping.set()
+            deadline.stop_running(engine)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

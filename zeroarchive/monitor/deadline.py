@@ -2,7 +2,8 @@
 with a deadline; the database statements it runs are cut at the deadline (SQLite: a
 progress handler that interrupts the statement; MariaDB: ``SET STATEMENT
 max_statement_time``), GraphQL resolvers check it before they start, and a server told
-to stop makes every deadline pass at once. The threads are daemons: a stopping server
+to stop makes every deadline pass at once (on MariaDB it also kills the statements still
+running: ``stop_running``). The threads are daemons: a stopping server
 never waits for one."""
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ T = TypeVar("T")
 # SQLite calls the progress handler every this many virtual machine steps (~1 ms).
 PROGRESS_STEPS = 10_000
 _local = threading.local()
+#: Per engine, the server thread ids of MariaDB connections running a statement under a
+#: deadline (``stop_running`` kills them when the server stops).
+_RUNNING: dict[int, set[int]] = {}
+_RUNNING_LOCK = threading.Lock()
 
 
 class TimeUp(Exception):
@@ -81,7 +86,37 @@ def guard_engine(engine: Engine) -> None:
             # Known once the first connection has asked the server what it is.
             mariadb = bool(getattr(engine.dialect, "is_mariadb", False))
             statement = bounded(statement, left, mariadb)
+            thread_id = cursor.connection.thread_id()
+            with _RUNNING_LOCK:
+                _RUNNING.setdefault(id(engine), set()).add(thread_id)
+            if _context is not None:
+                _context.info_thread_id = thread_id
         return statement, parameters
+
+    if sqlite:
+        return
+
+    def _done(context: Any) -> None:
+        thread_id = getattr(context, "info_thread_id", None)
+        if thread_id is not None:
+            with _RUNNING_LOCK:
+                _RUNNING.get(id(engine), set()).discard(thread_id)
+
+    event.listen(engine, "after_cursor_execute", lambda *args: _done(args[4]))
+    event.listen(engine, "handle_error", lambda error: _done(error.execution_context))
+
+
+def stop_running(engine: Engine) -> None:
+    """Kill the statements still running under a deadline (a server told to stop): a
+    statement already running when its deadline passes would run on to its own limit."""
+    with _RUNNING_LOCK:
+        running = sorted(_RUNNING.pop(id(engine), set()))
+    if not running or engine.dialect.name == "sqlite":
+        return
+    with engine.connect() as conn:
+        for thread_id in running:
+            with contextlib.suppress(Exception):  # it may have ended meanwhile
+                conn.exec_driver_sql(f"KILL QUERY {int(thread_id)}")
 
 
 def bounded(statement: str, seconds: float, mariadb: bool) -> str:
