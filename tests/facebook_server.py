@@ -18,6 +18,9 @@ number of posts. What the real site does with JavaScript, a small script here do
   with replies have a "View more replies" link (2 replies a click).
 - ``session="<id>"``: everything is behind the login wall except for requests carrying
   the logged-in session's ``c_user=<id>`` cookie (``with_session`` counts them).
+- ``covered_pager_of=<n>``: post n's "View more comments…" pager lies under a
+  transparent layer (as under a site's banner or cookie bar), so a click at it hits the
+  layer and loads nothing.
 - ``gate="login"`` / ``"checkpoint"`` answers page requests, after ``gate_after`` normal
   post pages, with a redirect to ``/login.php?next=...`` or ``/checkpoint/?next=...``;
   ``gate="login_form"`` serves the login form in place of the page.
@@ -261,6 +264,7 @@ class FacebookServer:
         gate: str | None = None,
         gate_after: int = 0,
         hold_comments_of: str | None = None,
+        covered_pager_of: int | None = None,
         group: bool = False,
         session: str | None = None,
     ) -> None:
@@ -281,6 +285,7 @@ class FacebookServer:
         self.hold_comments_of = hold_comments_of
         self.held = threading.Event()
         self.release = threading.Event()
+        self.covered_pager_of = covered_pager_of
         self.page_path = f"/groups/{GROUP_ID}/" if group else f"/{PAGE}/posts/"
         self._server: _HTTPServer | None = None
 
@@ -423,10 +428,15 @@ class FacebookServer:
         end = offset + COMMENT_PAGE
         if end < len(shown):
             href = f"/ajax/comments/?post={post.post_id}&amp;filter={filter_}&amp;offset={end}"
+            cover = (
+                '<span style="position:absolute;inset:0"></span>'
+                if post.number == self.covered_pager_of
+                else ""
+            )
             blocks += (
-                f'<div class="async_elem" id="see_next_{post.post_id}">'
+                f'<div class="async_elem" id="see_next_{post.post_id}" style="position:relative">'
                 f'<a href="#" data-ajaxify-href="{href}" data-sigil="ajaxify">'
-                "View more comments…</a></div>"
+                f"View more comments…</a>{cover}</div>"
             )
         if not section and offset > 0:
             return blocks
