@@ -427,6 +427,41 @@ def test_all_versions_counts_each_article_once_wherever_its_versions_hold_it(
     assert {back[h.article_id] for h in ranked} == {31, 32, 33}
 
 
+def test_all_versions_pages_read_in_rank_order_are_the_whole_ranking_cut(
+    searched: tuple[Archive, SearchIndex, dict[int, int]],
+) -> None:
+    """Older versions that outrank their article's newer holding one are passed over, also
+    when a whole read of the ranking holds nothing else: every page of one hit is the next
+    article of the whole ranking, each at its newest version that holds the query."""
+    archive, index, _ = searched
+    news = archive.sites.get("news")
+    assert news is not None
+    ids = {}
+    for number in range(60, 80):
+        texts = ["quokka " * 6 + f"first{number}", f"quokka and wombat {number}"]
+        if number % 2:
+            texts.append(f"wombat only {number}")  # the latest no longer holds quokka
+        for at, body in enumerate(texts):
+            ids[number] = add(archive, index, news.site_id, number, "t", body, None, NOW + at)
+    back = {article_id: number for number, article_id in ids.items()}
+    for sort in ("relevance", "date"):
+        whole = run(index, "quokka", all_versions=True, sort=sort, limit=100)
+        assert whole.total == 20
+        assert sorted(back[h.article_id] for h in whole.hits) == list(range(60, 80))
+        # Each at its second version: the newest that holds the query.
+        assert {h.version for h in whole.hits} == {2}
+        for offset in range(20):
+            [hit] = run(index, "quokka", all_versions=True, sort=sort, offset=offset, limit=1).hits
+            assert (hit.article_id, hit.version, hit.score) == (
+                whole.hits[offset].article_id,
+                whole.hits[offset].version,
+                whole.hits[offset].score,
+            )
+    # The latest versions alone: only the even articles still hold it.
+    latest = run(index, "quokka", limit=100)
+    assert sorted(back[h.article_id] for h in latest.hits) == list(range(60, 80, 2))
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [

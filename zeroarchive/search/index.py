@@ -307,29 +307,83 @@ class SharedSearch:
         if total == 0:
             return [], 0, False
         scored = self.matched(engine_plan, scored=True)
-        rows = select(doc.publication_id, scored.c.score.label("score")).select_from(
-            scored.join(search_doc, doc.doc_id == scored.c.doc_id)
+        order = [doc.date.desc(), doc.publication_id.desc()]
+        if request.sort == "relevance":
+            order.insert(0, scored.c.score.desc())
+        ranked = (
+            select(doc.publication_id, doc.article_id, doc.version, doc.latest, scored.c.score)
+            .select_from(scored.join(search_doc, doc.doc_id == scored.c.doc_id))
+            .where(*filters)
+            .order_by(*order)
         )
         if request.all_versions:
-            # Each article once: its newest version that holds the query.
-            newest = func.row_number().over(
-                partition_by=doc.article_id, order_by=doc.version.desc()
-            )
-            inner = rows.add_columns(doc.date, newest.label("newest")).where(*filters).subquery()
-            ranked: Select[Any] = select(inner.c.publication_id, inner.c.score).where(
-                inner.c.newest == 1
-            )
-            order = [inner.c.date.desc(), inner.c.publication_id.desc()]
-            score: ColumnElement[Any] = inner.c.score
+            found = self._newest_versions(conn, request, engine_plan, ranked)
         else:
-            ranked = rows.where(*filters)
-            order = [doc.date.desc(), doc.publication_id.desc()]
-            score = scored.c.score
-        if request.sort == "relevance":
-            order.insert(0, score.desc())
-        page = conn.execute(ranked.order_by(*order).offset(request.offset).limit(request.limit))
-        found = [Found(row.publication_id, round(float(row.score), 6)) for row in page]
+            page = conn.execute(ranked.offset(request.offset).limit(request.limit))
+            found = [Found(row.publication_id, round(float(row.score), 6)) for row in page]
         return found, min(total, MAX_TOTAL), total > MAX_TOTAL
+
+    def _newest_versions(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan, ranked: Select[Any]
+    ) -> list[Found]:
+        """--all-versions' page: each article once, at its newest version that holds the
+        query (within the filters), ranked among the others.
+
+        The matching versions are read in rank order, a few more than the page at a time.
+        A latest version is its article's newest; an older one counts only when no newer
+        version of its article holds the query too, which is asked for those few. This is
+        the page a window over every matching version (the newest per article) gives, but
+        sorting every hit for that window took 1.5-2 times as long at 1,000,000 articles."""
+        wanted = request.offset + request.limit
+        step = 2 * wanted + 16
+        placed: set[int] = set()
+        found: list[Found] = []
+        read = 0
+        while len(found) < wanted:
+            rows = conn.execute(ranked.offset(read).limit(step)).all()
+            read += len(rows)
+            older = [r for r in rows if not r.latest and r.article_id not in placed]
+            outranked = self._newer_match(conn, request, engine_plan, older)
+            for row in rows:
+                if row.article_id in placed or (row.article_id, row.version) in outranked:
+                    continue
+                placed.add(row.article_id)
+                found.append(Found(row.publication_id, round(float(row.score), 6)))
+            if len(rows) < step:
+                break
+        return found[request.offset : wanted]
+
+    def _newer_match(
+        self, conn: Connection, request: SearchRequest, engine_plan: Plan, older: list[Any]
+    ) -> set[tuple[int, int]]:
+        """Which of these (article, version) rows have a newer version of their article
+        that passes the filters and holds the query."""
+        if not older:
+            return set()
+        doc = search_doc.c
+        oldest: dict[int, int] = {}
+        for row in older:
+            oldest[row.article_id] = min(oldest.get(row.article_id, row.version), row.version)
+        versions = conn.execute(
+            select(doc.doc_id, doc.article_id, doc.version).where(
+                doc.article_id.in_(list(oldest)), *self._filters(request)
+            )
+        ).all()
+        newer = {v.doc_id: v for v in versions if v.version > oldest[v.article_id]}
+        if not newer:
+            return set()
+        matched = self.matched(engine_plan, scored=False)
+        newest: dict[int, int] = {}
+        for doc_id in conn.execute(
+            select(matched.c.doc_id).where(matched.c.doc_id.in_(list(newer)))
+        ).scalars():
+            version = newer[doc_id]
+            newest[version.article_id] = max(newest.get(version.article_id, 0), version.version)
+        return {
+            (row.article_id, row.version)
+            for row in older
+            if newest.get(row.article_id, 0) > row.version
+        }
 
     def _checked(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan, matcher: Matcher
