@@ -324,6 +324,13 @@ def test_filters_sites_dates_and_sort(
     assert ranked.hits[0].article_id == articles[8]
     page = run(index, "台", sort="date", offset=1, limit=1)
     assert [h.article_id for h in page.hits] == [articles[3]] and page.total == 3
+    # With a filter the total comes with the page; past the last page it is counted alone.
+    for offset, shown in ((0, 2), (1, 1), (2, 0), (7, 0)):
+        page = run(index, "vaccine", site_ids=(farm.site_id,), offset=offset)
+        assert (len(page.hits), page.total) == (shown, 2)
+    for offset, shown in ((0, 1), (3, 0)):
+        page = run(index, "疫苗", since=NOW - 7 * DAY, offset=offset)
+        assert (len(page.hits), page.total) == (shown, 1)
 
 
 def test_snippet_marks_the_match_in_the_original_text(

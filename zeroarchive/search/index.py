@@ -288,24 +288,13 @@ class SharedSearch:
     def _exact(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int, bool]:
-        """The page and the total from the engine alone (its answer is the answer)."""
+        """The page and the total from the engine alone (its answer is the answer).
+
+        The total is counted on its own, stopping at ``MAX_TOTAL`` + 1, except for a page
+        of latest versions with a site or date filter: that count would read every match
+        (few pass the filter), so it comes with the page, from the same read."""
         doc = search_doc.c
         filters = self._filters(request)
-        counted = self.matched(engine_plan, scored=False)
-        hits = (
-            select(doc.article_id if request.all_versions else doc.doc_id)
-            .select_from(counted.join(search_doc, doc.doc_id == counted.c.doc_id))
-            .where(*filters)
-        )
-        if request.all_versions:
-            hits = hits.distinct()
-        total = int(
-            conn.execute(
-                select(func.count()).select_from(hits.limit(MAX_TOTAL + 1).subquery())
-            ).scalar_one()
-        )
-        if total == 0:
-            return [], 0, False
         scored = self.matched(engine_plan, scored=True)
         order = [doc.date.desc(), doc.publication_id.desc()]
         if request.sort == "relevance":
@@ -316,12 +305,49 @@ class SharedSearch:
             .where(*filters)
             .order_by(*order)
         )
+        filtered = bool(request.site_ids) or request.since is not None or request.until is not None
+        if filtered and not request.all_versions:
+            rows = conn.execute(
+                ranked.add_columns(func.count().over().label("total"))
+                .offset(request.offset)
+                .limit(request.limit)
+            ).all()
+            found = [Found(row.publication_id, round(float(row.score), 6)) for row in rows]
+            if rows or request.offset == 0:
+                total = rows[0].total if rows else 0
+                return found, min(total, MAX_TOTAL), total > MAX_TOTAL
+        total = self._count(conn, request, engine_plan, filters)
+        if total == 0:
+            return [], 0, False
         if request.all_versions:
             found = self._newest_versions(conn, request, engine_plan, ranked)
         else:
             page = conn.execute(ranked.offset(request.offset).limit(request.limit))
             found = [Found(row.publication_id, round(float(row.score), 6)) for row in page]
         return found, min(total, MAX_TOTAL), total > MAX_TOTAL
+
+    def _count(
+        self,
+        conn: Connection,
+        request: SearchRequest,
+        engine_plan: Plan,
+        filters: list[ColumnElement[bool]],
+    ) -> int:
+        """Hits (articles, with --all-versions) up to ``MAX_TOTAL`` + 1."""
+        doc = search_doc.c
+        counted = self.matched(engine_plan, scored=False)
+        hits = (
+            select(doc.article_id if request.all_versions else doc.doc_id)
+            .select_from(counted.join(search_doc, doc.doc_id == counted.c.doc_id))
+            .where(*filters)
+        )
+        if request.all_versions:
+            hits = hits.distinct()
+        return int(
+            conn.execute(
+                select(func.count()).select_from(hits.limit(MAX_TOTAL + 1).subquery())
+            ).scalar_one()
+        )
 
     def _newest_versions(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan, ranked: Select[Any]
