@@ -16,6 +16,7 @@ commits, many at once; writes are put back when a transaction rolls back.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import weakref
@@ -36,7 +37,7 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, FromClause
 
 from zeroarchive.search.index import (
@@ -63,9 +64,16 @@ from zeroarchive.storage.publications import AddedVersion
 from zeroarchive.storage.schema import publication, search_doc
 
 TABLE = "publication_search"
+#: MariaDB's error for a function it does not know.
+NO_SUCH_FUNCTION = 1305
 INSTALL_HINT = (
     "MariaDB has no Mroonga: apt-get install mariadb-plugin-mroonga, then as root "
-    "INSTALL SONAME 'ha_mroonga'; then run scrapy reindex"
+    "INSTALL SONAME 'ha_mroonga' and CREATE FUNCTION mroonga_command RETURNS STRING "
+    "SONAME 'ha_mroonga.so'; then run scrapy reindex"
+)
+COMMAND_HINT = (
+    "MariaDB's Mroonga has no mroonga_command: as root CREATE FUNCTION mroonga_command "
+    "RETURNS STRING SONAME 'ha_mroonga.so'"
 )
 CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
@@ -132,6 +140,8 @@ DAY_BLOCK, DAY_LEVELS = 16, 5
 #: Days the tokens tell apart: from 1970-01-01 (earlier dates are taken as that day) to
 #: 2328 (later ones as its last day).
 DAYS = 2 * DAY_BLOCK ** (DAY_LEVELS - 1)
+#: Mroonga's pragma that ANDs a boolean-mode query's terms.
+AND = "*D+ "
 #: Groonga adds 1 to a document's score for each query term it holds: a filter token too.
 FILTER_SCORE = 1
 #: An --all-versions search reads the older versions that hold the query (about 30 us a
@@ -162,6 +172,12 @@ def create_table(conn: Connection) -> str | None:
     engines = {row[0].lower() for row in conn.execute(text("SHOW ENGINES"))}
     if "mroonga" not in engines:
         return INSTALL_HINT
+    try:
+        conn.execute(text("SELECT mroonga_command('status')"))
+    except DBAPIError as exc:
+        if exc.orig is not None and exc.orig.args[:1] == (NO_SUCH_FUNCTION,):
+            return COMMAND_HINT
+        raise
     conn.execute(text(CREATE))
     conn.execute(text(FORGET))
     return None
@@ -349,7 +365,7 @@ def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
     parts += ["-" + _term(t) for t in engine_plan.excluded if not only_prefixes(t)]
     parts += [_term(t) for t in positive if only_prefixes(t)]
     parts += ["-" + _term(t) for t in engine_plan.excluded if only_prefixes(t)]
-    return "*D+ " + " ".join(parts)
+    return AND + " ".join(parts)
 
 
 def mroonga_query_unless(engine_plan: Plan, filters: Sequence[str], anchor: str) -> str:
@@ -362,7 +378,8 @@ def mroonga_query_unless(engine_plan: Plan, filters: Sequence[str], anchor: str)
     >>> mroonga_query_unless(plan(parse_query("台 -covid")), ['"L"'], '"P"')
     '*D+ "L" -("P" -(("covid")) ((台*)))'
     """
-    return f"*D+ {' '.join(filters)} -({mroonga_query(engine_plan, [anchor])[4:]})"
+    inner = mroonga_query(engine_plan, [anchor]).removeprefix(AND)
+    return f"{AND}{' '.join(filters)} -({inner})"
 
 
 class MroongaIndex(SharedSearch):
@@ -471,10 +488,10 @@ class MroongaIndex(SharedSearch):
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int] | None:
         """Of some sites or all, of whole UTC days or all: filtered inside the index (its
-        filter tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY
-        ... LIMIT) the latest versions without MariaDB reading a row of the table. With
-        --all-versions, the articles that hold the query in older versions only are added
-        (``_only_older``)."""
+        filter tokens), and Groonga's own select counts the latest versions and ranks the
+        first page of them in one statement, without MariaDB reading a row of the table.
+        With --all-versions, the articles that hold the query in older versions only are
+        added (``_only_older``)."""
         filters = [_quoted(_mark("q", request.parser_version))]
         if request.site_ids:
             sites = " OR ".join(_quoted(_mark("r", s)) for s in request.site_ids)
@@ -486,30 +503,26 @@ class MroongaIndex(SharedSearch):
                 return None  # not whole days, or none: SQL
             dates = "(" + " OR ".join(_quoted(_mark("u", *b)) for b in blocks) + ")"
             filters.append(dates)
-        latest = _fts.c.body.match(
-            mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))])
-        )
         older: list[tuple[float, int, int]] = []
         if request.all_versions:
             found = self._only_older(conn, engine_plan, filters, request.parser_version, dates)
             if found is None:
                 return None
             older = found
-        total = _count(conn, latest) + len(older)
+        sortby = "-_score,-date,-_key" if request.sort == "relevance" else "-date,-_key"
+        # Beside older hits, the first offset + limit latest ones, to rank them together.
+        count, rows = _select(
+            conn,
+            mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))]),
+            "_key,_score,date",
+            sortby,
+            offset=0 if older else request.offset,
+            limit=request.offset + request.limit if older else request.limit,
+        )
+        total = count + len(older)
         if total == 0:
             return [], 0
-        order = [_fts.c.date.desc(), _fts.c.doc_id.desc()]
-        if request.sort == "relevance":
-            order.insert(0, latest.desc())
-        # Beside older hits, the first offset + limit latest ones, to rank them together.
-        rows = conn.execute(
-            select(_fts.c.doc_id, latest.label("score"), _fts.c.date)
-            .where(latest)
-            .order_by(*order)
-            .offset(0 if older else request.offset)
-            .limit(request.offset + request.limit if older else request.limit)
-        ).all()
-        ranked = [(float(row.score), row.date, row.doc_id) for row in rows]
+        ranked = [(float(score), date, doc_id) for doc_id, score, date in rows]
         if older:
             ranked = sorted(
                 ranked + older,
@@ -541,23 +554,24 @@ class MroongaIndex(SharedSearch):
     ) -> list[tuple[float, int, int]] | None:
         """(score, date, document id) of each article whose latest version does not hold
         the query (of ``dates``, when given) but an older one does: its newest such
-        version. The older versions that hold it are read (a tenth of the hits in
-        bench/search.py; None, for SQL, past ``MAX_OLDER``), then those of their articles'
-        latest versions that do not hold it (by article token). Scores as a latest
-        version's: one filter token less."""
-        older = _fts.c.body.match(mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]))
-        if _count(conn, older) > MAX_OLDER:
+        version. The older versions that hold it are read from Groonga (a tenth of the
+        hits in bench/search.py; None, for SQL, past ``MAX_OLDER``), then those of their
+        articles' latest versions that do not hold it (by article token). Scores as a
+        latest version's: one filter token less."""
+        count, older = _select(
+            conn,
+            mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]),
+            "_key,_score,date,article_id,version",
+            limit=MAX_OLDER,
+        )
+        if count > MAX_OLDER:
             return None
         rows: dict[int, tuple[float, int]] = {}
         newest: dict[int, tuple[int, int]] = {}  # article: (version, document)
-        for row in conn.execute(
-            select(
-                _fts.c.doc_id, older.label("score"), _fts.c.date, _fts.c.article_id, _fts.c.version
-            ).where(older)
-        ):
-            rows[row.doc_id] = (float(row.score) - FILTER_SCORE, row.date)
-            if row.article_id not in newest or row.version > newest[row.article_id][0]:
-                newest[row.article_id] = (row.version, row.doc_id)
+        for doc_id, score, date, article_id, version in older:
+            rows[doc_id] = (float(score) - FILTER_SCORE, date)
+            if article_id not in newest or version > newest[article_id][0]:
+                newest[article_id] = (version, doc_id)
         articles = sorted(newest)
         found: list[tuple[float, int, int]] = []
         for start in range(0, len(articles), ARTICLES_PER_QUERY):
@@ -566,16 +580,16 @@ class MroongaIndex(SharedSearch):
             # The article tokens first: Groonga intersects from the left, and the parser
             # version's token (every document's) cost 6 ms per 100,000 documents after them,
             # 150 ms before them; they name the parser version and the site already.
-            latest_without = _fts.c.body.match(
+            _, latest_without = _select(
+                conn,
                 mroonga_query_unless(
                     engine_plan,
                     [f"({tokens})", "-" + _quoted(_mark("t"))],
                     f"({tokens}) {dates}".rstrip(),
-                )
+                ),
+                "article_id",
             )
-            for article_id in conn.execute(
-                select(_fts.c.article_id).where(latest_without)
-            ).scalars():
+            for (article_id,) in latest_without:
                 _, doc_id = newest[article_id]
                 found.append((*rows[doc_id], doc_id))
         return found
@@ -623,9 +637,33 @@ def _row(doc_id: int, doc: Doc, latest: bool) -> dict[str, Any]:
     }
 
 
-def _count(conn: Connection, against: ColumnElement[Any]) -> int:
-    """How many documents a match finds (Mroonga's count skip: no row read)."""
-    return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
+def _select(
+    conn: Connection,
+    query: str,
+    columns: str,
+    sortby: str = "",
+    offset: int = 0,
+    limit: int = -1,
+) -> tuple[int, list[list[Any]]]:
+    """Groonga's own select (``mroonga_command``) of the documents a boolean-mode query
+    (``mroonga_query``) finds: how many, and ``columns`` of ``limit`` of them (-1: all)
+    from ``offset`` in the order of ``sortby``. One statement: Groonga counts the matches
+    as it finds them and sorts only for the page, where a MATCH takes one statement to
+    count (MariaDB stepping through every match) and another to rank, each finding them
+    anew (bench/README.md). Parsed as Mroonga parses a MATCH in boolean mode (terms
+    ANDed, a leading NOT allowed, no match escalation); Groonga's cache of answers is
+    not used (it may outlive a write)."""
+    arguments = [
+        "select",
+        *("table", TABLE, "match_columns", "body", "query", query.removeprefix(AND)),
+        *("query_flags", "ALLOW_LEADING_NOT", "match_escalation_threshold", "-1"),
+        *("cache", "no", "output_columns", columns, "offset", str(offset), "limit", str(limit)),
+    ]
+    if sortby:
+        arguments += ["sortby", sortby]
+    answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
+    (count,), _columns, *rows = json.loads(answer)[0]
+    return int(count), rows
 
 
 def _touch(conn: Connection, doc_ids: Iterable[int]) -> None:
