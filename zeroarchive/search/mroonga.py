@@ -487,22 +487,16 @@ class MroongaIndex(SharedSearch):
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int] | None:
-        """Of some sites or all, of whole UTC days or all: filtered inside the index (its
-        filter tokens), and Groonga's own select counts the latest versions and ranks the
-        first page of them in one statement, without MariaDB reading a row of the table.
-        With --all-versions, the articles that hold the query in older versions only are
-        added (``_only_older``)."""
-        filters = [_quoted(_mark("q", request.parser_version))]
+        """Filtered inside the index (its filter tokens; dates by Groonga's ``date``
+        column), and Groonga's own select counts the latest versions and ranks the first
+        page of them in one statement, without MariaDB reading a row of the table. With
+        --all-versions, the articles that hold the query in older versions only are added
+        (``_only_older``)."""
+        filters = _other_versions(conn, request.parser_version)
         if request.site_ids:
             sites = " OR ".join(_quoted(_mark("r", s)) for s in request.site_ids)
-            filters.append(f"({sites})")
-        dates = ""
-        if request.since is not None or request.until is not None:
-            blocks = day_blocks(request.since, request.until)
-            if not blocks:
-                return None  # not whole days, or none: SQL
-            dates = "(" + " OR ".join(_quoted(_mark("u", *b)) for b in blocks) + ")"
-            filters.append(dates)
+            filters.insert(0, f"({sites})")
+        dates = _date_filter(request.since, request.until)
         older: list[tuple[float, int, int]] = []
         if request.all_versions:
             found = self._only_older(conn, engine_plan, filters, request.parser_version, dates)
@@ -518,6 +512,7 @@ class MroongaIndex(SharedSearch):
             sortby,
             offset=0 if older else request.offset,
             limit=request.offset + request.limit if older else request.limit,
+            where=dates,
         )
         total = count + len(older)
         if total == 0:
@@ -553,16 +548,17 @@ class MroongaIndex(SharedSearch):
         dates: str,
     ) -> list[tuple[float, int, int]] | None:
         """(score, date, document id) of each article whose latest version does not hold
-        the query (of ``dates``, when given) but an older one does: its newest such
-        version. The older versions that hold it are read from Groonga (a tenth of the
-        hits in bench/search.py; None, for SQL, past ``MAX_OLDER``), then those of their
-        articles' latest versions that do not hold it (by article token). Scores as a
+        the query (of ``dates``, a Groonga filter, when given) but an older one does: its
+        newest such version. The older versions that hold it are read from Groonga (a
+        tenth of the hits in bench/search.py; None, for SQL, past ``MAX_OLDER``), then
+        which of their articles' latest versions hold it (by article token). Scores as a
         latest version's: one filter token less."""
         count, older = _select(
             conn,
             mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]),
             "_key,_score,date,article_id,version",
             limit=MAX_OLDER,
+            where=dates,
         )
         if count > MAX_OLDER:
             return None
@@ -577,21 +573,15 @@ class MroongaIndex(SharedSearch):
         for start in range(0, len(articles), ARTICLES_PER_QUERY):
             chunk = articles[start : start + ARTICLES_PER_QUERY]
             tokens = " OR ".join(_quoted(_mark("s", parser_version, a)) for a in chunk)
-            # The article tokens first: Groonga intersects from the left, and the parser
-            # version's token (every document's) cost 6 ms per 100,000 documents after them,
-            # 150 ms before them; they name the parser version and the site already.
-            _, latest_without = _select(
-                conn,
-                mroonga_query_unless(
-                    engine_plan,
-                    [f"({tokens})", "-" + _quoted(_mark("t"))],
-                    f"({tokens}) {dates}".rstrip(),
-                ),
-                "article_id",
-            )
-            for (article_id,) in latest_without:
-                _, doc_id = newest[article_id]
-                found.append((*rows[doc_id], doc_id))
+            # The article tokens first: Groonga intersects from the left, and a token most
+            # documents hold cost 6 ms per 100,000 documents after them, 150 ms before them.
+            query = mroonga_query(engine_plan, ["-" + _quoted(_mark("t"))]).removeprefix(AND)
+            _, held = _select(conn, f"({tokens}) {query}", "article_id", where=dates)
+            latest_hits = {article_id for (article_id,) in held}
+            for article_id in chunk:
+                if article_id not in latest_hits:
+                    _, doc_id = newest[article_id]
+                    found.append((*rows[doc_id], doc_id))
         return found
 
     def compact(self) -> None:
@@ -637,6 +627,35 @@ def _row(doc_id: int, doc: Doc, latest: bool) -> dict[str, Any]:
     }
 
 
+def _other_versions(conn: Connection, parser_version: str) -> list[str]:
+    """Filters that leave out the documents of other parser versions: their tokens in
+    Groonga's lexicon, each excluded (none after a reindex). Asking for this version's
+    token instead costs as much as it has documents: about 45 ms at 1,000,000 (Groonga
+    intersects a token's every posting)."""
+    tokens = f'_key @^ "{_mark("q", "")}"'  # every parser version's: "ÿq" and the version
+    arguments = ["select", "table", f"{TABLE}#ft_{TABLE}", "filter", tokens]
+    arguments += ["output_columns", "_key", "limit", "-1", "cache", "no"]
+    answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
+    _, _columns, *keys = json.loads(answer)[0]
+    mine = _mark("q", parser_version)
+    return ["-" + _quoted(key) for (key,) in keys if key != mine]
+
+
+def _date_filter(since: int | None, until: int | None) -> str:
+    """Groonga's filter script for ``[since, until)`` of the documents' ``date`` column
+    (as SQL filters ``search_doc.date``), or "" for no bound.
+
+    >>> _date_filter(86400, None), _date_filter(None, 5), _date_filter(None, None)
+    ('date >= 86400', 'date < 5', '')
+    """
+    bounds = []
+    if since is not None:
+        bounds.append(f"date >= {int(since)}")
+    if until is not None:
+        bounds.append(f"date < {int(until)}")
+    return " && ".join(bounds)
+
+
 def _select(
     conn: Connection,
     query: str,
@@ -644,10 +663,12 @@ def _select(
     sortby: str = "",
     offset: int = 0,
     limit: int = -1,
+    where: str = "",
 ) -> tuple[int, list[list[Any]]]:
     """Groonga's own select (``mroonga_command``) of the documents a boolean-mode query
     (``mroonga_query``) finds: how many, and ``columns`` of ``limit`` of them (-1: all)
-    from ``offset`` in the order of ``sortby``. One statement: Groonga counts the matches
+    from ``offset`` in the order of ``sortby``, of those that pass ``where`` (a Groonga
+    filter script, of no user input) too. One statement: Groonga counts the matches
     as it finds them and sorts only for the page, where a MATCH takes one statement to
     count (MariaDB stepping through every match) and another to rank, each finding them
     anew (bench/README.md). Parsed as Mroonga parses a MATCH in boolean mode (terms
@@ -661,6 +682,8 @@ def _select(
     ]
     if sortby:
         arguments += ["sortby", sortby]
+    if where:
+        arguments += ["filter", where]
     answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
     (count,), _columns, *rows = json.loads(answer)[0]
     return int(count), rows
