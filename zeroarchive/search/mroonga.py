@@ -147,8 +147,6 @@ FILTER_SCORE = 1
 #: An --all-versions search reads the older versions that hold the query (about 30 us a
 #: row); past this many it is left to SQL.
 MAX_OLDER = 20_000
-#: Articles asked about in one query (each an OR'ed token).
-ARTICLES_PER_QUERY = 1_000
 #: In a connection's ``info``: the documents its transaction wrote to Mroonga, whose
 #: writes are not undone by a rollback (Groonga has no transactions).
 TOUCHED = "zeroarchive.search.mroonga.touched"
@@ -490,41 +488,30 @@ class MroongaIndex(SharedSearch):
         """Filtered inside the index (its filter tokens; dates by Groonga's ``date``
         column), and Groonga's own select counts the latest versions and ranks the first
         page of them in one statement, without MariaDB reading a row of the table. With
-        --all-versions, the articles that hold the query in older versions only are added
-        (``_only_older``)."""
+        --all-versions, see ``_all_versions``."""
         filters = _other_versions(conn, request.parser_version)
         if request.site_ids:
             sites = " OR ".join(_quoted(_mark("r", s)) for s in request.site_ids)
             filters.insert(0, f"({sites})")
         dates = _date_filter(request.since, request.until)
-        older: list[tuple[float, int, int]] = []
         if request.all_versions:
-            found = self._only_older(conn, engine_plan, filters, request.parser_version, dates)
+            found = self._all_versions(conn, request, engine_plan, filters, dates)
             if found is None:
                 return None
-            older = found
-        sortby = "-_score,-date,-_key" if request.sort == "relevance" else "-date,-_key"
-        # Beside older hits, the first offset + limit latest ones, to rank them together.
-        count, rows = _select(
-            conn,
-            mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))]),
-            "_key,_score,date",
-            sortby,
-            offset=0 if older else request.offset,
-            limit=request.offset + request.limit if older else request.limit,
-            where=dates,
-        )
-        total = count + len(older)
+            ranked, total = found
+        else:
+            total, rows = _select(
+                conn,
+                mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))]),
+                "_key,_score,date",
+                _sortby(request),
+                offset=request.offset,
+                limit=request.limit,
+                where=dates,
+            )
+            ranked = [(float(score), date, doc_id) for doc_id, score, date in rows]
         if total == 0:
             return [], 0
-        ranked = [(float(score), date, doc_id) for doc_id, score, date in rows]
-        if older:
-            ranked = sorted(
-                ranked + older,
-                key=(lambda r: (-r[0], -r[1], -r[2]))
-                if request.sort == "relevance"
-                else (lambda r: (-r[1], -r[2])),
-            )[request.offset : request.offset + request.limit]
         publications = dict(
             conn.execute(
                 select(search_doc.c.doc_id, search_doc.c.publication_id).where(
@@ -539,20 +526,22 @@ class MroongaIndex(SharedSearch):
         ]
         return found_page, total
 
-    def _only_older(
+    def _all_versions(
         self,
         conn: Connection,
+        request: SearchRequest,
         engine_plan: Plan,
         filters: list[str],
-        parser_version: str,
         dates: str,
-    ) -> list[tuple[float, int, int]] | None:
-        """(score, date, document id) of each article whose latest version does not hold
-        the query (of ``dates``, a Groonga filter, when given) but an older one does: its
-        newest such version. The older versions that hold it are read from Groonga (a
-        tenth of the hits in bench/search.py; None, for SQL, past ``MAX_OLDER``), then
-        which of their articles' latest versions hold it (by article token). Scores as a
-        latest version's: one filter token less."""
+    ) -> tuple[list[tuple[float, int, int]], int] | None:
+        """The page of (score, date, document id) and the total of an --all-versions
+        search: each article once, by its latest version if that holds the query, else by
+        its newest older version that does (scored as a latest version's: one filter token
+        less). The total is Groonga's count of the articles of every version that holds
+        it. The older versions that hold it are read (a tenth of the hits in
+        bench/search.py; None, for SQL, past ``MAX_OLDER``), and only those that would
+        rank on the page are asked whether their article's latest version holds it too
+        (asking for all, by article token, took 10 ms per 1,000 at 1,000,000)."""
         count, older = _select(
             conn,
             mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]),
@@ -562,29 +551,74 @@ class MroongaIndex(SharedSearch):
         )
         if count > MAX_OLDER:
             return None
-        rows: dict[int, tuple[float, int]] = {}
-        newest: dict[int, tuple[int, int]] = {}  # article: (version, document)
+        total = _articles(conn, mroonga_query(engine_plan, filters), dates)
+        if total == 0:
+            return [], 0
+        end = request.offset + request.limit
+        _, rows = _select(
+            conn,
+            mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))]),
+            "_key,_score,date",
+            _sortby(request),
+            limit=end,
+            where=dates,
+        )
+        newest: dict[int, tuple[int, tuple[float, int, int]]] = {}  # article: version, hit
         for doc_id, score, date, article_id, version in older:
-            rows[doc_id] = (float(score) - FILTER_SCORE, date)
             if article_id not in newest or version > newest[article_id][0]:
-                newest[article_id] = (version, doc_id)
-        articles = sorted(newest)
-        found: list[tuple[float, int, int]] = []
-        for start in range(0, len(articles), ARTICLES_PER_QUERY):
-            chunk = articles[start : start + ARTICLES_PER_QUERY]
-            tokens = " OR ".join(_quoted(_mark("s", parser_version, a)) for a in chunk)
-            # The article tokens first: Groonga intersects from the left, and a token most
-            # documents hold cost 6 ms per 100,000 documents after them, 150 ms before them.
-            # Without the older mark ("-t" cost as much again): those not read above are
-            # the latest versions.
-            query = mroonga_query(engine_plan).removeprefix(AND)
-            _, held = _select(conn, f"({tokens}) {query}", "_key,article_id", where=dates)
-            latest_hits = {article_id for doc_id, article_id in held if doc_id not in rows}
-            for article_id in chunk:
-                if article_id not in latest_hits:
-                    _, doc_id = newest[article_id]
-                    found.append((*rows[doc_id], doc_id))
-        return found
+                newest[article_id] = (version, (float(score) - FILTER_SCORE, date, doc_id))
+        article_of = {hit[2]: article_id for article_id, (_, hit) in newest.items()}
+        older_ids = {row[0] for row in older}
+        latest = {doc_id for doc_id, _, _ in rows}
+        ranked = sorted(
+            [(float(score), date, doc_id) for doc_id, score, date in rows]
+            + [hit for _, hit in newest.values()],
+            key=(lambda r: (-r[0], -r[1], -r[2]))
+            if request.sort == "relevance"
+            else (lambda r: (-r[1], -r[2])),
+        )
+        page: list[tuple[float, int, int]] = []
+        checked: dict[int, bool] = {}  # older hit: whether it counts (its latest does not)
+        for position, hit in enumerate(ranked):
+            if len(page) == end:
+                break
+            if hit[2] in latest:
+                page.append(hit)
+                continue
+            if hit[2] not in checked:
+                ask = [h[2] for h in ranked[position:] if h[2] not in latest]
+                ask = ask[: end - len(page)]
+                held = self._latest_hold(
+                    conn,
+                    engine_plan,
+                    request.parser_version,
+                    dates,
+                    [article_of[d] for d in ask],
+                    older_ids,
+                )
+                checked.update((d, article_of[d] not in held) for d in ask)
+            if checked[hit[2]]:
+                page.append(hit)
+        return page[request.offset :], total
+
+    def _latest_hold(
+        self,
+        conn: Connection,
+        engine_plan: Plan,
+        parser_version: str,
+        dates: str,
+        articles: list[int],
+        older: set[int],
+    ) -> set[int]:
+        """Which of these articles' latest versions hold the query (of ``dates``): the
+        documents of their article tokens that hold it and are not ``older`` ones (asking
+        for the latest mark cost as much again)."""
+        tokens = " OR ".join(_quoted(_mark("s", parser_version, a)) for a in articles)
+        # The article tokens first: Groonga intersects from the left, and a token most
+        # documents hold cost 6 ms per 100,000 documents after them, 150 ms before them.
+        query = mroonga_query(engine_plan).removeprefix(AND)
+        _, held = _select(conn, f"({tokens}) {query}", "_key,article_id", where=dates)
+        return {article_id for doc_id, article_id in held if doc_id not in older}
 
     def compact(self) -> None:
         # Groonga's index, updated document by document, holds 2.3x the space it needs
@@ -643,6 +677,19 @@ def _other_versions(conn: Connection, parser_version: str) -> list[str]:
     return ["-" + _quoted(key) for (key,) in keys if key != mine]
 
 
+def _sortby(request: SearchRequest) -> str:
+    """Groonga's sort keys for a request's order (recency breaks ties)."""
+    return "-_score,-date,-_key" if request.sort == "relevance" else "-date,-_key"
+
+
+def _articles(conn: Connection, query: str, where: str) -> int:
+    """How many articles have a document the query finds (Groonga's drilldown)."""
+    options = ["output_columns", "_key", "limit", "0", "drilldown", "article_id"]
+    options += ["drilldown_limit", "0", "drilldown_output_columns", "_key"]
+    _, ((articles,), *_) = _groonga(conn, query, where, options)
+    return int(articles)
+
+
 def _date_filter(since: int | None, until: int | None) -> str:
     """Groonga's filter script for ``[since, until)`` of the documents' ``date`` column
     (as SQL filters ``search_doc.date``), or "" for no bound.
@@ -667,28 +714,38 @@ def _select(
     limit: int = -1,
     where: str = "",
 ) -> tuple[int, list[list[Any]]]:
-    """Groonga's own select (``mroonga_command``) of the documents a boolean-mode query
-    (``mroonga_query``) finds: how many, and ``columns`` of ``limit`` of them (-1: all)
-    from ``offset`` in the order of ``sortby``, of those that pass ``where`` (a Groonga
-    filter script, of no user input) too. One statement: Groonga counts the matches
-    as it finds them and sorts only for the page, where a MATCH takes one statement to
-    count (MariaDB stepping through every match) and another to rank, each finding them
-    anew (bench/README.md). Parsed as Mroonga parses a MATCH in boolean mode (terms
-    ANDed, a leading NOT allowed, no match escalation); Groonga's cache of answers is
-    not used (it may outlive a write)."""
+    """How many documents a boolean-mode query (``mroonga_query``) finds, of those that
+    pass ``where`` (a Groonga filter script, of no user input), and ``columns`` of
+    ``limit`` of them (-1: all) from ``offset`` in the order of ``sortby``."""
+    options = ["output_columns", columns, "offset", str(offset), "limit", str(limit)]
+    if sortby:
+        options += ["sortby", sortby]
+    ((count,), _columns, *rows), *_ = _groonga(conn, query, where, options)
+    return int(count), rows
+
+
+def _groonga(conn: Connection, query: str, where: str, options: list[str]) -> list[Any]:
+    """Groonga's own select (``mroonga_command``) over the table, its answer. One
+    statement: Groonga counts the matches as it finds them and sorts only for the page,
+    where a MATCH takes one statement to count (MariaDB stepping through every match)
+    and another to rank, each finding them anew (bench/README.md). Parsed as Mroonga
+    parses a MATCH in boolean mode (terms ANDed, a leading NOT allowed, no match
+    escalation); Groonga's cache of answers is not used (it may outlive a write)."""
     arguments = [
         "select",
-        *("table", TABLE, "match_columns", "body", "query", query.removeprefix(AND)),
-        *("query_flags", "ALLOW_LEADING_NOT", "match_escalation_threshold", "-1"),
-        *("cache", "no", "output_columns", columns, "offset", str(offset), "limit", str(limit)),
+        "table",
+        TABLE,
+        "match_columns",
+        "body",
+        "query",
+        query.removeprefix(AND),
     ]
-    if sortby:
-        arguments += ["sortby", sortby]
+    arguments += ["query_flags", "ALLOW_LEADING_NOT", "match_escalation_threshold", "-1"]
+    arguments += ["cache", "no", *options]
     if where:
         arguments += ["filter", where]
     answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
-    (count,), _columns, *rows = json.loads(answer)[0]
-    return int(count), rows
+    return list(json.loads(answer))
 
 
 def _touch(conn: Connection, doc_ids: Iterable[int]) -> None:
