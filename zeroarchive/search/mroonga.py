@@ -133,13 +133,6 @@ _PIECE = re.compile(
     rf"|({WORD}+)"
 )
 _HEX_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
-DAY = 86_400
-#: A document's date is a token at each of these levels: its UTC day's block of 1, 16,
-#: 256, 4,096 and 65,536 days, so that a range of days is an OR of a few tokens.
-DAY_BLOCK, DAY_LEVELS = 16, 5
-#: Days the tokens tell apart: from 1970-01-01 (earlier dates are taken as that day) to
-#: 2328 (later ones as its last day).
-DAYS = 2 * DAY_BLOCK ** (DAY_LEVELS - 1)
 #: Mroonga's pragma that ANDs a boolean-mode query's terms.
 AND = "*D+ "
 #: Groonga adds 1 to a document's score for each query term it holds: a filter token too.
@@ -235,61 +228,22 @@ def _word(word: str) -> str:
 
 
 def _mark(kind: str, *values: object) -> str:
-    """A filter token: "q" parser version, "r" site, "s" article, "t" older, "u" date."""
+    """A filter token: "q" parser version, "r" site, "s" article, "t" older ("u", a date,
+    is no longer written)."""
     return _spelled(kind, "/".join(map(str, values)))
-
-
-def day_blocks(since: int | None, until: int | None) -> list[tuple[int, int]] | None:
-    """The (level, block) date tokens a document of ``[since, until)`` holds one of, the
-    fewest that cover it (at most 15 a level at each end); None when the range is not
-    whole UTC days inside the days the tokens tell apart (after 1970-01-01, before
-    ``DAYS``), or is empty.
-
-    >>> day_blocks(15 * DAY, 40 * DAY)
-    [(0, 15), (0, 32), (0, 33), (0, 34), (0, 35), (0, 36), (0, 37), (0, 38), (0, 39), (1, 1)]
-    >>> day_blocks(None, 512 * DAY)
-    [(2, 0), (2, 1)]
-    >>> day_blocks(DAY + 1, None), day_blocks(0, DAY)
-    (None, None)
-    """
-    low = 0 if since is None else since
-    high = DAYS * DAY if until is None else until
-    if low % DAY or high % DAY:
-        return None
-    low, high = low // DAY, high // DAY
-    # Days outside are counted as the first or the last (``_date_marks``).
-    if (since is not None and low < 1) or (until is not None and high > DAYS - 1) or low >= high:
-        return None
-    blocks: list[tuple[int, int]] = []
-    for level in range(DAY_LEVELS):
-        size = DAY_BLOCK**level
-        if level == DAY_LEVELS - 1:
-            blocks += [(level, block) for block in range(low // size, high // size)]
-            break
-        while low % (size * DAY_BLOCK) and low < high:
-            blocks.append((level, low // size))
-            low += size
-        while high % (size * DAY_BLOCK) and low < high:
-            high -= size
-            blocks.append((level, high // size))
-    return sorted(blocks)
-
-
-def _date_marks(date: int) -> str:
-    day = min(max(date // DAY, 0), DAYS - 1)
-    return " ".join(_mark("u", level, day // DAY_BLOCK**level) for level in range(DAY_LEVELS))
 
 
 def mroonga_document(doc: Doc, latest: bool) -> str:
     """The document's text (``mroonga_text``), and its filter tokens: its parser version,
     its site, its article (to ask which of some articles' latest versions hold a query),
-    its UTC day (in blocks: ``day_blocks``), and, unless it is its article's latest
-    version, an "older" mark: the latest are found by excluding the few older ones
-    (Groonga takes 4-5 ms per 100,000 documents to intersect with a token most documents
-    hold, far less to exclude a rare one)."""
+    and, unless it is its article's latest version, an "older" mark: the latest are found
+    by excluding the few older ones (Groonga takes 4-5 ms per 100,000 documents to
+    intersect with a token most documents hold, far less to exclude a rare one). Dates
+    are filtered by the table's ``date`` column (``_date_filter``); an index built before
+    that also holds date tokens, no longer asked for."""
     marks = (
         f"{_mark('q', doc.parser_version)} {_mark('r', doc.site_id)}"
-        f" {_mark('s', doc.parser_version, doc.article_id)} {_date_marks(doc.date)}"
+        f" {_mark('s', doc.parser_version, doc.article_id)}"
     )
     if not latest:
         marks += " " + _mark("t")
@@ -364,20 +318,6 @@ def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
     parts += [_term(t) for t in positive if only_prefixes(t)]
     parts += ["-" + _term(t) for t in engine_plan.excluded if only_prefixes(t)]
     return AND + " ".join(parts)
-
-
-def mroonga_query_unless(engine_plan: Plan, filters: Sequence[str], anchor: str) -> str:
-    """The boolean-mode query for the documents of ``filters`` that do not hold the plan;
-    inside the negated group, ``anchor`` (a filter every such document holds) comes first,
-    as a group may not open with an exclusion.
-
-    >>> from zeroarchive.search.plan import plan
-    >>> from zeroarchive.search.query import parse_query
-    >>> mroonga_query_unless(plan(parse_query("台 -covid")), ['"L"'], '"P"')
-    '*D+ "L" -("P" -(("covid")) ((台*)))'
-    """
-    inner = mroonga_query(engine_plan, [anchor]).removeprefix(AND)
-    return f"{AND}{' '.join(filters)} -({inner})"
 
 
 class MroongaIndex(SharedSearch):
