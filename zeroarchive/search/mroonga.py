@@ -41,6 +41,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, FromClause
 
 from zeroarchive.search.index import (
+    MAX_TOTAL,
     Doc,
     Found,
     Hits,
@@ -478,10 +479,11 @@ class MroongaIndex(SharedSearch):
         search: each article once, by its latest version if that holds the query, else by
         its newest older version that does (scored as a latest version's: one filter token
         less). The total is Groonga's count of the articles of every version that holds
-        it. The older versions that hold it are read (a tenth of the hits in
-        bench/search.py; None, for SQL, past ``MAX_OLDER``), and only those that would
-        rank on the page are asked whether their article's latest version holds it too
-        (asking for all, by article token, took 10 ms per 1,000 at 1,000,000)."""
+        it (of the latest versions alone, when that is past ``MAX_TOTAL`` already). The
+        older versions that hold it are read (a tenth of the hits in bench/search.py;
+        None, for SQL, past ``MAX_OLDER``), and only those that would rank on the page are
+        asked whether their article's latest version holds it too (asking for all, by
+        article token, took 10 ms per 1,000 at 1,000,000)."""
         count, older = _select(
             conn,
             mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]),
@@ -491,11 +493,8 @@ class MroongaIndex(SharedSearch):
         )
         if count > MAX_OLDER:
             return None
-        total = _articles(conn, mroonga_query(engine_plan, filters), dates)
-        if total == 0:
-            return [], 0
         end = request.offset + request.limit
-        _, rows = _select(
+        total, rows = _select(
             conn,
             mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))]),
             "_key,_score,date",
@@ -503,6 +502,9 @@ class MroongaIndex(SharedSearch):
             limit=end,
             where=dates,
         )
+        # Each latest hit is an article of its own: past the cap, no more counting.
+        if older and total <= MAX_TOTAL:
+            total = _articles(conn, mroonga_query(engine_plan, filters), dates)
         newest: dict[int, tuple[int, tuple[float, int, int]]] = {}  # article: version, hit
         for doc_id, score, date, article_id, version in older:
             if article_id not in newest or version > newest[article_id][0]:
