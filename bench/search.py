@@ -16,6 +16,10 @@
    without the index hook, on both engines: what indexing adds to a parse run.
 
     python bench/search.py [--publications 100000] [--copies 5] [--skip-mariadb]
+
+``--mariadb-database NAME`` fills and indexes that database and keeps it; run again with
+the same name and ``--publications``, it is only queried (with ``--skip-sqlite
+--skip-parse``: the queries alone, in minutes instead of the hour a 1,000,000 build takes).
 """
 
 from __future__ import annotations
@@ -122,6 +126,11 @@ def _phrases(sample: list[str], rng: random.Random) -> list[str]:
             start = rng.randrange(len(words) - 2)
             found.append(" ".join(words[start : start + 2]).lower())
     return found[:10]
+
+
+def versions_of(articles: int) -> int:
+    """Publication versions ``load`` makes of ``articles`` texts: every tenth has two."""
+    return articles + articles // 10
 
 
 def load(url: str, docs: list[tuple[str, str]]) -> tuple[int, int]:
@@ -404,13 +413,36 @@ def _added(overhead: dict[str, float]) -> float:
     return with_ / (overhead["without cpu"] + overhead["without server"]) - 1
 
 
-def fresh_mariadb() -> str:
-    name = f"search_bench_{secrets.token_hex(4)}"
+def fresh_mariadb(name: str | None = None) -> str:
+    name = name or f"search_bench_{secrets.token_hex(4)}"
     admin = create_engine(f"{MARIADB}/test")
     with admin.connect() as conn:
         conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
     admin.dispose()
     return f"{MARIADB}/{name}"
+
+
+def kept_mariadb(name: str, versions: int) -> tuple[str, bool]:
+    """The URL of database ``name`` (created when missing), and whether it holds the
+    bench's ``versions`` publications indexed already (the load and index are skipped)."""
+    admin = create_engine(f"{MARIADB}/test")
+    with admin.connect() as conn:
+        exists = conn.execute(
+            text("SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = :n"),
+            {"n": name},
+        ).scalar_one()
+    admin.dispose()
+    if not exists:
+        return fresh_mariadb(name), False
+    url = f"{MARIADB}/{name}"
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        indexed = conn.execute(text("SELECT COUNT(*) FROM search_doc")).scalar_one()
+        pending = conn.execute(text("SELECT COUNT(*) FROM search_reindex")).scalar_one()
+    engine.dispose()
+    if indexed != versions or pending:
+        raise SystemExit(f"{name} holds another or an unfinished build: drop it first")
+    return url, True
 
 
 def drop_mariadb(url: str) -> None:
@@ -430,28 +462,51 @@ def main() -> None:
     parser.add_argument(
         "--parse-only", action="store_true", help="only the parse run with and without the index"
     )
+    parser.add_argument("--skip-parse", action="store_true", help="no parse run")
+    parser.add_argument(
+        "--mariadb-database",
+        metavar="NAME",
+        help="fill and index this database and keep it; if it holds this --publications'"
+        " build already, only query it",
+    )
     args = parser.parse_args()
-    docs = documents(args.publications)
-    words = query_words(docs)
-    print("query words:", json.dumps(words, ensure_ascii=False), file=sys.stderr)
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
     engines = {} if args.skip_sqlite else {"sqlite": f"sqlite:///{tmp / 'archive.db'}"}
-    if not args.skip_mariadb:
+    reused = False
+    if args.mariadb_database and not args.skip_mariadb:
+        engines["mariadb"], reused = kept_mariadb(
+            args.mariadb_database, versions_of(args.publications)
+        )
+    elif not args.skip_mariadb:
         engines["mariadb"] = fresh_mariadb()
+    # The query words come from the first 2,000 texts, the same whatever the count.
+    docs = documents(2000 if reused and args.skip_sqlite else args.publications)
+    words = query_words(docs)
+    print("query words:", json.dumps(words, ensure_ascii=False), file=sys.stderr)
     built: dict[str, dict[str, float]] = {}
     queries: dict[str, dict[str, tuple[list[float], list[int]]]] = {}
     overhead: dict[str, dict[str, float]] = {}
     try:
         for name, url in engines.items() if not args.parse_only else ():
+            if name != "mariadb" or not reused:
+                started = time.perf_counter()
+                versions, size = load(url, docs)
+                print(
+                    f"{name}: {versions} publication versions ({size / 1e6:.0f} MB of text) "
+                    f"loaded in {time.perf_counter() - started:.0f} s",
+                    file=sys.stderr,
+                )
+                built[name] = {**measure_index(url, versions), "text": size, "versions": versions}
+            load_average = os.getloadavg()[0]
+            server = server_cpu()
             started = time.perf_counter()
-            versions, size = load(url, docs)
+            queries[name] = measure_queries(url, words, args.publications)
             print(
-                f"{name}: {versions} publication versions ({size / 1e6:.0f} MB of text) "
-                f"loaded in {time.perf_counter() - started:.0f} s",
+                f"{name}: queries {time.perf_counter() - started:.0f} s wall"
+                + (f", server CPU {server_cpu() - server:.0f} s" if name == "mariadb" else "")
+                + f", load average {load_average:.1f} before, {os.getloadavg()[0]:.1f} after",
                 file=sys.stderr,
             )
-            built[name] = {**measure_index(url, versions), "text": size, "versions": versions}
-            queries[name] = measure_queries(url, words, args.publications)
             close_archives()
         made: list[str] = []
         counter = iter(range(100))
@@ -463,7 +518,7 @@ def main() -> None:
             made.append(fresh_mariadb())
             return made[-1]
 
-        for name in engines:
+        for name in engines if not args.skip_parse else ():
             try:
                 overhead[name] = parse_overhead(
                     sqlite_url if name == "sqlite" else mariadb_url, args.copies, args.rounds
@@ -474,7 +529,7 @@ def main() -> None:
                 made.clear()
     finally:
         close_archives()
-        if "mariadb" in engines:
+        if "mariadb" in engines and not args.mariadb_database:
             drop_mariadb(engines["mariadb"])
     names = list(engines)
     if args.parse_only:
@@ -484,6 +539,19 @@ def main() -> None:
         )
         for label, value in rows_of_parse():
             print(f"{label:34}" + "".join(f"{value(overhead[n]):>22}" for n in names))
+        return
+    print("\nquery ms, first 20 hits and their total: p50 / p95 (median hits)")
+    print(f"{'':34}" + "".join(f"{n:>22}" for n in names))
+    for kind in queries[names[0]]:
+        cells = []
+        for n in names:
+            times, totals = queries[n][kind]
+            cells.append(
+                f"{p(times, 0.5):.0f} / {p(times, 0.95):.0f} ({statistics.median(totals):.0f})"
+            )
+        print(f"{kind:34}" + "".join(f"{c:>22}" for c in cells))
+    names = [n for n in names if n in built and n in overhead]
+    if not names:
         return
     print(
         f"\n{args.publications:,} articles; per engine: "
@@ -502,15 +570,6 @@ def main() -> None:
     ]
     for label, value in rows:
         print(f"{label:34}" + "".join(f"{value(n):>22}" for n in names))
-    print("\nquery ms, first 20 hits and their total: p50 / p95 (median hits)")
-    for kind in queries[names[0]]:
-        cells = []
-        for n in names:
-            times, totals = queries[n][kind]
-            cells.append(
-                f"{p(times, 0.5):.0f} / {p(times, 0.95):.0f} ({statistics.median(totals):.0f})"
-            )
-        print(f"{kind:34}" + "".join(f"{c:>22}" for c in cells))
 
 
 if __name__ == "__main__":

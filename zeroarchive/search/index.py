@@ -466,12 +466,15 @@ class SharedSearch:
     ) -> Hits:
         rows = {}
         if page:
+            # The site's name as a subquery: joined, MariaDB read the sites first and each
+            # one's publications by the site index (66 ms for 20 hits at 1,000,000).
+            name = select(site.c.name).where(site.c.site_id == publication.c.site_id)
             rows = {
                 row.publication_id: row
                 for row in conn.execute(
-                    select(publication, site.c.name.label("site_name"))
-                    .join(site, site.c.site_id == publication.c.site_id)
-                    .where(publication.c.publication_id.in_([f.publication_id for f in page]))
+                    select(publication, name.scalar_subquery().label("site_name")).where(
+                        publication.c.publication_id.in_([f.publication_id for f in page])
+                    )
                 )
             }
         spans = {}

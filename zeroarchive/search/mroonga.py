@@ -16,6 +16,7 @@ commits, many at once; writes are put back when a transaction rolls back.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import weakref
@@ -36,10 +37,11 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, FromClause
 
 from zeroarchive.search.index import (
+    MAX_TOTAL,
     Doc,
     Found,
     Hits,
@@ -63,9 +65,16 @@ from zeroarchive.storage.publications import AddedVersion
 from zeroarchive.storage.schema import publication, search_doc
 
 TABLE = "publication_search"
+#: MariaDB's error for a function it does not know.
+NO_SUCH_FUNCTION = 1305
 INSTALL_HINT = (
     "MariaDB has no Mroonga: apt-get install mariadb-plugin-mroonga, then as root "
-    "INSTALL SONAME 'ha_mroonga'; then run scrapy reindex"
+    "INSTALL SONAME 'ha_mroonga' and CREATE FUNCTION mroonga_command RETURNS STRING "
+    "SONAME 'ha_mroonga.so'; then run scrapy reindex"
+)
+COMMAND_HINT = (
+    "MariaDB's Mroonga has no mroonga_command: as root CREATE FUNCTION mroonga_command "
+    "RETURNS STRING SONAME 'ha_mroonga.so'"
 )
 CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
@@ -125,20 +134,13 @@ _PIECE = re.compile(
     rf"|({WORD}+)"
 )
 _HEX_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
-DAY = 86_400
-#: A document's date is a token at each of these levels: its UTC day's block of 1, 16,
-#: 256, 4,096 and 65,536 days, so that a range of days is an OR of a few tokens.
-DAY_BLOCK, DAY_LEVELS = 16, 5
-#: Days the tokens tell apart: from 1970-01-01 (earlier dates are taken as that day) to
-#: 2328 (later ones as its last day).
-DAYS = 2 * DAY_BLOCK ** (DAY_LEVELS - 1)
+#: Mroonga's pragma that ANDs a boolean-mode query's terms.
+AND = "*D+ "
 #: Groonga adds 1 to a document's score for each query term it holds: a filter token too.
 FILTER_SCORE = 1
 #: An --all-versions search reads the older versions that hold the query (about 30 us a
 #: row); past this many it is left to SQL.
 MAX_OLDER = 20_000
-#: Articles asked about in one query (each an OR'ed token).
-ARTICLES_PER_QUERY = 1_000
 #: In a connection's ``info``: the documents its transaction wrote to Mroonga, whose
 #: writes are not undone by a rollback (Groonga has no transactions).
 TOUCHED = "zeroarchive.search.mroonga.touched"
@@ -162,6 +164,12 @@ def create_table(conn: Connection) -> str | None:
     engines = {row[0].lower() for row in conn.execute(text("SHOW ENGINES"))}
     if "mroonga" not in engines:
         return INSTALL_HINT
+    try:
+        conn.execute(text("SELECT mroonga_command('status')"))
+    except DBAPIError as exc:
+        if exc.orig is not None and exc.orig.args[:1] == (NO_SUCH_FUNCTION,):
+            return COMMAND_HINT
+        raise
     conn.execute(text(CREATE))
     conn.execute(text(FORGET))
     return None
@@ -221,61 +229,22 @@ def _word(word: str) -> str:
 
 
 def _mark(kind: str, *values: object) -> str:
-    """A filter token: "q" parser version, "r" site, "s" article, "t" older, "u" date."""
+    """A filter token: "q" parser version, "r" site, "s" article, "t" older ("u", a date,
+    is no longer written)."""
     return _spelled(kind, "/".join(map(str, values)))
-
-
-def day_blocks(since: int | None, until: int | None) -> list[tuple[int, int]] | None:
-    """The (level, block) date tokens a document of ``[since, until)`` holds one of, the
-    fewest that cover it (at most 15 a level at each end); None when the range is not
-    whole UTC days inside the days the tokens tell apart (after 1970-01-01, before
-    ``DAYS``), or is empty.
-
-    >>> day_blocks(15 * DAY, 40 * DAY)
-    [(0, 15), (0, 32), (0, 33), (0, 34), (0, 35), (0, 36), (0, 37), (0, 38), (0, 39), (1, 1)]
-    >>> day_blocks(None, 512 * DAY)
-    [(2, 0), (2, 1)]
-    >>> day_blocks(DAY + 1, None), day_blocks(0, DAY)
-    (None, None)
-    """
-    low = 0 if since is None else since
-    high = DAYS * DAY if until is None else until
-    if low % DAY or high % DAY:
-        return None
-    low, high = low // DAY, high // DAY
-    # Days outside are counted as the first or the last (``_date_marks``).
-    if (since is not None and low < 1) or (until is not None and high > DAYS - 1) or low >= high:
-        return None
-    blocks: list[tuple[int, int]] = []
-    for level in range(DAY_LEVELS):
-        size = DAY_BLOCK**level
-        if level == DAY_LEVELS - 1:
-            blocks += [(level, block) for block in range(low // size, high // size)]
-            break
-        while low % (size * DAY_BLOCK) and low < high:
-            blocks.append((level, low // size))
-            low += size
-        while high % (size * DAY_BLOCK) and low < high:
-            high -= size
-            blocks.append((level, high // size))
-    return sorted(blocks)
-
-
-def _date_marks(date: int) -> str:
-    day = min(max(date // DAY, 0), DAYS - 1)
-    return " ".join(_mark("u", level, day // DAY_BLOCK**level) for level in range(DAY_LEVELS))
 
 
 def mroonga_document(doc: Doc, latest: bool) -> str:
     """The document's text (``mroonga_text``), and its filter tokens: its parser version,
     its site, its article (to ask which of some articles' latest versions hold a query),
-    its UTC day (in blocks: ``day_blocks``), and, unless it is its article's latest
-    version, an "older" mark: the latest are found by excluding the few older ones
-    (Groonga takes 4-5 ms per 100,000 documents to intersect with a token most documents
-    hold, far less to exclude a rare one)."""
+    and, unless it is its article's latest version, an "older" mark: the latest are found
+    by excluding the few older ones (Groonga takes 4-5 ms per 100,000 documents to
+    intersect with a token most documents hold, far less to exclude a rare one). Dates
+    are filtered by the table's ``date`` column (``_date_filter``); an index built before
+    that also holds date tokens, no longer asked for."""
     marks = (
         f"{_mark('q', doc.parser_version)} {_mark('r', doc.site_id)}"
-        f" {_mark('s', doc.parser_version, doc.article_id)} {_date_marks(doc.date)}"
+        f" {_mark('s', doc.parser_version, doc.article_id)}"
     )
     if not latest:
         marks += " " + _mark("t")
@@ -349,20 +318,7 @@ def mroonga_query(engine_plan: Plan, filters: Sequence[str] = ()) -> str:
     parts += ["-" + _term(t) for t in engine_plan.excluded if not only_prefixes(t)]
     parts += [_term(t) for t in positive if only_prefixes(t)]
     parts += ["-" + _term(t) for t in engine_plan.excluded if only_prefixes(t)]
-    return "*D+ " + " ".join(parts)
-
-
-def mroonga_query_unless(engine_plan: Plan, filters: Sequence[str], anchor: str) -> str:
-    """The boolean-mode query for the documents of ``filters`` that do not hold the plan;
-    inside the negated group, ``anchor`` (a filter every such document holds) comes first,
-    as a group may not open with an exclusion.
-
-    >>> from zeroarchive.search.plan import plan
-    >>> from zeroarchive.search.query import parse_query
-    >>> mroonga_query_unless(plan(parse_query("台 -covid")), ['"L"'], '"P"')
-    '*D+ "L" -("P" -(("covid")) ((台*)))'
-    """
-    return f"*D+ {' '.join(filters)} -({mroonga_query(engine_plan, [anchor])[4:]})"
+    return AND + " ".join(parts)
 
 
 class MroongaIndex(SharedSearch):
@@ -470,53 +426,33 @@ class MroongaIndex(SharedSearch):
     def _fast(
         self, conn: Connection, request: SearchRequest, engine_plan: Plan
     ) -> tuple[list[Found], int] | None:
-        """Of some sites or all, of whole UTC days or all: filtered inside the index (its
-        filter tokens), so Groonga counts (Mroonga's count skip) and ranks (its ORDER BY
-        ... LIMIT) the latest versions without MariaDB reading a row of the table. With
-        --all-versions, the articles that hold the query in older versions only are added
-        (``_only_older``)."""
-        filters = [_quoted(_mark("q", request.parser_version))]
+        """Filtered inside the index (its filter tokens; dates by Groonga's ``date``
+        column), and Groonga's own select counts the latest versions and ranks the first
+        page of them in one statement, without MariaDB reading a row of the table. With
+        --all-versions, see ``_all_versions``."""
+        filters = _other_versions(conn, request.parser_version)
         if request.site_ids:
             sites = " OR ".join(_quoted(_mark("r", s)) for s in request.site_ids)
-            filters.append(f"({sites})")
-        dates = ""
-        if request.since is not None or request.until is not None:
-            blocks = day_blocks(request.since, request.until)
-            if not blocks:
-                return None  # not whole days, or none: SQL
-            dates = "(" + " OR ".join(_quoted(_mark("u", *b)) for b in blocks) + ")"
-            filters.append(dates)
-        latest = _fts.c.body.match(
-            mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))])
-        )
-        older: list[tuple[float, int, int]] = []
+            filters.insert(0, f"({sites})")
+        dates = _date_filter(request.since, request.until)
         if request.all_versions:
-            found = self._only_older(conn, engine_plan, filters, request.parser_version, dates)
+            found = self._all_versions(conn, request, engine_plan, filters, dates)
             if found is None:
                 return None
-            older = found
-        total = _count(conn, latest) + len(older)
+            ranked, total = found
+        else:
+            total, rows = _select(
+                conn,
+                mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))]),
+                "_key,_score,date",
+                _sortby(request),
+                offset=request.offset,
+                limit=request.limit,
+                where=dates,
+            )
+            ranked = [(float(score), date, doc_id) for doc_id, score, date in rows]
         if total == 0:
             return [], 0
-        order = [_fts.c.date.desc(), _fts.c.doc_id.desc()]
-        if request.sort == "relevance":
-            order.insert(0, latest.desc())
-        # Beside older hits, the first offset + limit latest ones, to rank them together.
-        rows = conn.execute(
-            select(_fts.c.doc_id, latest.label("score"), _fts.c.date)
-            .where(latest)
-            .order_by(*order)
-            .offset(0 if older else request.offset)
-            .limit(request.offset + request.limit if older else request.limit)
-        ).all()
-        ranked = [(float(row.score), row.date, row.doc_id) for row in rows]
-        if older:
-            ranked = sorted(
-                ranked + older,
-                key=(lambda r: (-r[0], -r[1], -r[2]))
-                if request.sort == "relevance"
-                else (lambda r: (-r[1], -r[2])),
-            )[request.offset : request.offset + request.limit]
         publications = dict(
             conn.execute(
                 select(search_doc.c.doc_id, search_doc.c.publication_id).where(
@@ -531,54 +467,100 @@ class MroongaIndex(SharedSearch):
         ]
         return found_page, total
 
-    def _only_older(
+    def _all_versions(
+        self,
+        conn: Connection,
+        request: SearchRequest,
+        engine_plan: Plan,
+        filters: list[str],
+        dates: str,
+    ) -> tuple[list[tuple[float, int, int]], int] | None:
+        """The page of (score, date, document id) and the total of an --all-versions
+        search: each article once, by its latest version if that holds the query, else by
+        its newest older version that does (scored as a latest version's: one filter token
+        less). The total is Groonga's count of the articles of every version that holds
+        it (of the latest versions alone, when that is past ``MAX_TOTAL`` already). The
+        older versions that hold it are read (a tenth of the hits in bench/search.py;
+        None, for SQL, past ``MAX_OLDER``), and only those that would rank on the page are
+        asked whether their article's latest version holds it too (asking for all, by
+        article token, took 10 ms per 1,000 at 1,000,000)."""
+        count, older = _select(
+            conn,
+            mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]),
+            "_key,_score,date,article_id,version",
+            limit=MAX_OLDER,
+            where=dates,
+        )
+        if count > MAX_OLDER:
+            return None
+        end = request.offset + request.limit
+        total, rows = _select(
+            conn,
+            mroonga_query(engine_plan, [*filters, "-" + _quoted(_mark("t"))]),
+            "_key,_score,date",
+            _sortby(request),
+            limit=end,
+            where=dates,
+        )
+        # Each latest hit is an article of its own: past the cap, no more counting.
+        if older and total <= MAX_TOTAL:
+            total = _articles(conn, mroonga_query(engine_plan, filters), dates)
+        newest: dict[int, tuple[int, tuple[float, int, int]]] = {}  # article: version, hit
+        for doc_id, score, date, article_id, version in older:
+            if article_id not in newest or version > newest[article_id][0]:
+                newest[article_id] = (version, (float(score) - FILTER_SCORE, date, doc_id))
+        article_of = {hit[2]: article_id for article_id, (_, hit) in newest.items()}
+        older_ids = {row[0] for row in older}
+        latest = {doc_id for doc_id, _, _ in rows}
+        ranked = sorted(
+            [(float(score), date, doc_id) for doc_id, score, date in rows]
+            + [hit for _, hit in newest.values()],
+            key=(lambda r: (-r[0], -r[1], -r[2]))
+            if request.sort == "relevance"
+            else (lambda r: (-r[1], -r[2])),
+        )
+        page: list[tuple[float, int, int]] = []
+        checked: dict[int, bool] = {}  # older hit: whether it counts (its latest does not)
+        for position, hit in enumerate(ranked):
+            if len(page) == end:
+                break
+            if hit[2] in latest:
+                page.append(hit)
+                continue
+            if hit[2] not in checked:
+                ask = [h[2] for h in ranked[position:] if h[2] not in latest]
+                ask = ask[: end - len(page)]
+                held = self._latest_hold(
+                    conn,
+                    engine_plan,
+                    request.parser_version,
+                    dates,
+                    [article_of[d] for d in ask],
+                    older_ids,
+                )
+                checked.update((d, article_of[d] not in held) for d in ask)
+            if checked[hit[2]]:
+                page.append(hit)
+        return page[request.offset :], total
+
+    def _latest_hold(
         self,
         conn: Connection,
         engine_plan: Plan,
-        filters: list[str],
         parser_version: str,
         dates: str,
-    ) -> list[tuple[float, int, int]] | None:
-        """(score, date, document id) of each article whose latest version does not hold
-        the query (of ``dates``, when given) but an older one does: its newest such
-        version. The older versions that hold it are read (a tenth of the hits in
-        bench/search.py; None, for SQL, past ``MAX_OLDER``), then those of their articles'
-        latest versions that do not hold it (by article token). Scores as a latest
-        version's: one filter token less."""
-        older = _fts.c.body.match(mroonga_query(engine_plan, [*filters, _quoted(_mark("t"))]))
-        if _count(conn, older) > MAX_OLDER:
-            return None
-        rows: dict[int, tuple[float, int]] = {}
-        newest: dict[int, tuple[int, int]] = {}  # article: (version, document)
-        for row in conn.execute(
-            select(
-                _fts.c.doc_id, older.label("score"), _fts.c.date, _fts.c.article_id, _fts.c.version
-            ).where(older)
-        ):
-            rows[row.doc_id] = (float(row.score) - FILTER_SCORE, row.date)
-            if row.article_id not in newest or row.version > newest[row.article_id][0]:
-                newest[row.article_id] = (row.version, row.doc_id)
-        articles = sorted(newest)
-        found: list[tuple[float, int, int]] = []
-        for start in range(0, len(articles), ARTICLES_PER_QUERY):
-            chunk = articles[start : start + ARTICLES_PER_QUERY]
-            tokens = " OR ".join(_quoted(_mark("s", parser_version, a)) for a in chunk)
-            # The article tokens first: Groonga intersects from the left, and the parser
-            # version's token (every document's) cost 6 ms per 100,000 documents after them,
-            # 150 ms before them; they name the parser version and the site already.
-            latest_without = _fts.c.body.match(
-                mroonga_query_unless(
-                    engine_plan,
-                    [f"({tokens})", "-" + _quoted(_mark("t"))],
-                    f"({tokens}) {dates}".rstrip(),
-                )
-            )
-            for article_id in conn.execute(
-                select(_fts.c.article_id).where(latest_without)
-            ).scalars():
-                _, doc_id = newest[article_id]
-                found.append((*rows[doc_id], doc_id))
-        return found
+        articles: list[int],
+        older: set[int],
+    ) -> set[int]:
+        """Which of these articles' latest versions hold the query (of ``dates``): the
+        documents of their article tokens that hold it and are not ``older`` ones (asking
+        for the latest mark cost as much again)."""
+        tokens = " OR ".join(_quoted(_mark("s", parser_version, a)) for a in articles)
+        # The article tokens first: Groonga intersects from the left, and a token most
+        # documents hold cost 6 ms per 100,000 documents after them, 150 ms before them.
+        query = mroonga_query(engine_plan).removeprefix(AND)
+        _, held = _select(conn, f"({tokens}) {query}", "_key,article_id", where=dates)
+        return {article_id for doc_id, article_id in held if doc_id not in older}
 
     def compact(self) -> None:
         # Groonga's index, updated document by document, holds 2.3x the space it needs
@@ -623,9 +605,89 @@ def _row(doc_id: int, doc: Doc, latest: bool) -> dict[str, Any]:
     }
 
 
-def _count(conn: Connection, against: ColumnElement[Any]) -> int:
-    """How many documents a match finds (Mroonga's count skip: no row read)."""
-    return int(conn.execute(select(func.count()).select_from(_fts).where(against)).scalar_one())
+def _other_versions(conn: Connection, parser_version: str) -> list[str]:
+    """Filters that leave out the documents of other parser versions: their tokens in
+    Groonga's lexicon, each excluded (none after a reindex). Asking for this version's
+    token instead costs as much as it has documents: about 45 ms at 1,000,000 (Groonga
+    intersects a token's every posting)."""
+    tokens = f'_key @^ "{_mark("q", "")}"'  # every parser version's: "ÿq" and the version
+    arguments = ["select", "table", f"{TABLE}#ft_{TABLE}", "filter", tokens]
+    arguments += ["output_columns", "_key", "limit", "-1", "cache", "no"]
+    answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
+    _, _columns, *keys = json.loads(answer)[0]
+    mine = _mark("q", parser_version)
+    return ["-" + _quoted(key) for (key,) in keys if key != mine]
+
+
+def _sortby(request: SearchRequest) -> str:
+    """Groonga's sort keys for a request's order (recency breaks ties)."""
+    return "-_score,-date,-_key" if request.sort == "relevance" else "-date,-_key"
+
+
+def _articles(conn: Connection, query: str, where: str) -> int:
+    """How many articles have a document the query finds (Groonga's drilldown)."""
+    options = ["output_columns", "_key", "limit", "0", "drilldown", "article_id"]
+    options += ["drilldown_limit", "0", "drilldown_output_columns", "_key"]
+    _, ((articles,), *_) = _groonga(conn, query, where, options)
+    return int(articles)
+
+
+def _date_filter(since: int | None, until: int | None) -> str:
+    """Groonga's filter script for ``[since, until)`` of the documents' ``date`` column
+    (as SQL filters ``search_doc.date``), or "" for no bound.
+
+    >>> _date_filter(86400, None), _date_filter(None, 5), _date_filter(None, None)
+    ('date >= 86400', 'date < 5', '')
+    """
+    bounds = []
+    if since is not None:
+        bounds.append(f"date >= {int(since)}")
+    if until is not None:
+        bounds.append(f"date < {int(until)}")
+    return " && ".join(bounds)
+
+
+def _select(
+    conn: Connection,
+    query: str,
+    columns: str,
+    sortby: str = "",
+    offset: int = 0,
+    limit: int = -1,
+    where: str = "",
+) -> tuple[int, list[list[Any]]]:
+    """How many documents a boolean-mode query (``mroonga_query``) finds, of those that
+    pass ``where`` (a Groonga filter script, of no user input), and ``columns`` of
+    ``limit`` of them (-1: all) from ``offset`` in the order of ``sortby``."""
+    options = ["output_columns", columns, "offset", str(offset), "limit", str(limit)]
+    if sortby:
+        options += ["sortby", sortby]
+    ((count,), _columns, *rows), *_ = _groonga(conn, query, where, options)
+    return int(count), rows
+
+
+def _groonga(conn: Connection, query: str, where: str, options: list[str]) -> list[Any]:
+    """Groonga's own select (``mroonga_command``) over the table, its answer. One
+    statement: Groonga counts the matches as it finds them and sorts only for the page,
+    where a MATCH takes one statement to count (MariaDB stepping through every match)
+    and another to rank, each finding them anew (bench/README.md). Parsed as Mroonga
+    parses a MATCH in boolean mode (terms ANDed, a leading NOT allowed, no match
+    escalation); Groonga's cache of answers is not used (it may outlive a write)."""
+    arguments = [
+        "select",
+        "table",
+        TABLE,
+        "match_columns",
+        "body",
+        "query",
+        query.removeprefix(AND),
+    ]
+    arguments += ["query_flags", "ALLOW_LEADING_NOT", "match_escalation_threshold", "-1"]
+    arguments += ["cache", "no", *options]
+    if where:
+        arguments += ["filter", where]
+    answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
+    return list(json.loads(answer))
 
 
 def _touch(conn: Connection, doc_ids: Iterable[int]) -> None:
