@@ -550,7 +550,8 @@ def main() -> None:
                 f"{p(times, 0.5):.0f} / {p(times, 0.95):.0f} ({statistics.median(totals):.0f})"
             )
         print(f"{kind:34}" + "".join(f"{c:>22}" for c in cells))
-    names = [n for n in names if n in built and n in overhead]
+    # Without a parse run (--skip-parse) the build's figures are still shown.
+    names = [n for n in names if n in built]
     if not names:
         return
     print(
@@ -566,8 +567,9 @@ def main() -> None:
         ("  per CPU second (this process)", lambda n: f"{built[n]['cpu_rate']:,.0f}"),
         ("  per CPU second (+ the server's)", lambda n: f"{built[n]['all_cpu_rate']:,.0f}"),
         ("index size / text size", lambda n: f"{built[n]['bytes'] / built[n]['text']:.2f}"),
-        *((label, lambda n, v=value: v(overhead[n])) for label, value in rows_of_parse()),
     ]
+    if all(n in overhead for n in names):
+        rows += [(label, lambda n, v=value: v(overhead[n])) for label, value in rows_of_parse()]
     for label, value in rows:
         print(f"{label:34}" + "".join(f"{value(n):>22}" for n in names))
 

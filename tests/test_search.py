@@ -701,6 +701,47 @@ def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: 
     assert numbers(run(index, "疫苗"), articles) == [2, 3]
 
 
+def test_a_whole_reindex_builds_groonga_s_index_once_at_its_end(
+    mariadb_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A whole reindex stops Groonga's index while it loads (keys disabled: building it
+    once at the end is a third of the server's work): a search meanwhile says so in one
+    line, a process opening the index does not enable the keys under it, and the run,
+    stopped and resumed, ends with the index whole."""
+    import zeroarchive.search.mroonga as mroonga
+    from zeroarchive.search.index import IndexUnavailable
+
+    archive, index, articles = make_archive(mariadb_url)
+    expected = numbers(run(index, "疫苗"), articles)
+    calls = []
+    real = index.index_publications
+
+    def stop_on_the_second(conn: object, docs: list[object]) -> None:
+        calls.append(len(docs))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(conn, docs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index, "index_publications", stop_on_the_second)
+    with pytest.raises(SystemExit):
+        reindex(archive.engine, index, PARSER_VERSION, batch=2)
+    monkeypatch.undo()
+    with pytest.raises(IndexUnavailable, match="being rebuilt"):
+        run(index, "疫苗")
+    mroonga._READY.clear()
+    assert index.available() is None
+    with archive.engine.connect() as conn:
+        assert mroonga._keys_disabled(conn)
+    found = scrapy("search", "疫苗", db_url=mariadb_url, cwd=tmp_path)
+    assert found.returncode == 1, found.output
+    assert "being rebuilt" in found.output and "Traceback" not in found.output
+    done, resumed = reindex(archive.engine, index, PARSER_VERSION, batch=2)
+    assert resumed and done == len(DOCS) - 2
+    with archive.engine.connect() as conn:
+        assert not mroonga._keys_disabled(conn)
+    assert numbers(run(index, "疫苗"), articles) == expected
+
+
 def test_a_version_rolled_back_after_indexing_leaves_no_trace_in_the_index(
     searched: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:

@@ -138,7 +138,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         from zeroarchive.search import open_index
-        from zeroarchive.search.index import SearchRequest
+        from zeroarchive.search.index import IndexUnavailable, SearchRequest
         from zeroarchive.search.query import QueryError, parse_query
 
         if not 1 <= opts.limit <= MAX_LIMIT:
@@ -178,7 +178,12 @@ class Command(ScrapyCommand):
             sort=opts.sort,
             limit=opts.limit,
         )
-        hits = index.search(request)
+        try:
+            hits = index.search(request)
+        except IndexUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
         for number, hit in enumerate(hits.hits, 1):
             if opts.json:
                 print(json.dumps(hit.as_json(), ensure_ascii=False))

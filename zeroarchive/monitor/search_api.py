@@ -18,7 +18,14 @@ from sqlalchemy.engine import Engine
 
 from zeroarchive.monitor.masking import masked_url
 from zeroarchive.search import open_index
-from zeroarchive.search.index import MAX_TOTAL, SORTS, Hit, Hits, SearchRequest
+from zeroarchive.search.index import (
+    MAX_TOTAL,
+    SORTS,
+    Hit,
+    Hits,
+    IndexUnavailable,
+    SearchRequest,
+)
 from zeroarchive.search.match import Snippet
 from zeroarchive.search.query import QueryError, parse_query
 from zeroarchive.storage.publications import newest_parser_version
@@ -182,7 +189,10 @@ def run_search(
         offset=offset,
         limit=first,
     )
-    return Page(index.search(request), offset)
+    try:
+        return Page(index.search(request), offset)
+    except IndexUnavailable as exc:
+        raise GraphQLError(str(exc)) from None
 
 
 def snippet_html(snippet: Snippet) -> Markup:

@@ -141,6 +141,10 @@ def read_docs(conn: Connection, where: ColumnElement[bool]) -> list[Doc]:
     return [Doc(*row) for row in rows]
 
 
+class IndexUnavailable(RuntimeError):
+    """The index cannot answer now (one line saying why and what to do)."""
+
+
 class SearchIndex(Protocol):
     """What an engine provides (see the module docstring)."""
 
@@ -157,6 +161,11 @@ class SearchIndex(Protocol):
 
     def clear(self, conn: Connection, site_id: int | None = None) -> None:
         """Forget the index (of one site's publications)."""
+
+    def begin_rebuild(self) -> None:
+        """Before every publication is indexed anew: stop keeping the index up to date as
+        documents come, where building it in one pass at the end (``compact``) is faster.
+        Until then a search raises ``IndexUnavailable``."""
 
     def compact(self) -> None:
         """After a rebuild: make the index as small as it can be."""
@@ -221,6 +230,9 @@ class SharedSearch:
 
     def _prepare(self, conn: Connection) -> None:
         """Set up a connection before it searches (nothing, unless an engine needs it)."""
+
+    def begin_rebuild(self) -> None:
+        """Nothing, unless an engine builds its index faster in one pass."""
 
     def compact(self) -> None:
         """Nothing, unless an engine's index grows loose as it is updated."""

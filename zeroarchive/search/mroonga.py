@@ -45,6 +45,7 @@ from zeroarchive.search.index import (
     Doc,
     Found,
     Hits,
+    IndexUnavailable,
     SearchRequest,
     SharedSearch,
     new_doc_ids,
@@ -52,6 +53,7 @@ from zeroarchive.search.index import (
     site_doc_ids,
 )
 from zeroarchive.search.plan import Phrase, Plan, TermPlan, has_prefix, only_prefixes
+from zeroarchive.search.reindex import whole_rebuild_pending
 from zeroarchive.search.text import (
     CJK,
     CJK_SPACE,
@@ -67,6 +69,10 @@ from zeroarchive.storage.schema import publication, search_doc
 TABLE = "publication_search"
 #: MariaDB's error for a function it does not know.
 NO_SUCH_FUNCTION = 1305
+REBUILDING = (
+    "the search index is being rebuilt (scrapy reindex): search again when it has "
+    "finished; a stopped reindex goes on when run again"
+)
 INSTALL_HINT = (
     "MariaDB has no Mroonga: apt-get install mariadb-plugin-mroonga, then as root "
     "INSTALL SONAME 'ha_mroonga' and CREATE FUNCTION mroonga_command RETURNS STRING "
@@ -175,10 +181,15 @@ def create_table(conn: Connection) -> str | None:
     return None
 
 
-def _enable_keys(conn: Connection) -> None:
-    """Enable the index if a compaction (``compact``) was stopped between its two steps."""
+def _keys_disabled(conn: Connection) -> bool:
     shown = conn.execute(text(f"SHOW INDEX FROM {TABLE}")).mappings().all()
-    if any("disabled" in (row.get("Comment") or "") for row in shown):
+    return any("disabled" in (row.get("Comment") or "") for row in shown)
+
+
+def _enable_keys(conn: Connection) -> None:
+    """Enable the index if a compaction (``compact``) was stopped between its two steps;
+    not while a whole rebuild is pending (it builds the index when it ends)."""
+    if _keys_disabled(conn) and not whole_rebuild_pending(conn):
         conn.execute(text(f"ALTER TABLE {TABLE} ENABLE KEYS"))
 
 
@@ -390,7 +401,13 @@ class MroongaIndex(SharedSearch):
 
     def search(self, request: SearchRequest) -> Hits:
         self.flush()  # this process's own versions are found as soon as they commit
-        return super().search(request)
+        try:
+            return super().search(request)
+        except DBAPIError:
+            with self.engine.connect() as conn:
+                if _keys_disabled(conn):
+                    raise IndexUnavailable(REBUILDING) from None
+            raise
 
     def _prepare(self, conn: Connection) -> None:
         # Else a query nothing matches exactly is searched again loosely ("ab" finds "abc").
@@ -561,6 +578,12 @@ class MroongaIndex(SharedSearch):
         query = mroonga_query(engine_plan).removeprefix(AND)
         _, held = _select(conn, f"({tokens}) {query}", "_key,article_id", where=dates)
         return {article_id for doc_id, article_id in held if doc_id not in older}
+
+    def begin_rebuild(self) -> None:
+        # Groonga keeps its index up to date document by document at three times the
+        # server's work of building it once from all of them (bench/README.md).
+        with self.engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE {TABLE} DISABLE KEYS"))
 
     def compact(self) -> None:
         # Groonga's index, updated document by document, holds 2.3x the space it needs

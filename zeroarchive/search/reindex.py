@@ -11,13 +11,21 @@ import time
 from typing import TextIO
 
 from sqlalchemy import and_, func, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.core.progress import Progress
 from zeroarchive.search.index import SearchIndex, read_docs
 from zeroarchive.storage.schema import publication, search_reindex
 
 RESUME = "run the same scrapy reindex again: it goes on where it stopped"
+#: The scope of a whole rebuild (a site's is ``site:<id>``).
+WHOLE = "all"
+
+
+def whole_rebuild_pending(conn: Connection) -> bool:
+    """Whether a rebuild of the whole index is running, or stopped and not yet resumed."""
+    state = search_reindex.c
+    return conn.execute(select(state.scope).where(state.scope == WHOLE)).first() is not None
 
 
 def reindex(
@@ -30,7 +38,7 @@ def reindex(
 ) -> tuple[int, bool]:
     """Index every publication version of ``parser_version`` (of one site); return how
     many were indexed by this run and whether it resumed an interrupted one."""
-    scope = "all" if site_id is None else f"site:{site_id}"
+    scope = WHOLE if site_id is None else f"site:{site_id}"
     state = search_reindex.c
     with engine.begin() as conn:
         row = conn.execute(select(search_reindex).where(state.scope == scope)).first()
@@ -54,6 +62,9 @@ def reindex(
                     started_at=int(time.time()),
                 )
             )
+    if site_id is None:
+        # After the state row: a search process that sees the index stopped knows why.
+        index.begin_rebuild()
     pub = publication.c
     scope_clause = pub.parser_version == parser_version
     if site_id is not None:
@@ -91,6 +102,6 @@ def reindex(
                 )
             done += len(docs)
             progress.advance(len(docs))
-    if done or resumed:
+    if done or resumed or site_id is None:
         index.compact()
     return done, resumed
