@@ -118,6 +118,17 @@ def run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
     return elapsed, done.stderr
 
 
+def print_ratios(label: str, rates: dict[str, list[float]]) -> None:
+    """zeroarchive's rate over fetch-only's, round by round, and their median."""
+    ratios = [
+        ours / limit for ours, limit in zip(rates["zeroarchive"], rates["fetch_only"], strict=True)
+    ]
+    print(
+        f"{label}: median {statistics.median(ratios):.2f} "
+        f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})"
+    )
+
+
 def hits_span(server: ReplayServer) -> float:
     """Seconds between the first and the last request the server answered."""
     if server.first_hit_at is None or server.last_hit_at is None:
@@ -224,24 +235,10 @@ def main() -> None:
     print(f"ratio zeroarchive / fetch-only: {best['zeroarchive'] / best['fetch_only']:.2f}")
     # Each round runs both crawls back to back, so a round's ratio holds the machine's state
     # of that moment; the best/best ratio above pairs rates of different moments.
-    per_round = [
-        ours / limit
-        for ours, limit in zip(results["zeroarchive"], results["fetch_only"], strict=True)
-    ]
-    print(
-        f"ratio per round: median {statistics.median(per_round):.2f} "
-        f"(rounds: {', '.join(f'{r:.2f}' for r in per_round)})"
-    )
+    print_ratios("ratio per round", results)
     # Start-up (imports, opening the archive) and the last batch's write weigh on a short
     # crawl; real crawls run for hours. The same ratio without them:
-    in_crawl = [
-        ours / limit
-        for ours, limit in zip(steady["zeroarchive"], steady["fetch_only"], strict=True)
-    ]
-    print(
-        f"ratio per round, first to last request: median {statistics.median(in_crawl):.2f} "
-        f"(rounds: {', '.join(f'{r:.2f}' for r in in_crawl)})"
-    )
+    print_ratios("ratio per round, first to last request", steady)
     # On a shared machine wall-clock rates follow the other load; CPU per page much less.
     cpu_ratio = [
         limit / ours for ours, limit in zip(cpu["zeroarchive"], cpu["fetch_only"], strict=True)
