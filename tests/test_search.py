@@ -49,21 +49,19 @@ DOCS = [
 ]
 
 
+def add_site(archive: Archive, name: str, url: str, article: str = "/a/") -> int:
+    """A news site of the archive (its id)."""
+    spec = parse_spec({"name": name, "url": url, "type": "news", "config": {"article": article}})
+    return archive.sites.upsert(spec, NOW)[0]
+
+
 def make_archive(url: str) -> tuple[Archive, SearchIndex, dict[int, int]]:
     archive = open_archive(url=url)
     index = open_index(archive.engine)
     assert index.available() is None
     sites = {}
     for name in ("news", "farm"):
-        spec = parse_spec(
-            {
-                "name": name,
-                "url": f"https://{name}.example/",
-                "type": "news",
-                "config": {"article": "/a/"},
-            }
-        )
-        sites[name] = archive.sites.upsert(spec, NOW)[0]
+        sites[name] = add_site(archive, name, f"https://{name}.example/")
     articles = {}
     for name, number, title, body, days_ago in DOCS:
         published = NOW - days_ago * DAY
@@ -560,15 +558,7 @@ def test_parse_snapshots_feeds_the_index_and_the_cli_finds_edits(
 ) -> None:
     """A real page (Liberty Times, 2014) and its edit, through the real commands."""
     archive = open_archive(url=db_url)
-    spec = parse_spec(
-        {
-            "name": "ltn",
-            "url": "https://news.ltn.com.tw/",
-            "type": "news",
-            "config": {"article": "/news/"},
-        }
-    )
-    site_id = archive.sites.upsert(spec, NOW)[0]
+    site_id = add_site(archive, "ltn", "https://news.ltn.com.tw/", "/news/")
     archive.articles.add(site_id, "Article", [LTN_URL], NOW)
     article_id = _article_id(archive, LTN_URL)
     for at, body in ((NOW, LTN_PAGE), (NOW + 3600, LTN_PAGE.replace(*LTN_EDIT))):
@@ -1010,15 +1000,7 @@ def test_a_parse_run_that_fails_still_writes_what_it_committed(mariadb_url: str)
     archive = open_archive(url=mariadb_url)
     index = open_index(archive.engine)
     assert index.available() is None
-    spec = parse_spec(
-        {
-            "name": "ltn",
-            "url": "https://news.ltn.com.tw/",
-            "type": "news",
-            "config": {"article": "/"},
-        }
-    )
-    site_id = archive.sites.upsert(spec, NOW)[0]
+    site_id = add_site(archive, "ltn", "https://news.ltn.com.tw/", "/")
     urls = [LTN_URL, LTN_URL + "?copy"]
     archive.articles.add(site_id, "Article", urls, NOW)
     for n, url in enumerate(urls):
@@ -1102,15 +1084,7 @@ def test_the_hard_cases_give_exactly_the_texts_answers(db_url: str) -> None:
     archive = open_archive(url=db_url)
     index = open_index(archive.engine)
     assert index.available() is None
-    spec = parse_spec(
-        {
-            "name": "hard",
-            "url": "https://hard.example/",
-            "type": "news",
-            "config": {"article": "/a/"},
-        }
-    )
-    site_id = archive.sites.upsert(spec, NOW)[0]
+    site_id = add_site(archive, "hard", "https://hard.example/")
     ids = [
         add(archive, index, site_id, n, title, body, NOW) for n, (title, body) in enumerate(HARD)
     ]
