@@ -55,7 +55,7 @@ def freeze_start_up_objects() -> int:
     out of the garbage collector's full passes, and return how many there are.
 
     They live as long as the run, yet every full pass of the collector walks them all
-    again (some 40 ms each on a laptop-sized crawl), and so do the passes of Python's
+    again (about 40 ms each in bench/crawl_embedded.py's crawl), and so do the passes of Python's
     exit. A run that frees such an object in a reference cycle later keeps it until the
     process ends: start-up makes few that die.
     """
