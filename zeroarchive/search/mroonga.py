@@ -634,10 +634,9 @@ def _other_versions(conn: Connection, parser_version: str) -> list[str]:
     token instead costs as much as it has documents: about 45 ms at 1,000,000 (Groonga
     intersects a token's every posting)."""
     tokens = f'_key @^ "{_mark("q", "")}"'  # every parser version's: "ÿq" and the version
-    arguments = ["select", "table", f"{TABLE}#ft_{TABLE}", "filter", tokens]
-    arguments += ["output_columns", "_key", "limit", "-1", "cache", "no"]
-    answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
-    _, _columns, *keys = json.loads(answer)[0]
+    arguments = ["table", f"{TABLE}#ft_{TABLE}", "filter", tokens]
+    arguments += ["output_columns", "_key", "limit", "-1"]
+    _, _columns, *keys = _select_command(conn, arguments)[0]
     mine = _mark("q", parser_version)
     return ["-" + _quoted(key) for (key,) in keys if key != mine]
 
@@ -695,21 +694,21 @@ def _groonga(conn: Connection, query: str, where: str, options: list[str]) -> li
     where a MATCH takes one statement to count (MariaDB stepping through every match)
     and another to rank, each finding them anew (bench/README.md). Parsed as Mroonga
     parses a MATCH in boolean mode (terms ANDed, a leading NOT allowed, no match
-    escalation); Groonga's cache of answers is not used (it may outlive a write)."""
-    arguments = [
-        "select",
-        "table",
-        TABLE,
-        "match_columns",
-        "body",
-        "query",
-        query.removeprefix(AND),
-    ]
+    escalation)."""
+    arguments = ["table", TABLE, "match_columns", "body", "query", query.removeprefix(AND)]
     arguments += ["query_flags", "ALLOW_LEADING_NOT", "match_escalation_threshold", "-1"]
-    arguments += ["cache", "no", *options]
+    arguments += options
     if where:
         arguments += ["filter", where]
-    answer = conn.execute(select(func.mroonga_command(*arguments))).scalar_one()
+    return _select_command(conn, arguments)
+
+
+def _select_command(conn: Connection, arguments: list[str]) -> list[Any]:
+    """Groonga's answer to ``select`` with these arguments, through ``mroonga_command``;
+    its cache of answers is not used (an answer may outlive a write)."""
+    answer = conn.execute(
+        select(func.mroonga_command("select", *arguments, "cache", "no"))
+    ).scalar_one()
     return list(json.loads(answer))
 
 
