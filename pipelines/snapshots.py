@@ -7,6 +7,11 @@ while the crawl goes on (awaiting it in ``process_item`` held back the whole eng
 slower on MariaDB); batches are written one at a time, in order, and when two are already
 waiting the next full one waits for the oldest. A page still in a batch when the process is
 killed is not lost: its article stays leased and is due again.
+
+``ZEROARCHIVE_SNAPSHOT_WRITER`` says where a batch is written: ``process`` (the default), in
+the crawl's writer process (zeroarchive/crawl/writer_process.py), or ``thread``, in a thread
+of the crawl's own process (an in-memory SQLite archive is always written so: a second
+process would not see it).
 """
 
 from __future__ import annotations
@@ -15,32 +20,22 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
+from sqlalchemy.engine import make_url
 
-from zeroarchive.core.db_retry import write_with_retry
+from zeroarchive.core.db_retry import call_with_retry
 from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.core.stats import count
-from zeroarchive.events.answers import SortedAnswers, last_snapshots, sort_answers
-from zeroarchive.events.probe import load_probes
-from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
+from zeroarchive.crawl.snapshot_batches import Count, write_batch
+from zeroarchive.crawl.writer_process import WriterProcess
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.archive import Archive, open_archive
-from zeroarchive.storage.snapshots import SaveResult
 
 logger = logging.getLogger(__name__)
-
-
-class Written(NamedTuple):
-    """What one batch's transaction wrote, for the stats."""
-
-    results: list[SaveResult]
-    stopped: list[tuple[int, str | None]]
-    gone: list[str]
-    cleared: list[tuple[int, str]]
 
 
 @runtime_checkable
@@ -49,6 +44,14 @@ class SiteRecords(Protocol):
 
     def site(self, site_id: int) -> Site | None: ...
 
+
+WRITERS = ("process", "thread")
+
+# The writer process is started at the crawl's tenth answer: a crawl of a few pages (a
+# `scrapy save`, a site with little due) does not pay for one (0.4 CPU seconds to load its
+# modules), and a large one has it ready by its first full batch. Until it is ready, the
+# crawl's thread writes.
+PROCESS_AFTER = 10
 
 # Full batches waiting for the database before process_item waits too (bounds memory).
 MAX_WAITING_BATCHES = 2
@@ -60,6 +63,8 @@ class BatchConfig:
     max_bytes: int
     flush_seconds: float
     db_retry_seconds: float
+    #: Where batches are written: "process" (the writer process) or "thread".
+    writer: str = "process"
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BatchConfig:
@@ -68,7 +73,13 @@ class BatchConfig:
             max_bytes=settings.getint("ZEROARCHIVE_SNAPSHOT_BATCH_BYTES"),
             flush_seconds=settings.getfloat("ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS"),
             db_retry_seconds=settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
+            writer=settings.get("ZEROARCHIVE_SNAPSHOT_WRITER"),
         )
+        if config.writer not in WRITERS:
+            raise ValueError(
+                f"ZEROARCHIVE_SNAPSHOT_WRITER must be one of {', '.join(WRITERS)}: "
+                f"{config.writer!r}"
+            )
         if config.max_items < 1 or config.max_bytes < 1 or config.flush_seconds <= 0:
             raise ValueError(f"ZEROARCHIVE_SNAPSHOT_BATCH* settings must be positive: {config}")
         return config
@@ -84,6 +95,9 @@ class SnapshotsPipeline:
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
         self._writes: list[asyncio.Task[None]] = []
+        self.writer: WriterProcess | None = None
+        self._answers_seen = 0
+        self._wants_process = config.writer == "process" and not _in_memory(archive.url)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SnapshotsPipeline:
@@ -104,13 +118,18 @@ class SnapshotsPipeline:
         await self.flush()
         if self._writes:
             await asyncio.gather(*self._writes)
+        if self.writer is not None:
+            await asyncio.to_thread(self.writer.close)
 
     async def process_item(self, item: Any) -> Any:
         if not isinstance(item, FetchedPage | FailedFetch):
             return item
         self.pending.append(item)
+        self._answers_seen += 1
         if isinstance(item, FetchedPage):
             self.pending_bytes += len(item.body)
+        if self.writer is None and self._wants_process and self._answers_seen >= PROCESS_AFTER:
+            self.writer = WriterProcess(self.archive.url, self.config.db_retry_seconds)
         if (
             len(self.pending) >= self.config.max_items
             or self.pending_bytes >= self.config.max_bytes
@@ -150,69 +169,29 @@ class SnapshotsPipeline:
             return
         # asyncio.Lock wakes its waiters in order, so batches are written in order.
         async with self._lock:
-            deadline = self.config.db_retry_seconds
             try:
-                # Sorting reads the archive (deletion signs): it rides out an outage too.
-                answers = await write_with_retry(
-                    lambda: self._sort(batch), "answers", deadline, self.crawler.stats
-                )
-            except Exception:
-                logger.exception("Could not sort %d answer(s); they will be retaken", len(batch))
-                count(self.crawler.stats, "errors/db_write", n=len(batch))
-                return
-            pages, failures = answers.pages, answers.failures
-            try:
-                written = await write_with_retry(
-                    lambda: self._store(answers, batch), "snapshots", deadline, self.crawler.stats
-                )
+                counts = await asyncio.to_thread(self._write_batch, batch)
             except Exception:
                 # The articles stay leased, so they are due again when the lease runs out.
                 logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
-                count(self.crawler.stats, "errors/db_write", n=len(batch))
-                return
-        results, stopped, gone, cleared = written
-        stats = self.crawler.stats
-        for page, result in zip(pages, results, strict=True):
-            count(stats, f"snapshots_{result.outcome}", page.site_id)
-            if result.referenced:
-                count(stats, "snapshots_referenced", page.site_id)
-            count(stats, "snapshot_bytes_raw", page.site_id, len(page.body))
-            count(stats, "snapshot_bytes_stored", page.site_id, result.stored_bytes)
-        for failure, (_, stop_reason) in zip(failures, stopped, strict=True):
-            if stop_reason:
-                count(stats, "articles_stopped", failure.site_id)
-        for answer, outcome in zip(answers.gone, gone, strict=True):
-            count(stats, f"events/{outcome}", answer.site_id)
-            if outcome == "suspected":
-                logger.info(
-                    "Article %d looks gone (%s); confirming in 10 minutes",
-                    answer.article_id,
-                    answer.evidence,
-                )
-        for _, site_id in answers.not_modified:
-            count(stats, "watch/not_modified", site_id)
-        for _, outcome in cleared:
-            count(stats, f"events/{outcome}")
+                counts = [("errors/db_write", None, len(batch))]
+        for metric, site_id, n in counts:
+            count(self.crawler.stats, metric, site_id, n)
 
-    def _store(self, answers: SortedAnswers, batch: list[FetchedPage | FailedFetch]) -> Written:
-        """Write what the batch's answers say in one transaction: a snapshot and the
-        events its answer settles (a restoration, a deletion) land together or not at all,
-        so a batch retaken after a crash finds nothing half written."""
-        store = self.archive.snapshots
-        with self.archive.engine.begin() as conn:
-            results = store.save(answers.pages, conn)
-            stopped = store.record_failures(answers.failures, conn) if answers.failures else []
-            gone = record_gone(conn, answers.gone)
-            if answers.not_modified:
-                at = max(item.failed_at for item in batch if isinstance(item, FailedFetch))
-                record_not_modified(conn, answers.not_modified, at)
-            answered = [
-                Answered(result.article_id, page.site_id, page.fetched_at, page.status)
-                for page, result in zip(answers.pages, results, strict=True)
-                if result.outcome != "duplicate" and result.moved_from is None
-            ]
-            cleared = record_answered(conn, answered)
-        return Written(results, stopped, gone, cleared)
+    def _write_batch(self, batch: list[FetchedPage | FailedFetch]) -> list[Count]:
+        """Write ``batch`` in the writer process or in this thread; the counts."""
+        retry_seconds = self.config.db_retry_seconds
+        if self.writer is None or not self.writer.ready():
+            # Until the process has loaded its modules, this thread writes.
+            return write_batch(self.archive, batch, self._site, retry_seconds)
+        retries: list[Count] = []
+        sites = call_with_retry(
+            lambda: {site_id: self._site(site_id) for site_id in {i.site_id for i in batch}},
+            "answers",
+            retry_seconds,
+            lambda: retries.append(("db_retries", None, 1)),
+        )
+        return retries + self.writer.write(batch, sites)
 
     def _site(self, site_id: int) -> Site | None:
         """The site's record as the spider holds it (read again when it grows old:
@@ -222,13 +201,7 @@ class SnapshotsPipeline:
             return spider.site(site_id)
         return self.archive.sites.get(site_id)
 
-    def _sort(self, batch: list[FetchedPage | FailedFetch]) -> SortedAnswers:
-        """The batch's answers sorted by what they say (zeroarchive/events/answers.py)."""
-        pages = [item for item in batch if isinstance(item, FetchedPage)]
-        failures = [item for item in batch if isinstance(item, FailedFetch)]
-        found = {site_id: self._site(site_id) for site_id in {item.site_id for item in batch}}
-        sites = {k: v for k, v in found.items() if v is not None}
-        engine = self.archive.engine
-        probes = load_probes(engine, {page.site_id for page in pages})
-        last = last_snapshots(engine, [page.article_id for page in pages])
-        return sort_answers(pages, failures, sites, probes, last.size, last.at)
+
+def _in_memory(url: str) -> bool:
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")

@@ -26,6 +26,9 @@ ZEROARCHIVE_LOCK_DIR = None
 ZEROARCHIVE_SNAPSHOT_BATCH = 50
 ZEROARCHIVE_SNAPSHOT_BATCH_BYTES = 16 * 1024 * 1024
 ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS = 2.0
+# Where snapshot batches are written: "process" (a writer process beside the crawl, so that
+# compressing and SQL do not take turns with it) or "thread" (in the crawl's own process).
+ZEROARCHIVE_SNAPSHOT_WRITER = "process"
 
 # --- Parser (scrapy parse_snapshots) -----------------------------------------------------
 # The zone page times without an offset are read in.

@@ -17,10 +17,10 @@ from scrapy import signals
 from scrapy.utils.test import get_crawler
 from sqlalchemy.exc import IntegrityError
 
-from pipelines import snapshots as snapshots_pipeline
 from pipelines.snapshots import MAX_WAITING_BATCHES, BatchConfig, SnapshotsPipeline
 from tests.conftest import project_settings
 from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.crawl import snapshot_batches
 from zeroarchive.events.store import CONFIRM_AFTER, GoneAnswer, record_gone
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import open_archive
@@ -29,7 +29,11 @@ from zeroarchive.storage.schema import article, article_event
 from zeroarchive.storage.snapshots import SaveResult
 
 T0 = 1_700_000_000
-CONFIG = BatchConfig(max_items=2, max_bytes=10**9, flush_seconds=3600, db_retry_seconds=0)
+# In a thread: the tests stand a gated store in for the archive's, which a writer process
+# would not see (tests/test_writer_process.py tests the process).
+CONFIG = BatchConfig(
+    max_items=2, max_bytes=10**9, flush_seconds=3600, db_retry_seconds=0, writer="thread"
+)
 
 
 class GatedStore:
@@ -90,6 +94,7 @@ def make_pipeline(tmp_path: Path) -> tuple[SnapshotsPipeline, GatedStore, Any]:
             "ZEROARCHIVE_SNAPSHOT_BATCH_BYTES": CONFIG.max_bytes,
             "ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS": CONFIG.flush_seconds,
             "ZEROARCHIVE_DB_RETRY_SECONDS": CONFIG.db_retry_seconds,
+            "ZEROARCHIVE_SNAPSHOT_WRITER": CONFIG.writer,
         }
     )
     pipeline = SnapshotsPipeline.from_crawler(crawler)
@@ -205,7 +210,12 @@ def test_a_snapshot_and_the_restoration_it_settles_land_together_or_not_at_all(
     back = T0 + 2 * CONFIRM_AFTER
 
     def crawl() -> Any:
-        settings = project_settings(ZEROARCHIVE_DB_URL=url, ZEROARCHIVE_DB_RETRY_SECONDS=0)
+        settings = project_settings(
+            ZEROARCHIVE_DB_URL=url,
+            ZEROARCHIVE_DB_RETRY_SECONDS=0,
+            # In a thread, where the monkeypatch below reaches.
+            ZEROARCHIVE_SNAPSHOT_WRITER="thread",
+        )
         crawler = get_crawler(settings_dict=settings)
         pipeline = SnapshotsPipeline.from_crawler(crawler)
 
@@ -230,7 +240,7 @@ def test_a_snapshot_and_the_restoration_it_settles_land_together_or_not_at_all(
     def lost_server(*_: object) -> None:
         raise RuntimeError("server has gone away")
 
-    monkeypatch.setattr(snapshots_pipeline, "record_answered", lost_server)
+    monkeypatch.setattr(snapshot_batches, "record_answered", lost_server)
     stats = crawl()
     assert stats.get_value("zeroarchive/errors/db_write") == 1
     assert state() == (1, ["deleted"]), "the snapshot must not outlive its lost event"

@@ -7,14 +7,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
-
-from scrapy.statscollectors import StatsCollector
+from typing import TYPE_CHECKING, TypeVar
 
 from zeroarchive.core.services import FIRST_PAUSE, is_unreachable, next_pause, reason
 
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+RETRIES = "zeroarchive/db_retries"
 
 
 async def write_with_retry(
@@ -27,15 +29,34 @@ async def write_with_retry(
         try:
             return await asyncio.to_thread(write)
         except Exception as exc:
-            if not is_unreachable(exc) or time.monotonic() + pause > give_up_at:
-                raise
+            _retry_or_raise(exc, what, pause, give_up_at)
             if stats is not None:
-                stats.inc_value("zeroarchive/db_retries")
-            logger.warning(
-                "Database unavailable while writing %s (%s); retrying in %.0f s",
-                what,
-                reason(exc),
-                pause,
-            )
+                stats.inc_value(RETRIES)
             await asyncio.sleep(pause)
             pause = next_pause(pause)
+
+
+def call_with_retry(
+    write: Callable[[], T], what: str, deadline_seconds: float, on_retry: Callable[[], None]
+) -> T:
+    """``write_with_retry`` for a caller that may block (a thread, the writer process):
+    pauses sleep here; ``on_retry`` is called before each pause."""
+    pause = FIRST_PAUSE
+    give_up_at = time.monotonic() + deadline_seconds
+    while True:
+        try:
+            return write()
+        except Exception as exc:
+            _retry_or_raise(exc, what, pause, give_up_at)
+            on_retry()
+            time.sleep(pause)
+            pause = next_pause(pause)
+
+
+def _retry_or_raise(exc: Exception, what: str, pause: float, give_up_at: float) -> None:
+    """Raise ``exc`` unless it is transient and a pause still fits before the deadline."""
+    if not is_unreachable(exc) or time.monotonic() + pause > give_up_at:
+        raise exc
+    logger.warning(
+        "Database unavailable while writing %s (%s); retrying in %.0f s", what, reason(exc), pause
+    )

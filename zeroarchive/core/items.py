@@ -8,9 +8,10 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scrapy.http import Headers
+if TYPE_CHECKING:
+    from scrapy.http import Headers
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@ per site, which the site summary at the end of a crawl reads back."""
 
 from __future__ import annotations
 
-from scrapy.statscollectors import StatsCollector
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
 
 PREFIX = "zeroarchive"
 

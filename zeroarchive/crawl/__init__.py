@@ -2,7 +2,8 @@
 walking list pages (``list_walk``) and feeds and sitemaps (``feed_walk``, ``feeds``), the
 one selection of due work for both modes (``due_work``) and its dispatch into the redis
 queues (``dispatch``), recording what a worker holds and taking up what a killed run held
-(``recovery``), and the helpers of a polite fetch: rel=canonical and og:url
+(``recovery``), writing the snapshot batches (``snapshot_batches``) in the crawl's writer
+process (``writer_process``), and the helpers of a polite fetch: rel=canonical and og:url
 (``canonical``), block pages (``blocks``), the browser (``browser``), logins (``login``)
 and one run per site (``runlock``).
 

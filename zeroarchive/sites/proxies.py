@@ -12,13 +12,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from scrapy.settings import BaseSettings
-from scrapy.statscollectors import StatsCollector
-
 from zeroarchive.core.stats import count
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+    from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 

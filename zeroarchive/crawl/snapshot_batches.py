@@ -1,0 +1,128 @@
+"""One batch of the crawl's answers (fetched pages, failed fetches) written to the archive:
+sorted by what they say (``events/answers.py``), stored in one transaction with the events
+they settle, and counted.
+
+It runs in a thread of the crawl or in the crawl's writer process (``writer_process``), so
+it never touches the crawler: what it counts comes back as a list, which the snapshot
+pipeline adds to the crawl's stats.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from zeroarchive.core.db_retry import call_with_retry
+from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.events.answers import SortedAnswers, last_snapshots, sort_answers
+from zeroarchive.events.probe import load_probes
+from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
+from zeroarchive.sites.record import Site
+from zeroarchive.storage.archive import Archive
+from zeroarchive.storage.snapshots import SaveResult
+
+logger = logging.getLogger(__name__)
+
+Answer = FetchedPage | FailedFetch
+#: A count for the crawl's stats: metric, site id (None for the run's total only), amount.
+Count = tuple[str, int | None, int]
+SiteOf = Callable[[int], Site | None]
+
+
+class Written(NamedTuple):
+    """What one batch's transaction wrote."""
+
+    results: list[SaveResult]
+    stopped: list[tuple[int, str | None]]
+    gone: list[str]
+    cleared: list[tuple[int, str]]
+
+
+def write_batch(
+    archive: Archive, batch: Sequence[Answer], site_of: SiteOf, retry_seconds: float
+) -> list[Count]:
+    """Sort and store ``batch``, riding out a database away for ``retry_seconds``; what
+    it wrote, counted. A batch that cannot be written is logged and counted as
+    ``errors/db_write``: its articles stay leased, so they are due again when the lease
+    runs out."""
+    counts: list[Count] = []
+
+    def retried() -> None:
+        counts.append(("db_retries", None, 1))
+
+    try:
+        # Sorting reads the archive (deletion signs): it rides out an outage too.
+        answers = call_with_retry(
+            lambda: sort_batch(archive, batch, site_of), "answers", retry_seconds, retried
+        )
+    except Exception:
+        logger.exception("Could not sort %d answer(s); they will be retaken", len(batch))
+        return [*counts, ("errors/db_write", None, len(batch))]
+    try:
+        written = call_with_retry(
+            lambda: store_batch(archive, answers, batch), "snapshots", retry_seconds, retried
+        )
+    except Exception:
+        logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
+        return [*counts, ("errors/db_write", None, len(batch))]
+    return counts + written_counts(answers, written)
+
+
+def sort_batch(archive: Archive, batch: Sequence[Answer], site_of: SiteOf) -> SortedAnswers:
+    """The batch's answers sorted by what they say (zeroarchive/events/answers.py)."""
+    pages = [item for item in batch if isinstance(item, FetchedPage)]
+    failures = [item for item in batch if isinstance(item, FailedFetch)]
+    found = {site_id: site_of(site_id) for site_id in {item.site_id for item in batch}}
+    sites = {k: v for k, v in found.items() if v is not None}
+    engine = archive.engine
+    probes = load_probes(engine, {page.site_id for page in pages})
+    last = last_snapshots(engine, [page.article_id for page in pages])
+    return sort_answers(pages, failures, sites, probes, last.size, last.at)
+
+
+def store_batch(archive: Archive, answers: SortedAnswers, batch: Sequence[Answer]) -> Written:
+    """Write what the batch's answers say in one transaction: a snapshot and the events
+    its answer settles (a restoration, a deletion) land together or not at all, so a batch
+    retaken after a crash finds nothing half written."""
+    store = archive.snapshots
+    with archive.engine.begin() as conn:
+        results = store.save(answers.pages, conn)
+        stopped = store.record_failures(answers.failures, conn) if answers.failures else []
+        gone = record_gone(conn, answers.gone)
+        if answers.not_modified:
+            at = max(item.failed_at for item in batch if isinstance(item, FailedFetch))
+            record_not_modified(conn, answers.not_modified, at)
+        answered = [
+            Answered(result.article_id, page.site_id, page.fetched_at, page.status)
+            for page, result in zip(answers.pages, results, strict=True)
+            if result.outcome != "duplicate" and result.moved_from is None
+        ]
+        cleared = record_answered(conn, answered)
+    return Written(results, stopped, gone, cleared)
+
+
+def written_counts(answers: SortedAnswers, written: Written) -> list[Count]:
+    counts: list[Count] = []
+    for page, result in zip(answers.pages, written.results, strict=True):
+        counts.append((f"snapshots_{result.outcome}", page.site_id, 1))
+        if result.referenced:
+            counts.append(("snapshots_referenced", page.site_id, 1))
+        counts.append(("snapshot_bytes_raw", page.site_id, len(page.body)))
+        counts.append(("snapshot_bytes_stored", page.site_id, result.stored_bytes))
+    for failure, (_, stop_reason) in zip(answers.failures, written.stopped, strict=True):
+        if stop_reason:
+            counts.append(("articles_stopped", failure.site_id, 1))
+    for answer, outcome in zip(answers.gone, written.gone, strict=True):
+        counts.append((f"events/{outcome}", answer.site_id, 1))
+        if outcome == "suspected":
+            logger.info(
+                "Article %d looks gone (%s); confirming in 10 minutes",
+                answer.article_id,
+                answer.evidence,
+            )
+    for _, site_id in answers.not_modified:
+        counts.append(("watch/not_modified", site_id, 1))
+    for _, outcome in written.cleared:
+        counts.append((f"events/{outcome}", None, 1))
+    return counts
