@@ -263,3 +263,20 @@ def test_an_unknown_writer_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="ZEROARCHIVE_SNAPSHOT_WRITER must be one of"):
         SnapshotsPipeline.from_crawler(crawler)
+
+
+def test_the_writer_process_loads_no_scrapy() -> None:
+    """Its start-up is spent at each crawl: Scrapy and Twisted would more than double it."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, zeroarchive.crawl.writer_process, zeroarchive.storage.archive; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'scrapy', 'twisted'}))",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"
