@@ -56,10 +56,6 @@ def write_batch(
         answers = call_with_retry(
             lambda: sort_batch(archive, batch, site_of), "answers", retry_seconds, retried
         )
-    except Exception:
-        logger.exception("Could not sort %d answer(s); they will be retaken", len(batch))
-        return [*counts, ("errors/db_write", None, len(batch))]
-    try:
         written = call_with_retry(
             lambda: store_batch(archive, answers, batch), "snapshots", retry_seconds, retried
         )
