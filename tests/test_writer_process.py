@@ -280,3 +280,19 @@ def test_the_writer_process_loads_no_scrapy() -> None:
         check=True,
     )
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_writer_started_while_the_database_is_away_waits_for_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Until it has opened the archive it is not ready, and the crawl's thread writes;
+    closing the crawl ends it."""
+    writer = WriterProcess("mysql+pymysql://root@127.0.0.1:9/nowhere", retry_seconds=0)
+    with caplog.at_level(logging.WARNING):
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            assert not writer.ready()
+            time.sleep(0.05)
+        writer.close()
+    assert "Waiting: cannot reach the database at mysql+pymysql://root@127.0.0.1:9" in caplog.text
+    assert writer.process.returncode == -signal.SIGKILL

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
+from zeroarchive.core.services import wait_for
 from zeroarchive.crawl.snapshot_batches import Answer, Count, write_batch
 from zeroarchive.sites.record import Site
 
@@ -121,8 +122,11 @@ class WriterProcess:
 
     def close(self) -> None:
         """End the child once it has written what it holds (it leaves when its
-        connection closes)."""
+        connection closes); one still waiting for the database holds nothing."""
+        ready = self.ready()
         self.connection.close()
+        if not ready:
+            self.process.kill()
         try:
             self.process.wait(timeout=EXIT_SECONDS)
         except subprocess.TimeoutExpired:
@@ -152,7 +156,9 @@ def serve(connection: Connection) -> None:
     root.handlers = [logging.handlers.QueueHandler(_ToCrawl(connection))]  # type: ignore[arg-type]
     root.setLevel(logging.DEBUG)
     url, retry_seconds = connection.recv()
-    archive = open_archive(url=url)
+    # Started while the database is away, it waits for it (the crawl's thread writes
+    # meanwhile, and closing the crawl ends a child that is still waiting).
+    archive = wait_for(lambda: open_archive(url=url))
     connection.send(("ready", None))
     while True:
         try:
@@ -169,7 +175,11 @@ def main() -> None:
     connection = Connection(int(sys.argv[1]))
     # A broken connection: the crawl is gone, nobody is left to answer.
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        serve(connection)
+        try:
+            serve(connection)
+        except Exception:
+            logger.exception("The snapshot writer process failed")  # in the crawl's log
+            sys.exit(1)
 
 
 if __name__ == "__main__":
