@@ -28,7 +28,6 @@ from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.stats import count
 from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.crawl.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
-from zeroarchive.crawl.canonical import declared_urls, moved_to
 from zeroarchive.crawl.feed_walk import FeedWalkSpider
 from zeroarchive.crawl.login import LoginError, asks_for_password, credentials, login_request
 from zeroarchive.sites.record import Site, SiteConfigError, parse_spec
@@ -241,18 +240,14 @@ class GenericSpider(FeedWalkSpider):
         )
 
     def parse_snapshot(self, response: Response) -> Iterator[FetchedPage]:
-        encoding = detect_encoding(response.body, _content_type(response))
-        yield self._snapshot(response, encoding, rendered=False)
+        yield self._snapshot(response, "", rendered=False)
 
     def _snapshot(self, response: Response, encoding: str, rendered: bool) -> FetchedPage:
+        """The page as fetched; its encoding (when not known) and its canonical claims are
+        settled by the snapshot writer, which has the bytes, the headers and the site's
+        URL rules too: on the crawl's thread they cost 0.3 ms a page."""
         site = self.response_site(response)
         meta = response.meta[META_KEY]
-        declared = declared_urls(response.body, encoding)
-        moved = moved_to(
-            meta["article_url"], response.url, declared, site.url, site.config.url_rules
-        )
-        if moved is not None:
-            count(self.crawler.stats, "canonical_redirects", site.site_id)
         return FetchedPage(
             article_id=meta["article_id"],
             site_id=site.site_id,
@@ -263,8 +258,8 @@ class GenericSpider(FeedWalkSpider):
             headers=header_lists(response.headers),
             encoding=encoding,
             body=response.body,
-            moved_to=moved,
             rendered=rendered,
+            unsettled_for=meta["article_url"],
         )
 
     # --- sites with `render: true` ------------------------------------------------------

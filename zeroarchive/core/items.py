@@ -45,6 +45,10 @@ class FetchedPage:
     moved_to: str | None = None
     # The DOM a browser built (scripts run), not the bytes the server sent.
     rendered: bool = False
+    # Set by a spider that leaves the page's encoding (then "") and its canonical claims
+    # (``moved_to``) to the snapshot writer, off the crawl's thread: the URL of the
+    # article the page was fetched for. None once settled (crawl/snapshot_batches.py).
+    unsettled_for: str | None = None
 
 
 @dataclass(frozen=True)

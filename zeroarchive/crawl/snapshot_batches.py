@@ -1,4 +1,5 @@
 """One batch of the crawl's answers (fetched pages, failed fetches) written to the archive:
+each page's encoding and canonical claims settled where its spider left them (``settle``),
 sorted by what they say (``events/answers.py``), stored in one transaction with the events
 they settle, and counted.
 
@@ -11,10 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from zeroarchive.core.db_retry import call_with_retry
+from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.crawl.canonical import declared_urls, moved_to
 from zeroarchive.events.answers import SortedAnswers, last_snapshots, sort_answers
 from zeroarchive.events.probe import load_probes
 from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
@@ -51,6 +55,10 @@ def write_batch(
     def retried() -> None:
         counts.append(("db_retries", None, 1))
 
+    batch = [
+        settle(item, site_of(item.site_id), counts) if isinstance(item, FetchedPage) else item
+        for item in batch
+    ]
     try:
         # Sorting reads the archive (deletion signs): it rides out an outage too.
         answers = call_with_retry(
@@ -63,6 +71,36 @@ def write_batch(
         logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
         return [*counts, ("errors/db_write", None, len(batch))]
     return counts + written_counts(answers, written)
+
+
+def settle(page: FetchedPage, site: Site | None, counts: list[Count]) -> FetchedPage:
+    """``page`` with what its spider left to the writer worked out: its encoding, from the
+    bytes and the Content-Type (zeroarchive/core/encoding.py), and the canonical URL it
+    belongs to if not its article's own (zeroarchive/crawl/canonical.py). A page whose
+    claims cannot be read is kept as fetched, logged and counted."""
+    article_url = page.unsettled_for
+    if article_url is None:
+        return page
+    encoding = page.encoding or "utf-8"
+    moved = None
+    try:
+        encoding = page.encoding or detect_encoding(page.body, _content_type(page))
+        if site is not None:
+            declared = declared_urls(page.body, encoding)
+            moved = moved_to(article_url, page.final_url, declared, site.url, site.config.url_rules)
+    except Exception:
+        logger.exception("Could not read the claims of %s; kept as fetched", page.final_url)
+        counts.append(("errors/settle", page.site_id, 1))
+    if moved is not None:
+        counts.append(("canonical_redirects", page.site_id, 1))
+    return replace(page, encoding=encoding, moved_to=moved, unsettled_for=None)
+
+
+def _content_type(page: FetchedPage) -> str | None:
+    for name, values in page.headers.items():
+        if name.lower() == "content-type" and values:
+            return values[0]
+    return None
 
 
 def sort_batch(archive: Archive, batch: Sequence[Answer], site_of: SiteOf) -> SortedAnswers:
