@@ -1,8 +1,9 @@
 """The crawl's writer process: one child process that writes the snapshot batches, so that
 compressing, hashing and SQL run beside the crawl instead of taking turns with it for
-Python's one lock (the GIL): the embedded crawl's bench about 0.785 -> 0.815 of
-fetch-only (medians of four runs side by side), the distributed one not lower
-(bench/README.md, "Issue 28 point 4: the writer process").
+Python's one lock (the GIL). With the pages' settling it took over (encoding, canonical
+claims), the embedded crawl's bench went from about 0.76 to 0.86 of fetch-only (medians
+of runs side by side), the distributed one not lower (bench/README.md, "Issue 28 point
+4: the writer process").
 
 The crawl sends each batch with the records of its sites over a socket pair and waits, in
 a thread, for the counts (``snapshot_batches.write_batch``); the child's log records come
