@@ -181,17 +181,18 @@ class SnapshotsPipeline:
     def _write_batch(self, batch: list[FetchedPage | FailedFetch]) -> list[Count]:
         """Write ``batch`` in the writer process or in this thread; the counts."""
         retry_seconds = self.config.db_retry_seconds
-        if self.writer is None or not self.writer.ready():
-            # Until the process has loaded its modules, this thread writes.
-            return write_batch(self.archive, batch, self._site, retry_seconds)
-        retries: list[Count] = []
+        counts: list[Count] = []
+        # The spider's records, read once per batch (the writer process has no spider).
         sites = call_with_retry(
             lambda: {site_id: self._site(site_id) for site_id in {i.site_id for i in batch}},
             "answers",
             retry_seconds,
-            lambda: retries.append(("db_retries", None, 1)),
+            lambda: counts.append(("db_retries", None, 1)),
         )
-        return retries + self.writer.write(batch, sites)
+        if self.writer is None or not self.writer.ready():
+            # Until the process has loaded its modules, this thread writes.
+            return counts + write_batch(self.archive, batch, sites, retry_seconds)
+        return counts + self.writer.write(batch, sites)
 
     def _site(self, site_id: int) -> Site | None:
         """The site's record as the spider holds it (read again when it grows old:

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from zeroarchive.core.services import FIRST_PAUSE, is_unreachable, next_pause, reason
+from zeroarchive.core.stats import count
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-RETRIES = "zeroarchive/db_retries"
 
 
 async def write_with_retry(
@@ -30,8 +30,7 @@ async def write_with_retry(
             return await asyncio.to_thread(write)
         except Exception as exc:
             _retry_or_raise(exc, what, pause, give_up_at)
-            if stats is not None:
-                stats.inc_value(RETRIES)
+            count(stats, "db_retries")
             await asyncio.sleep(pause)
             pause = next_pause(pause)
 

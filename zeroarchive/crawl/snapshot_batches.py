@@ -11,7 +11,7 @@ pipeline adds to the crawl's stats.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 Answer = FetchedPage | FailedFetch
 #: A count for the crawl's stats: metric, site id (None for the run's total only), amount.
 Count = tuple[str, int | None, int]
-SiteOf = Callable[[int], Site | None]
+#: The records of a batch's sites, by id (None: a site no longer in the archive).
+Sites = Mapping[int, Site | None]
 
 
 class Written(NamedTuple):
@@ -44,7 +45,7 @@ class Written(NamedTuple):
 
 
 def write_batch(
-    archive: Archive, batch: Sequence[Answer], site_of: SiteOf, retry_seconds: float
+    archive: Archive, batch: Sequence[Answer], sites: Sites, retry_seconds: float
 ) -> list[Count]:
     """Sort and store ``batch``, riding out a database away for ``retry_seconds``; what
     it wrote, counted. A batch that cannot be written is logged and counted as
@@ -56,13 +57,13 @@ def write_batch(
         counts.append(("db_retries", None, 1))
 
     batch = [
-        settle(item, site_of(item.site_id), counts) if isinstance(item, FetchedPage) else item
+        settle(item, sites.get(item.site_id), counts) if isinstance(item, FetchedPage) else item
         for item in batch
     ]
     try:
         # Sorting reads the archive (deletion signs): it rides out an outage too.
         answers = call_with_retry(
-            lambda: sort_batch(archive, batch, site_of), "answers", retry_seconds, retried
+            lambda: sort_batch(archive, batch, sites), "answers", retry_seconds, retried
         )
         written = call_with_retry(
             lambda: store_batch(archive, answers, batch), "snapshots", retry_seconds, retried
@@ -103,16 +104,15 @@ def _content_type(page: FetchedPage) -> str | None:
     return None
 
 
-def sort_batch(archive: Archive, batch: Sequence[Answer], site_of: SiteOf) -> SortedAnswers:
+def sort_batch(archive: Archive, batch: Sequence[Answer], sites: Sites) -> SortedAnswers:
     """The batch's answers sorted by what they say (zeroarchive/events/answers.py)."""
     pages = [item for item in batch if isinstance(item, FetchedPage)]
     failures = [item for item in batch if isinstance(item, FailedFetch)]
-    found = {site_id: site_of(site_id) for site_id in {item.site_id for item in batch}}
-    sites = {k: v for k, v in found.items() if v is not None}
+    known = {site_id: site for site_id, site in sites.items() if site is not None}
     engine = archive.engine
     probes = load_probes(engine, {page.site_id for page in pages})
     last = last_snapshots(engine, [page.article_id for page in pages])
-    return sort_answers(pages, failures, sites, probes, last.size, last.at)
+    return sort_answers(pages, failures, known, probes, last.size, last.at)
 
 
 def store_batch(archive: Archive, answers: SortedAnswers, batch: Sequence[Answer]) -> Written:

@@ -25,15 +25,16 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 from zeroarchive.core.services import wait_for
-from zeroarchive.crawl.snapshot_batches import Answer, Count, write_batch
-from zeroarchive.sites.record import Site
+from zeroarchive.crawl.snapshot_batches import Answer, Count, Sites, write_batch
+from zeroarchive.storage.archive import open_archive
 
-logger = logging.getLogger(__name__)
+# Not __name__: the child runs this module as __main__, and its records name their logger.
+logger = logging.getLogger("zeroarchive.crawl.writer_process")
 
 # A batch is a few MB of pages: large socket buffers let it pass in a few system calls.
 SOCKET_BUFFER = 2 * 1024 * 1024
@@ -78,7 +79,7 @@ class WriterProcess:
             return True
         return self._ready
 
-    def write(self, batch: Sequence[Answer], sites: Mapping[int, Site | None]) -> list[Count]:
+    def write(self, batch: Sequence[Answer], sites: Sites) -> list[Count]:
         """Write ``batch`` in the child; its counts. A child that died is replaced once
         and the batch sent again; if the new one dies too, the error is raised."""
         try:
@@ -96,7 +97,7 @@ class WriterProcess:
             self.process, self.connection = self._start()
             return self._exchange(batch, sites)
 
-    def _exchange(self, batch: Sequence[Answer], sites: Mapping[int, Site | None]) -> list[Count]:
+    def _exchange(self, batch: Sequence[Answer], sites: Sites) -> list[Count]:
         self.connection.send((list(batch), dict(sites)))
         while True:
             counts = self._take(self.connection.recv())
@@ -151,8 +152,6 @@ class _ToCrawl:
 def serve(connection: Connection) -> None:
     """The child: write each batch that comes, answer with its counts, until the crawl
     closes the connection."""
-    from zeroarchive.storage.archive import open_archive
-
     root = logging.getLogger()
     root.handlers = [logging.handlers.QueueHandler(_ToCrawl(connection))]  # type: ignore[arg-type]
     root.setLevel(logging.DEBUG)
@@ -167,7 +166,7 @@ def serve(connection: Connection) -> None:
         except EOFError:
             return
         batch, sites = message
-        connection.send(("counts", write_batch(archive, batch, sites.get, retry_seconds)))
+        connection.send(("counts", write_batch(archive, batch, sites, retry_seconds)))
 
 
 def main() -> None:
