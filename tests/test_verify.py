@@ -6,14 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import zstandard
-from sqlalchemy import create_engine, delete, select, update
+from sqlalchemy import create_engine, delete, select, text, update
+from sqlalchemy.engine import make_url
 
-from tests.conftest import scrapy
+from tests.conftest import fresh_mariadb, scrapy
 from tests.replay import tw_news_pages, tw_news_routes
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.sites.record import parse_spec
@@ -321,3 +323,44 @@ def test_ctrl_c_keeps_the_place_of_the_last_item_checked(db_url: str) -> None:
     assert resumed.complete and (resumed.checked, resumed.checked_now) == (ALL, ALL - 4)
     with engine.connect() as conn:
         assert conn.execute(select(fixity_progress)).all() == []
+
+
+def restore_sql(title: str) -> str:
+    """A SQL block of docs/operators/fixity.md, by its title."""
+    page = (Path(__file__).parent.parent / "docs" / "operators" / "fixity.md").read_text()
+    return page.split(f'```sql title="{title}"\n', 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_restore_brings_a_damaged_snapshot_back(db_url: str, tmp_path: Path) -> None:
+    ids = fill(db_url)
+    jan10 = "2025-01-10T08:00:00"
+    data = stored(db_url, ids["a"], jan10)
+    store(db_url, ids["a"], jan10, flip(data, len(data) // 2))
+    assert scrapy("verify", db_url=db_url, cwd=tmp_path).returncode == 1
+
+    def for_this(sql: str) -> str:
+        return sql.replace("article_id = 2", f"article_id = {ids['a']}").replace(
+            "1736496000", str(ts(jan10))
+        )
+
+    if db_url.startswith("sqlite"):
+        backup = tmp_path / "backup.db"
+        assert fill(f"sqlite:///{backup}") == ids
+        sql = restore_sql("restore-snapshot.sql")
+        sql = sql.replace("backup/zeroarchive-2025-01-10.db", str(backup))
+        with sqlite3.connect(db_url.removeprefix("sqlite:///")) as conn:
+            conn.executescript(for_this(sql))
+        conn.close()
+    else:
+        with fresh_mariadb() as backup_url:
+            assert fill(backup_url) == ids
+            sql = restore_sql("restore-snapshot-mariadb.sql")
+            sql = sql.replace("zeroarchive_restore.", f"{make_url(backup_url).database}.")
+            sql = sql.replace("zeroarchive.", f"{make_url(db_url).database}.")
+            engine = create_engine(db_url)
+            with engine.begin() as conn:
+                conn.execute(text(for_this(sql)))
+            engine.dispose()
+    run = scrapy("verify", "--site", "one", db_url=db_url, cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    assert "0 damaged" in run.stderr
