@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import zstandard
@@ -28,6 +28,7 @@ from sqlalchemy.sql import ColumnElement
 from zeroarchive.storage.compression import decompress
 from zeroarchive.storage.fixity import (
     DEPENDS_ON_DAMAGED,
+    DIGEST_MISMATCH,
     MISSING,
     UNDECOMPRESSABLE,
     Item,
@@ -46,8 +47,10 @@ _FRAME = (
     SNAP.reference_at,
 )
 # Frames of one article kept for its references and repeats (a month's reference and the
-# latest versions cover nearly all of them).
+# latest versions cover nearly all of them), within a bound on their bytes: a page may be
+# as large as DOWNLOAD_MAXSIZE.
 _KEEP_FRAMES = 16
+_KEEP_BYTES = 64 * 1024 * 1024
 
 
 def position(article_id: int, snapshot_at: int) -> str:
@@ -82,9 +85,12 @@ class _Frames:
             self._frames.clear()
 
     def keep(self, at: int, raw: bytes | Unreadable, digest: bytes) -> None:
-        if len(self._frames) >= _KEEP_FRAMES:
-            del self._frames[next(iter(self._frames))]
+        self._frames.pop(at, None)
         self._frames[at] = (raw, digest, None)
+        held = sum(len(kept) for kept, _, _ in self._frames.values() if isinstance(kept, bytes))
+        while len(self._frames) > 1 and (len(self._frames) > _KEEP_FRAMES or held > _KEEP_BYTES):
+            oldest, _, _ = self._frames.pop(next(iter(self._frames)))
+            held -= len(oldest) if isinstance(oldest, bytes) else 0
 
     def good(self, at: int) -> bytes | Unreadable | None:
         """The verified bytes of the frame at ``at``, the reason it is bad, or None when
@@ -99,7 +105,7 @@ class _Frames:
             verified = hashlib.sha256(raw).digest() == digest
             self._frames[at] = (raw, digest, verified)
         if not verified:
-            return Unreadable("digest-mismatch", "its bytes do not match its SHA-256")
+            return Unreadable(DIGEST_MISMATCH, "its bytes do not match its SHA-256")
         return raw
 
     def holding(self, digest: bytes) -> list[int]:
@@ -123,7 +129,7 @@ class SnapshotFixity:
         self.since = since
         self.batch = batch
         self._frames = _Frames()
-        self._urls: dict[int, str] = {}
+        self._urls: dict[int, str | None] = {}
 
     def _scoped(self, query: Any, after: str | None) -> Any:
         if self.site_id is not None:
@@ -249,7 +255,7 @@ class SnapshotFixity:
         )
 
 
-def _reader(raw: bytes | Unreadable) -> Any:
+def _reader(raw: bytes | Unreadable) -> Callable[[], Iterable[bytes]]:
     def read() -> Iterable[bytes]:
         if isinstance(raw, Unreadable):
             raise raw
