@@ -4,8 +4,11 @@ damaged one, exit 1; --site and --since; a stopped pass goes on where it stopped
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import io
 import json
+import os
+import signal
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +20,12 @@ from sqlalchemy.engine import make_url
 
 from tests.conftest import fresh_mariadb, scrapy
 from tests.replay import tw_news_pages, tw_news_routes
+from zeroarchive.commands.verify import stop_on_sigterm
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.compression import compress
-from zeroarchive.storage.fixity import Item, begin, verify
+from zeroarchive.storage.fixity import Damage, Item, begin, verify
 from zeroarchive.storage.schema import article, article_snapshot, fixity_progress
 from zeroarchive.storage.snapshot_fixity import SnapshotFixity
 
@@ -280,10 +284,11 @@ def test_damage_found_before_a_stop_is_reported_by_the_run_that_ends_the_pass(
 
 
 class Interrupting:
-    """The snapshots' source, with a Ctrl-C as its ``stop_at``-th item is read."""
+    """The snapshots' source, stopped as its ``stop_at``-th item is read: by a Ctrl-C, or
+    by a SIGTERM to this process (as a service manager stops it)."""
 
-    def __init__(self, source: SnapshotFixity, stop_at: int) -> None:
-        self.source, self.stop_at, self.read = source, stop_at, 0
+    def __init__(self, source: SnapshotFixity, stop_at: int, how: str) -> None:
+        self.source, self.stop_at, self.how, self.read = source, stop_at, how, 0
         self.name = source.name
 
     def count(self, after: str | None) -> int:
@@ -293,25 +298,30 @@ class Interrupting:
         for item in self.source.items(after):
             self.read += 1
             if self.read == self.stop_at:
-                raise KeyboardInterrupt
+                if self.how == "ctrl-c":
+                    raise KeyboardInterrupt
+                os.kill(os.getpid(), signal.SIGTERM)
             yield item
 
     def url(self, item: Item) -> str | None:
         return self.source.url(item)
 
 
-def test_ctrl_c_keeps_the_place_of_the_last_item_checked(db_url: str) -> None:
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_a_stop_keeps_the_place_of_the_last_item_checked(db_url: str, how: str) -> None:
     ids = fill(db_url)
     engine = open_archive(url=db_url).engine
     run = begin(engine, "all", None, "snapshot")
     stream = io.StringIO()
-    source = Interrupting(SnapshotFixity(engine, batch=3), stop_at=5)
-    with pytest.raises(SystemExit) as stopped:
-        verify(engine, run, [source], lambda damage: None, stream=stream)
+    source = Interrupting(SnapshotFixity(engine, batch=3), stop_at=5, how=how)
+    before = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            verify(engine, run, [source], lambda damage: None, stream=stream)
+    finally:
+        signal.signal(signal.SIGTERM, before)
     assert stopped.value.code == 130
-    assert "stopped by Ctrl-C after 4 snapshots; run the same scrapy verify again" in (
-        stream.getvalue()
-    )
+    assert "after 4 snapshots; run the same scrapy verify again" in stream.getvalue()
     with engine.connect() as conn:
         row = conn.execute(select(fixity_progress)).one()
     # The fourth snapshot is a's third (first, then a's from January 10).
@@ -323,6 +333,70 @@ def test_ctrl_c_keeps_the_place_of_the_last_item_checked(db_url: str) -> None:
     assert resumed.complete and (resumed.checked, resumed.checked_now) == (ALL, ALL - 4)
     with engine.connect() as conn:
         assert conn.execute(select(fixity_progress)).all() == []
+
+
+class ContentAddressed:
+    """Another kind of stored item, as a media store's directory backend keeps them: files
+    named by the SHA-256 of their bytes, read in chunks."""
+
+    name = "media"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.opened: list[str] = []
+
+    def _names(self, after: str | None) -> list[str]:
+        return sorted(p.name for p in self.directory.iterdir() if after is None or p.name > after)
+
+    def count(self, after: str | None) -> int:
+        return len(self._names(after))
+
+    def items(self, after: str | None) -> Iterator[Item]:
+        for name in self._names(after):
+            path = self.directory / name
+
+            def read(path: Path = path) -> Iterator[bytes]:
+                self.opened.append(path.name)
+                with path.open("rb") as handle:
+                    while chunk := handle.read(1000):
+                        yield chunk
+
+            yield Item(name, {"sha256": name}, bytes.fromhex(name), read, path.stat().st_size)
+
+    def url(self, item: Item) -> str | None:
+        return f"https://news.example/img/{str(item.ids['sha256'])[:8]}.jpg"
+
+
+def test_more_sources_run_after_the_snapshots_and_a_pass_resumes_inside_them(
+    db_url: str, tmp_path: Path
+) -> None:
+    fill(db_url)
+    engine = open_archive(url=db_url).engine
+    media = tmp_path / "media"
+    media.mkdir()
+    names = []
+    for body in bodies()[:3]:
+        names.append(hashlib.sha256(body).hexdigest())
+        (media / names[-1]).write_bytes(body)
+    (media / names[1]).write_bytes(bodies()[1][:-1])  # cut short by a byte
+    found: list[Damage] = []
+    run = begin(engine, "all", None, "snapshot")
+    first = ContentAddressed(media)
+    verify(engine, run, [SnapshotFixity(engine), first], found.append, limit=ALL + 1)
+    assert (run.source, run.checked, run.stopped, found) == ("media", ALL + 1, "limit", [])
+    run = begin(engine, "all", None, "snapshot")
+    assert (run.source, run.position) == ("media", min(names))
+    rest = ContentAddressed(media)
+    verify(engine, run, [SnapshotFixity(engine), rest], found.append, stream=io.StringIO())
+    assert run.complete and run.checked == ALL + 3
+    assert rest.opened == sorted(names)[1:]
+    [damage] = found
+    assert (damage.source, damage.ids, damage.problem) == (
+        "media",
+        {"sha256": names[1]},
+        "digest-mismatch",
+    )
+    assert damage.url is not None and damage.url.startswith("https://news.example/img/")
 
 
 def restore_sql(title: str) -> str:

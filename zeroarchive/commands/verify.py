@@ -77,7 +77,7 @@ def _json_line(damage: Damage) -> str:
     return json.dumps(record, ensure_ascii=False)
 
 
-def _stop_on_sigterm(_signum: int, _frame: object) -> None:
+def stop_on_sigterm(_signum: int, _frame: object) -> None:
     # A service manager's stop keeps the pass's place as Ctrl-C does.
     raise KeyboardInterrupt
 
@@ -157,7 +157,7 @@ class Command(ScrapyCommand):
             )
             for damage in run.damage:
                 report(damage)
-        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        signal.signal(signal.SIGTERM, stop_on_sigterm)
         verify(archive.engine, run, fixity_sources(archive, site_id, run.since), report, opts.limit)
         state = "pass complete" if run.complete else "stopped at --limit (run again to go on)"
         print(

@@ -64,7 +64,13 @@ class Item:
 
 
 class FixitySource(Protocol):
-    """One kind of stored item (snapshots; media items)."""
+    """One kind of stored item (snapshots; media items).
+
+    A content-addressed store (items named by the SHA-256 of their bytes) walks them in
+    digest order: the position and the recorded digest are the item's own name, ``ids``
+    ``{"sha256": hex}``, and ``url`` one place it was fetched from; ``--site`` and
+    ``--since`` reach it through the snapshots that refer to its items.
+    """
 
     #: Its name in reports and checkpoints ("snapshot").
     name: str
