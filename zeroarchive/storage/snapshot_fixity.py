@@ -170,6 +170,8 @@ class SnapshotFixity:
                         digest=bytes(row.content_hash),
                         read=_reader(raw),
                         size=row.raw_size,
+                        # A repeat's bytes come from a frame hashed against the same digest.
+                        verified=row.raw_data is None and isinstance(raw, bytes),
                     )
             after = position(rows[-1].article_id, rows[-1].snapshot_at)
 
