@@ -64,6 +64,9 @@ class Item:
     #: The source has hashed the very bytes ``read`` gives against this digest already (an
     #: unchanged snapshot repeats bytes that another item holds): they are not hashed again.
     verified: bool = False
+    #: Told whether the item read back whole, once it is checked (a source that keeps
+    #: items for others that need them learns that it need not hash them again).
+    checked: Callable[[bool], None] | None = None
 
 
 class FixitySource(Protocol):
@@ -266,6 +269,8 @@ def verify(
                         run.stopped = "limit"
                         break
                     found = check(item)
+                    if item.checked is not None:
+                        item.checked(found is None)
                     if found is not None:
                         damage = Damage(source.name, item.ids, source.url(item), *found)
                         run.damage.append(damage)

@@ -15,6 +15,7 @@ of the article at hand are kept so that its references and repeats are read once
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -91,6 +92,12 @@ class _Frames:
         while len(self._frames) > 1 and (len(self._frames) > _KEEP_FRAMES or held > _KEEP_BYTES):
             oldest, _, _ = self._frames.pop(next(iter(self._frames)))
             held -= len(oldest) if isinstance(oldest, bytes) else 0
+
+    def settle(self, at: int, whole: bool) -> None:
+        """What the check of the frame at ``at`` found, so it is not hashed again."""
+        kept = self._frames.get(at)
+        if kept is not None and kept[2] is None:
+            self._frames[at] = (kept[0], kept[1], whole)
 
     def good(self, at: int) -> bytes | Unreadable | None:
         """The verified bytes of the frame at ``at``, the reason it is bad, or None when
@@ -172,6 +179,9 @@ class SnapshotFixity:
                         size=row.raw_size,
                         # A repeat's bytes come from a frame hashed against the same digest.
                         verified=row.raw_data is None and isinstance(raw, bytes),
+                        checked=None
+                        if row.raw_data is None
+                        else functools.partial(self._frames.settle, row.snapshot_at),
                     )
             after = position(rows[-1].article_id, rows[-1].snapshot_at)
 
