@@ -58,8 +58,14 @@ def fixity_sources(archive: Archive, site_id: int | None, since: int | None) -> 
 
 
 def damage_line(damage: Damage) -> str:
-    """One line of the text report, the URL's credentials masked and no control character
-    left to reach the terminal."""
+    r"""One line of the text report, the URL's credentials masked and no control character
+    left to reach the terminal.
+
+    >>> from zeroarchive.storage.fixity import Damage
+    >>> url = "https://u:pw@x.example/\x1b[2J"
+    >>> print(damage_line(Damage("snapshot", {"article_id": 7}, url, "missing", "x")))
+    damaged snapshot article_id=7 url=https://***@x.example/\x1b[2J missing: x
+    """
     from zeroarchive.monitor.masking import masked_url
 
     ids = " ".join(f"{key}={value}" for key, value in damage.ids.items())
