@@ -20,6 +20,8 @@ from sqlalchemy.engine import make_url
 
 from tests.conftest import fresh_mariadb, scrapy
 from tests.replay import tw_news_pages, tw_news_routes
+from tests.test_import_0archive import run_import, zeroscraper  # noqa: F401 (a fixture)
+from tests.zeroscraper_rows import ZeroArchiveRows
 from zeroarchive.commands.verify import stop_on_sigterm
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.sites.record import parse_spec
@@ -438,3 +440,17 @@ def test_the_documented_restore_brings_a_damaged_snapshot_back(db_url: str, tmp_
     run = scrapy("verify", "--site", "one", db_url=db_url, cwd=tmp_path)
     assert run.returncode == 0, run.output
     assert "0 damaged" in run.stderr
+
+
+def test_snapshots_imported_from_0archive_verify_against_the_digest_taken_at_import(
+    zeroscraper: tuple[str, ZeroArchiveRows],  # noqa: F811 (the fixture imported above)
+    db_url: str,
+    tmp_path: Path,
+) -> None:
+    """0archive kept no digest: the import records the SHA-256 of the bytes 0archive held
+    (non-UTF-8 ones as they are), and verify checks those."""
+    source, _ = zeroscraper
+    run_import(source, db_url)
+    run = scrapy("verify", db_url=db_url, cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    assert "pass complete: 16 item(s) checked (16 by this run), 0 damaged" in run.stderr
