@@ -74,6 +74,27 @@ def test_recheck_says_what_changed_and_confirms_a_second_sign_at_once(
         # Parsed by the recheck itself: the new text is there without parse_snapshots.
         assert text is not None and "百分之五" in text[0]
 
+        # The edit and its diff, by article, the days given as researchers write them.
+        day = "2027-01-15"  # T0's UTC day
+        listed = recheck_events(
+            "--article",
+            str(ids[one]),
+            "--diff",
+            "--since",
+            day,
+            "--until",
+            day,
+            db_url=db_url,
+            tmp_path=tmp_path,
+        )
+        assert listed.returncode == 0, listed.output
+        head, diff, total = listed.stdout.splitlines()
+        assert head.split()[2:] == ["edited", "farm", one, "text"], head
+        assert diff.strip().startswith("text: ") and "[-十-]{+五+}" in diff, diff
+        assert total == "1 event(s)"
+        later = recheck_events("--since", "2027-01-16", db_url=db_url, tmp_path=tmp_path)
+        assert later.stdout == "0 event(s)\n", later.output
+
         # One minute on, the second sign: confirmed now, not ten minutes after the first.
         second = recheck(two, db_url=db_url, tmp_path=tmp_path, at=t1 + MINUTE)
         assert second.returncode == 0, second.output
@@ -111,3 +132,7 @@ def test_recheck_refuses_an_unknown_article_in_one_line(db_url: str, tmp_path: P
     assert done.returncode == 2, done.output
     assert "no article 99 in the archive" in done.output
     assert "Traceback" not in done.output
+
+
+def recheck_events(*args: str, db_url: str, tmp_path: Path) -> Run:
+    return scrapy("events", *args, db_url=db_url, cwd=tmp_path)

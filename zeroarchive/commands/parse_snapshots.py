@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands import site_option
+from zeroarchive.commands import TIME_METAVAR, site_option, time_option
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
@@ -32,7 +32,13 @@ class Command(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--site", help="only this site (id or name)")
-        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
+        parser.add_argument(
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="only snapshots at or after this time (unix seconds, YYYY-MM-DD or "
+            "YYYY-MM-DDTHH:MM, UTC)",
+        )
         parser.add_argument(
             "--reparse",
             action="store_true",

@@ -312,10 +312,13 @@ def iter_events(
     limit: int | None = None,
     newest_first: bool = False,
     batch: int = 1000,
+    until: int | None = None,
+    article_id: int | None = None,
 ) -> Iterator[Event]:
     """Events oldest first (by detection time, then id), or newest first; only those of
-    ``site_id``, of ``kinds``, detected at or after ``since``, past the cursor ``after``
-    ((detected_at, event_id) of the last one seen), up to ``limit``."""
+    ``site_id`` (or of ``article_id``), of ``kinds``, detected at or after ``since`` and
+    before ``until``, past the cursor ``after`` ((detected_at, event_id) of the last one
+    seen), up to ``limit``."""
     cursor = after
     left = limit
     while left is None or left > 0:
@@ -336,6 +339,10 @@ def iter_events(
             query = query.where(article_event.c.site_id == site_id)
         if since is not None:
             query = query.where(article_event.c.detected_at >= since)
+        if until is not None:
+            query = query.where(article_event.c.detected_at < until)
+        if article_id is not None:
+            query = query.where(article_event.c.article_id == article_id)
         if cursor is not None:
             at, event_id = cursor
             if newest_first:
