@@ -1,7 +1,8 @@
 """Whether one answer says the article is gone, and why (the event's ``evidence``).
 
-Gone: a 404 or 410; a redirect to the site's front page or to a list page (a redirect to
-another article is a move, kept as one); a soft 404 (a 200 page like the site's answer to
+Gone: a 404 or 410; a server redirect to the site's front page or to a list page (a
+redirect to another article is a move, kept as one; a page's own ``og:url`` or
+``rel=canonical`` claim is never a sign); a soft 404 (a 200 page like the site's answer to
 a made-up URL, ``SiteProbe``); a removal notice (``notices.page_notice``); a platform's
 own sign (a deleted PTT post, a deleted or hidden Dcard post, an unavailable Facebook
 post, a removed or private YouTube video). A 5xx, a timeout or a block page is never a
@@ -262,11 +263,19 @@ def _heading(body: bytes, encoding: str) -> str:
 
 
 def redirect_sign(page: FetchedPage, site: Site) -> str | None:
-    """``redirect:<url>`` when the page was redirected to the site's front page or to a
-    URL that is not an article of the site (a list page); None for a move to an article."""
+    """``redirect:<url>`` when the server redirected the page to the site's front page or
+    to a URL that is not an article of the site (a list page); None for a move to an
+    article, and for a move the page only claims (``og:url``, ``rel=canonical``): a page
+    that answers with its content is never gone for what it says of itself."""
     if page.moved_to is None:
         return None
     target = page.moved_to
+    try:
+        redirected = canonicalize_url(page.final_url, site.config.url_rules) == target
+    except UrlRejected:
+        redirected = False
+    if not redirected:
+        return None
     if target in front_pages(site) or (site.config.article and not site.config.is_article(target)):
         return f"redirect:{page.final_url}"
     return None
