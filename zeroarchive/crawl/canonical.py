@@ -34,7 +34,7 @@ _DECLARED = (
     " | //meta[@property='og:url']/@content"
 )
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_FIRST_SEGMENT = re.compile(r"[^/?#]*")
+_FIRST_SEGMENT = re.compile(r"[^/?#]+")
 #: Why a claim was not used, as counted (``canonical/ignored/<why>``): the reasons of
 #: ``UrlRejected`` and these.
 IGNORED = UrlRejected.REASONS | {
@@ -170,12 +170,13 @@ def _absolute(page_url: str, value: str) -> tuple[str, bool]:
     (('https://s.tw/d/other.tw/d/a', True), ('https://o.tw/x', False))
     """
     page = urlsplit(page_url)
-    first = _FIRST_SEGMENT.match(value)
-    segment = first.group(0).lower() if first else ""
+    segment = _FIRST_SEGMENT.match(value)
+    named, _, port = segment.group(0).lower().partition(":") if segment else ("", "", "")
     host = (page.hostname or "").lower()
-    if segment and segment in (page.netloc.lower(), host):
-        return f"{page.scheme}://{page.netloc}{value[len(segment) :]}", False
-    if segment and _bare(segment) == _bare(host):
+    if named and (not port or (port.isascii() and port.isdigit())) and _bare(named) == _bare(host):
+        if named == host and not port:
+            # The host without the page's port: the page's own host and port.
+            return f"{page.scheme}://{page.netloc}{value[segment.end() :]}", False
         return f"{page.scheme}://{value}", False
     if _SCHEME.match(value):
         return value, False
