@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.core.urls import canonicalize_url, is_on_site
-from zeroarchive.crawl.canonical import IGNORED, declared_urls, read_claims
+from zeroarchive.crawl.canonical import IGNORED, Claims, declared_urls, read_claims, same_story
 from zeroarchive.crawl.snapshot_batches import Count, settle
 from zeroarchive.events.answers import sort_answers
 from zeroarchive.sites.record import Site, parse_config
@@ -24,6 +24,8 @@ from zeroarchive.sites.record import Site, parse_config
 FIXTURES = Path(__file__).parent / "fixtures"
 ARTICLE = "http://news.ltn.com.tw/news/politics/breakingnews/998126"
 OTHER_ARTICLE = "http://news.ltn.com.tw/news/society/breakingnews/998127"
+#: The same story filed under another section.
+SAME = "http://news.ltn.com.tw/news/life/breakingnews/998126"
 LIST = "http://news.ltn.com.tw/list/breakingnews"
 FEED = "http://news.ltn.com.tw/rss/all.xml"
 #: The page as saved, without its own claims (its rel=canonical and og:url name itself).
@@ -128,16 +130,36 @@ def test_a_claim_naming_the_page_itself_in_any_spelling_is_no_move(ltn: Site, cl
 
 
 @SITES
-def test_a_credible_claim_is_a_move_and_a_page_claiming_itself_first_stays(ltn: Site) -> None:
-    for claim in (OTHER_ARTICLE, "/news/society/breakingnews/998127", OTHER_ARTICLE[5:]):
-        assert read_claims(ARTICLE, ARTICLE, [claim], ltn).moved_to == OTHER_ARTICLE, claim
-    assert read_claims(ARTICLE, ARTICLE, [ARTICLE, OTHER_ARTICLE], ltn).moved_to is None
-    ignored_then_used = read_claims(ARTICLE, ARTICLE, ["/", OTHER_ARTICLE], ltn)
-    assert ignored_then_used.moved_to == OTHER_ARTICLE
-    assert ignored_then_used.ignored == (("/", "front_page"),)
+def test_a_claim_naming_the_same_story_elsewhere_on_the_site_is_a_move(ltn: Site) -> None:
+    https = "https://news.ltn.com.tw/news/politics/breakingnews/998126"
+    for claim, target in ((https, https), ("/news/life/breakingnews/998126", SAME), (SAME, SAME)):
+        assert read_claims(ARTICLE, ARTICLE, [claim], ltn).moved_to == target, claim
+    mobile = read_claims(ARTICLE, ARTICLE, ["//m." + SAME[7:]], ltn)
+    assert mobile.moved_to == ("http://m." + SAME[7:] if ltn is LOOSE else None)
+    assert read_claims(ARTICLE, ARTICLE, [ARTICLE, SAME], ltn).moved_to is None
+    ignored_then_used = read_claims(ARTICLE, ARTICLE, ["/", SAME], ltn)
+    assert ignored_then_used == Claims(SAME, (("/", "front_page"),))
     # A claimed move is kept as a move, not as a sign: only the server redirects.
-    moved = settle(unsettled(with_claim(OTHER_ARTICLE)), ltn, [])
+    moved = settle(unsettled(with_claim(SAME)), ltn, [])
+    assert moved.moved_to == SAME
     assert sort_answers([moved], [], {1: ltn}, {}).gone == []
+
+
+@SITES
+@pytest.mark.parametrize(
+    "claim",
+    [
+        # Another story: a template naming the latest or a featured article on every page.
+        OTHER_ARTICLE,
+        "/news/politics/breakingnews/998127",
+        "//news.ltn.com.tw/news/politics/breakingnews/1",
+    ],
+)
+def test_a_claim_naming_another_story_moves_nothing(ltn: Site, claim: str) -> None:
+    counts: list[Count] = []
+    page = settle(unsettled(with_claim(claim)), ltn, counts)
+    assert page.moved_to is None
+    assert counts == [("canonical/ignored/other_article", 1, 1)]
 
 
 def test_ignored_claims_are_logged_at_info_once_per_site_and_reason(
@@ -232,6 +254,7 @@ def test_no_claim_drops_the_page_or_moves_it_anywhere_but_to_an_article_of_the_s
         assert is_on_site(target, ltn.url)
         assert ltn.config.is_article(target) and not ltn.config.is_following(target)
         assert target not in (LIST, FEED, "http://news.ltn.com.tw/")
+        assert same_story(ARTICLE, target)
         # A claim relative to the page's path (a URL written without its scheme) never moves.
         used = claims[len(result.ignored)]
         assert used.startswith(("/", "news.ltn.com.tw", "NEWS.", "www.", "ltn.com.tw", "http"))

@@ -2,7 +2,8 @@
 served on 127.0.0.1, each with its og:url replaced by a claim broken the way sites break
 them (the page's own URL without its scheme, as std.stheadline.com writes it; another host
 without its scheme; empty, "/", relative, protocol-relative, javascript:, spaces and CJK,
-percent-encoded, 3,000 characters long, a list page, the front page) or left as saved
+percent-encoded, 3,000 characters long, a list page, the front page, another article of
+the site, as a template naming the latest story on every page would) or left as saved
 (the outlet's own absolute URL, another host here), crawled several times over a fake clock
 through the `scrapy` command line. Every article answers 200 with its page every time:
 every one must be stored under its own URL each time, none moved, none suspected and no
@@ -31,8 +32,9 @@ _CLAIM_TAGS = re.compile(rb"<(?:link|meta)\b[^>]*(?:canonical|og:url)[^>]*>", re
 _HEAD = re.compile(rb"<head\b[^>]*>", re.IGNORECASE)
 
 
-def claims(base: str, path: str, original: str) -> list[str | None]:
-    """One broken claim of each kind for the page at ``base + path`` (None: as saved)."""
+def claims(base: str, path: str, original: str, latest: str) -> list[str | None]:
+    """One broken claim of each kind for the page at ``base + path`` (None: as saved);
+    ``latest`` is the path of the story a broken template names on every page."""
     own = base + path
     return [
         own.removeprefix("http://"),  # its own URL without the scheme (std.stheadline.com)
@@ -50,6 +52,7 @@ def claims(base: str, path: str, original: str) -> list[str | None]:
         # its own URL with a character percent-encoded and a fragment
         base + re.sub(r"\d", lambda d: f"%{ord(d.group()):02X}", path, count=1) + "#%E4%B8%AD",
         "/" + "長" * 3000,
+        base + latest,  # another article of the site
     ]
 
 
@@ -71,9 +74,10 @@ def test_pages_answering_with_their_article_are_stored_whatever_they_claim(
     pages = tw_news_pages()
     with ReplayServer(routes) as server:
         base = server.url("")
-        kinds = len(claims(base, "/", "http://x/"))
+        latest = pages[-1].path
+        kinds = len(claims(base, "/", "http://x/", latest))
         for n, page in enumerate(pages):
-            claim = claims(base, page.path, page.original_url)[n % kinds]
+            claim = claims(base, page.path, page.original_url, latest)[n % kinds]
             saved = routes[page.path]
             routes[page.path] = Route(
                 200, saved.headers, with_claim(saved.body, page.charset, claim)
@@ -129,4 +133,5 @@ def test_pages_answering_with_their_article_are_stored_whatever_they_claim(
         "bad_scheme",
         "not_article",
         "too_long",
+        "other_article",
     }

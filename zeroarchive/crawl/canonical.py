@@ -35,6 +35,7 @@ _DECLARED = (
 )
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _FIRST_SEGMENT = re.compile(r"[^/?#]+")
+_LONG_NUMBER = re.compile(r"\d{5,}")
 #: Why a claim was not used, as counted (``canonical/ignored/<why>``): the reasons of
 #: ``UrlRejected`` and these.
 IGNORED = UrlRejected.REASONS | {
@@ -44,6 +45,7 @@ IGNORED = UrlRejected.REASONS | {
     "front_page",
     "list_page",
     "not_article",
+    "other_article",
 }
 
 
@@ -98,8 +100,9 @@ def read_claims(article_url: str, final_url: str, declared: list[str], site: Sit
     absolute, protocol- or root-relative http(s) URL, or the page's own host written
     without a scheme (``std.stheadline.com/daily/...``, read as that host's URL); on the
     site; not its front page; not one of its list pages (its URL, feeds, sitemaps, or a
-    URL its ``following`` rules match and its ``article`` rules do not); and, when the
-    site has ``article`` rules, an article by them.
+    URL its ``following`` rules match and its ``article`` rules do not); when the site
+    has ``article`` rules, an article by them; and the same story (``same_story``): a
+    claim naming another article (a template's fixed or latest story) moves nothing.
 
     >>> from zeroarchive.sites.record import parse_config
     >>> site = Site(1, "s", "https://s.tw/list", "news", parse_config({"article": "/a/"}, "s"))
@@ -107,10 +110,12 @@ def read_claims(article_url: str, final_url: str, declared: list[str], site: Sit
     Claims(moved_to='https://s.tw/a/1?ref=x', ignored=())
     >>> read_claims("https://s.tw/a/1", "https://s.tw/a/2", [], site).moved_to
     'https://s.tw/a/2'
-    >>> read_claims("https://s.tw/a/1", "https://s.tw/a/1", ["s.tw/a/1", "/a/9"], site)
+    >>> read_claims("https://s.tw/a/1", "https://s.tw/a/1", ["s.tw/a/1", "/a/1/amp"], site)
     Claims(moved_to=None, ignored=())
     >>> read_claims("https://s.tw/a/1", "https://s.tw/a/1", ["https://s.tw/", "a/2"], site)
     Claims(moved_to=None, ignored=(('https://s.tw/', 'front_page'), ('a/2', 'relative')))
+    >>> read_claims("https://s.tw/a/1", "https://s.tw/a/1", ["/a/2"], site).ignored
+    (('/a/2', 'other_article'),)
     """
     rules = site.config.url_rules
     redirected = _canonical(final_url, rules)
@@ -152,11 +157,49 @@ def _claimed(value: str, page_url: str, article_url: str, site: Site) -> tuple[s
     if url in lists:
         return url, "list_page"
     config = site.config
-    if config.article and config.is_article(url, as_found=absolute):
-        return url, None
-    if config.is_following(url):
+    if config.article and not config.is_article(url, as_found=absolute):
+        return url, "list_page" if config.is_following(url) else "not_article"
+    if not config.article and config.is_following(url):
         return url, "list_page"
-    return url, "not_article" if config.article else None
+    return url, None if same_story(article_url, url) else "other_article"
+
+
+def same_story(page_url: str, claimed: str) -> bool:
+    """Whether ``claimed`` names the story of ``page_url`` in another spelling: every long
+    number of the page's path and query (its ids and dates) kept; or, with none, the same
+    path (another host of the site, scheme or query), give or take a segment before or
+    after it (``/amp``), or the same last path segment (its slug). Sites whose template
+    names one story on every page (the latest, a featured one) name another story: that
+    is no move.
+
+    >>> same_story("https://s.tw/news/998126?from=rss", "https://m.s.tw/news/life/998126/amp")
+    True
+    >>> same_story("https://s.tw/story.php?id=998126", "https://s.tw/news/998126")
+    True
+    >>> same_story("https://s.tw/news/20131129/302433.htm", "https://s.tw/news/20131129/302434.htm")
+    False
+    >>> same_story("https://s.tw/a/some-title", "https://s.tw/2020/01/some-title/")
+    True
+    >>> same_story("https://s.tw/a/some-title?x=1", "https://s.tw/a/some-title")
+    True
+    >>> same_story("https://s.tw/a/some-title", "https://s.tw/a/latest")
+    False
+    >>> same_story("https://s.tw/a/1", "https://s.tw/amp/a/1"), same_story("https://s/a/1", "/a/9")
+    (True, False)
+    """
+    page, claim = urlsplit(page_url), urlsplit(claimed)
+    numbers = _LONG_NUMBER.findall(f"{page.path}?{page.query}")
+    if numbers:
+        named = f"{claim.path}?{claim.query}"
+        return all(number in named for number in numbers)
+    mine = [part for part in page.path.split("/") if part]
+    theirs = [part for part in claim.path.split("/") if part]
+    if not mine or not theirs:
+        return mine == theirs
+    short, long = sorted((mine, theirs), key=len)
+    # The same path with a segment before or after it (/amp/news/a, /news/a/amp), or the
+    # same slug under other folders.
+    return short in (long[: len(short)], long[-len(short) :]) or mine[-1] == theirs[-1]
 
 
 def _absolute(page_url: str, value: str) -> tuple[str, bool]:
@@ -171,12 +214,13 @@ def _absolute(page_url: str, value: str) -> tuple[str, bool]:
     """
     page = urlsplit(page_url)
     segment = _FIRST_SEGMENT.match(value)
-    named, _, port = segment.group(0).lower().partition(":") if segment else ("", "", "")
+    end = segment.end() if segment else 0
+    named, _, port = value[:end].lower().partition(":")
     host = (page.hostname or "").lower()
     if named and (not port or (port.isascii() and port.isdigit())) and _bare(named) == _bare(host):
         if named == host and not port:
             # The host without the page's port: the page's own host and port.
-            return f"{page.scheme}://{page.netloc}{value[segment.end() :]}", False
+            return f"{page.scheme}://{page.netloc}{value[end:]}", False
         return f"{page.scheme}://{value}", False
     if _SCHEME.match(value):
         return value, False
