@@ -7,11 +7,12 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import select
 
-from zeroarchive.core.items import FetchedPage
+from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.core.schedule import DAY
 from zeroarchive.events.answers import last_snapshots, sort_answers
 from zeroarchive.events.signs import Probe, page_sign
@@ -23,6 +24,7 @@ from zeroarchive.storage.snapshots import snapshot_date
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SITE = Site(1, "farm", "https://farm.example/", "news", parse_config({"article": "/news/"}, "f"))
+ARTICLE = "https://farm.example/news/1"
 
 
 def page(body: bytes, article_type: str = "Article", moved_to: str | None = None) -> FetchedPage:
@@ -69,6 +71,28 @@ def test_redirects_to_the_front_or_a_list_page_are_signs_a_move_to_an_article_is
     assert page_sign(listed, SITE) == "redirect:https://farm.example/category/politics"
     moved = page(b"<p>story</p>", moved_to="https://farm.example/news/2")
     assert page_sign(moved, SITE) is None
+
+
+def test_what_a_page_only_claims_is_never_a_sign() -> None:
+    # Moved by its og:url or rel=canonical (answered at its own URL), not by the server.
+    for claimed in ("https://farm.example/", "https://farm.example/category/politics"):
+        claimed_only = replace(page(b"<p>story</p>", moved_to=claimed), final_url=ARTICLE)
+        assert page_sign(claimed_only, SITE) is None, claimed
+        answers = sort_answers([claimed_only], [], {1: SITE}, {})
+        assert (answers.pages, answers.gone) == ([claimed_only], [])
+
+
+def test_a_redirect_to_another_hosts_page_is_a_failure_to_its_root_a_sign() -> None:
+    moved_away = page(b"<p>story</p>", moved_to="https://new-farm.example/news/1")
+    assert page_sign(moved_away, SITE) is None
+    answers = sort_answers([moved_away], [], {1: SITE}, {})
+    assert (answers.pages, answers.gone) == ([], [])
+    assert answers.failures == [FailedFetch(1, 1, 0, "redirect_off_site")]
+    home = page(b"<p>group</p>", moved_to="https://group.example/")
+    assert page_sign(home, SITE) == "redirect:https://group.example/"
+    # Another host of the site is the site.
+    assert page_sign(page(b"<p>m</p>", moved_to="https://m.farm.example/news/1"), SITE) is None
+    assert page_sign(page(b"<p>m</p>", moved_to="https://m.farm.example/"), SITE) is not None
 
 
 def test_a_long_article_quoting_a_notice_is_no_notice_and_big5_notices_are_found() -> None:

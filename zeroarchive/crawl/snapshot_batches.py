@@ -19,7 +19,12 @@ from zeroarchive.core.db_retry import call_with_retry
 from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.crawl.canonical import Claims, declared_urls, read_claims
-from zeroarchive.events.answers import SortedAnswers, last_snapshots, sort_answers
+from zeroarchive.events.answers import (
+    REDIRECT_OFF_SITE,
+    SortedAnswers,
+    last_snapshots,
+    sort_answers,
+)
 from zeroarchive.events.probe import load_probes
 from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
 from zeroarchive.sites.record import Site
@@ -172,6 +177,12 @@ def written_counts(answers: SortedAnswers, written: Written) -> list[Count]:
     for failure, (_, stop_reason) in zip(answers.failures, written.stopped, strict=True):
         if stop_reason:
             counts.append(("articles_stopped", failure.site_id, 1))
+        if failure.reason == REDIRECT_OFF_SITE:
+            counts.append((f"errors/{REDIRECT_OFF_SITE}", failure.site_id, 1))
+            logger.info(
+                "Article %d was redirected to another host's page; not stored, tried again",
+                failure.article_id,
+            )
     for answer, outcome in zip(answers.gone, written.gone, strict=True):
         counts.append((f"events/{outcome}", answer.site_id, 1))
         if outcome == "suspected":

@@ -1,8 +1,9 @@
 """Whether one answer says the article is gone, and why (the event's ``evidence``).
 
-Gone: a 404 or 410; a server redirect to the site's front page or to a list page (a
-redirect to another article is a move, kept as one; a page's own ``og:url`` or
-``rel=canonical`` claim is never a sign); a soft 404 (a 200 page like the site's answer to
+Gone: a 404 or 410; a server redirect to the site's front page, to a list page or to
+another host's root (a redirect to another article is a move, kept as one; to another
+host's page, a failure; a page's own ``og:url`` or ``rel=canonical`` claim is never a
+sign); a soft 404 (a 200 page like the site's answer to
 a made-up URL, ``SiteProbe``); a removal notice (``notices.page_notice``); a platform's
 own sign (a deleted PTT post, a deleted or hidden Dcard post, an unavailable Facebook
 post, a removed or private YouTube video). A 5xx, a timeout or a block page is never a
@@ -23,7 +24,7 @@ import lxml.html
 
 from zeroarchive.core.encoding import decode_body
 from zeroarchive.core.items import FetchedPage
-from zeroarchive.core.urls import UrlRejected, canonicalize_url
+from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.events.notices import might_be_notice, notice_phrase, page_notice
 from zeroarchive.sites.record import Site
 
@@ -263,22 +264,56 @@ def _heading(body: bytes, encoding: str) -> str:
 
 
 def redirect_sign(page: FetchedPage, site: Site) -> str | None:
-    """``redirect:<url>`` when the server redirected the page to the site's front page or
-    to a URL that is not an article of the site (a list page); None for a move to an
-    article, and for a move the page only claims (``og:url``, ``rel=canonical``): a page
-    that answers with its content is never gone for what it says of itself."""
-    if page.moved_to is None:
+    """``redirect:<url>`` when the server redirected the page to the site's front page, to
+    a URL of the site that is not an article of it (a list page), or to another host's
+    root; None for a move to an article, for a redirect to another host's page (a failure:
+    ``off_site_redirect``), and for a move the page only claims (``og:url``,
+    ``rel=canonical``): a page that answers with its content is never gone for what it
+    says of itself."""
+    target = server_redirect(page, site)
+    if target is None:
         return None
-    target = page.moved_to
-    try:
-        redirected = canonicalize_url(page.final_url, site.config.url_rules) == target
-    except UrlRejected:
-        redirected = False
-    if not redirected:
-        return None
+    if not is_on_site(target, site.url):
+        return f"redirect:{page.final_url}" if urlsplit(target).path in ("", "/") else None
     if target in front_pages(site) or (site.config.article and not site.config.is_article(target)):
         return f"redirect:{page.final_url}"
     return None
+
+
+def off_site_redirect(page: FetchedPage, site: Site) -> bool:
+    """Whether the server sent the page to another host's page (not its root): not the
+    article, nor a sign that it is gone (a site that moved, a consent or login wall), so
+    the fetch failed, and is tried again later.
+
+    >>> from zeroarchive.sites.record import SiteConfig
+    >>> farm = Site(1, "farm", "https://farm.example/", "news", SiteConfig())
+    >>> def fetched(url):
+    ...     return FetchedPage(1, 1, "Article", 0, 200, url, {}, "utf-8", b"", moved_to=url)
+    >>> off_site_redirect(fetched("https://new.example/news/1"), farm)
+    True
+    >>> off_site_redirect(fetched("https://new.example/"), farm)
+    False
+    >>> off_site_redirect(fetched("https://m.farm.example/news/1"), farm)
+    False
+    """
+    target = server_redirect(page, site)
+    return (
+        target is not None
+        and not is_on_site(target, site.url)
+        and urlsplit(target).path not in ("", "/")
+    )
+
+
+def server_redirect(page: FetchedPage, site: Site) -> str | None:
+    """Where the server redirected the page (its ``moved_to``), None when it did not: a
+    ``moved_to`` that is not the answer's own URL is only the page's claim."""
+    if page.moved_to is None:
+        return None
+    try:
+        redirected = canonicalize_url(page.final_url, site.config.url_rules) == page.moved_to
+    except UrlRejected:
+        redirected = False
+    return page.moved_to if redirected else None
 
 
 def front_pages(site: Site) -> frozenset[str]:
