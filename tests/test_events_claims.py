@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, select
 
 from tests.conftest import scrapy
 from tests.replay import ReplayServer, Route, tw_news_pages, tw_news_routes
-from tests.test_events import events, run
+from tests.test_events import article_page, events, front_page, run
 from tests.test_generic import stat, write_sites
 from zeroarchive.core.schedule import HOUR, MINUTE
 from zeroarchive.core.urls import canonicalize_url
@@ -135,3 +135,48 @@ def test_pages_answering_with_their_article_are_stored_whatever_they_claim(
         "too_long",
         "other_article",
     }
+
+
+def test_an_article_the_server_sends_to_another_hosts_page_is_not_taken_for_deleted(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The site moves one article to a new domain (here "localhost", another host than
+    the site's 127.0.0.1): that answer says nothing of a deletion, and is a failure."""
+    names = ("amove", "astay")
+    routes = {"/": front_page(names), **{f"/news/{n}": article_page(n) for n in names}}
+    with ReplayServer(routes) as server:
+        config = {"article": "/news/", "following": r"^http://127\.0\.0\.1:\d+/$", "delay": 0}
+        sites = [{"name": "farm", "url": server.url("/"), "type": "news", "config": config}]
+        loaded = scrapy(
+            "load_sites", str(write_sites(tmp_path / "s.yaml", sites)), db_url=db_url, cwd=tmp_path
+        )
+        assert loaded.returncode == 0, loaded.output
+        run("crawl", "generic", db_url=db_url, tmp_path=tmp_path, at=T0)
+        elsewhere = server.url("/moved/amove").replace("127.0.0.1", "localhost")
+        routes["/news/amove"] = Route(302, (("Location", elsewhere),), b"")
+        routes["/moved/amove"] = article_page("amove")
+        for at in (T0 + 2 * HOUR, T0 + 2 * HOUR + 11 * MINUTE):
+            done = run("crawl", "generic", db_url=db_url, tmp_path=tmp_path, at=at)
+            assert "looks gone" not in done.output
+            assert events(db_url, tmp_path, at) == []
+        engine = create_engine(db_url)
+        with engine.connect() as conn:
+            rows = {
+                row.url.rsplit("/", 1)[1]: row
+                for row in conn.execute(
+                    select(
+                        article.c.url,
+                        article.c.snapshot_count,
+                        article.c.redirect_to,
+                        article.c.stop_reason,
+                        article.c.gone_at,
+                        article.c.deleted_at,
+                    )
+                )
+            }
+        engine.dispose()
+    moved = rows["amove"]
+    assert (moved.redirect_to, moved.gone_at or 0, moved.deleted_at or 0) == (None, 0, 0)
+    assert (moved.snapshot_count, moved.stop_reason) == (1, "last_error:redirect_off_site")
+    assert set(rows) == set(names)  # no article of the site under the other host's URL
+    assert rows["astay"].snapshot_count >= 2
