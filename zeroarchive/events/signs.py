@@ -50,6 +50,12 @@ SAME_SIZE_SHARE = 0.01
 #: A page this much like the site's not-found page (difflib ratio of their texts, equal
 #: titles) is that page.
 SOFT_404_SIMILARITY = 0.9
+#: ... unless it has more text than that page by this many characters, or this many
+#: characters the not-found page lacks: an article in a layout of menus and links, on a
+#: site whose every page has the same title, is 90 % like the site's not-found page.
+SOFT_404_EXTRA = 200
+#: How much of the probe's text is kept (``probe.record_probe``).
+PROBE_TEXT_CHARS = 8000
 
 _YOUTUBE_STATUS = re.compile(
     r'"playabilityStatus"\s*:\s*\{\s*"status"\s*:\s*"([A-Z_]+)"\s*(?:,\s*"reason"\s*:\s*"([^"]*)")?'
@@ -330,7 +336,8 @@ def front_pages(site: Site) -> frozenset[str]:
 
 def is_soft_404(text: PageText, probe: Probe) -> bool:
     """Whether a page is the site's not-found page: the same title, and text that differs
-    from the probe's answer by little more than the URL it names.
+    from the probe's answer by little more than the URL it names: 90 % alike, and no more
+    than ``SOFT_404_EXTRA`` characters of its own (an article's body is more).
 
     >>> probe = Probe(1, 0, "Not here", "Not here Sorry, /x-1 is not here. Home")
     >>> is_soft_404(PageText("Not here", "Not here Sorry, /news/123 is not here. Home"), probe)
@@ -343,8 +350,13 @@ def is_soft_404(text: PageText, probe: Probe) -> bool:
     mine, theirs = _without_paths(text.text), _without_paths(probe.text)
     if not mine and not theirs:
         return True
+    if len(probe.text) < PROBE_TEXT_CHARS and len(mine) > len(theirs) + SOFT_404_EXTRA:
+        return False
     matcher = difflib.SequenceMatcher(None, mine[:4000], theirs[:4000], autojunk=False)
-    return matcher.quick_ratio() >= SOFT_404_SIMILARITY and matcher.ratio() >= SOFT_404_SIMILARITY
+    if matcher.quick_ratio() < SOFT_404_SIMILARITY or matcher.ratio() < SOFT_404_SIMILARITY:
+        return False
+    matched = sum(block.size for block in matcher.get_matching_blocks())
+    return len(mine[:4000]) - matched <= SOFT_404_EXTRA
 
 
 def _without_paths(text: str) -> str:
