@@ -239,7 +239,7 @@ CLAIMS = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(claims=st.lists(CLAIMS, min_size=1, max_size=2), strict=st.booleans())
 def test_no_claim_drops_the_page_or_moves_it_anywhere_but_to_an_article_of_the_site(
     claims: list[str], strict: bool
