@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import re
 import signal
@@ -12,7 +11,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.commands import site_option
-from zeroarchive.core.clock import now, utc_minute
+from zeroarchive.core.clock import now, parse_time, utc_minute
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import Archive, open_archive
 
@@ -25,8 +24,9 @@ _AGE = re.compile(r"(\d+)([dh])")
 
 
 def since_time(value: str, at: int) -> int:
-    """``--since`` as unix seconds: unix seconds, a UTC day (YYYY-MM-DD), or an age before
-    ``at`` in days or hours (``8d``, ``36h``).
+    """``--since`` as unix seconds: a time as every command takes one (unix seconds, a UTC
+    day or time: ``parse_time``), or an age before ``at`` in days or hours (``8d``,
+    ``36h``), for a scheduled pass over what is recent.
 
     >>> since_time("1736496000", 0), since_time("2025-01-10", 0), since_time("2d", 200_000)
     (1736496000, 1736467200, 27200)
@@ -35,18 +35,16 @@ def since_time(value: str, at: int) -> int:
     ...
     scrapy.exceptions.UsageError: --since takes unix seconds, ... not 'last week'
     """
-    if value.isascii() and value.isdigit():
-        return int(value)
-    age = _AGE.fullmatch(value)
+    age = _AGE.fullmatch(value.strip())
     if age:
         return at - int(age[1]) * (86400 if age[2] == "d" else 3600)
     try:
-        day = dt.date.fromisoformat(value)
+        return parse_time(value)
     except ValueError:
         raise UsageError(
-            f"--since takes unix seconds, YYYY-MM-DD or an age (8d, 36h), not {value!r}"
+            "--since takes unix seconds, YYYY-MM-DD[THH:MM[:SS]] (UTC) or an age (8d, 36h), "
+            f"not {value!r}"
         ) from None
-    return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
 
 
 def fixity_sources(archive: Archive, site_id: int | None, since: int | None) -> list[FixitySource]:
@@ -115,8 +113,8 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--since",
             metavar="WHEN",
-            help="only snapshots taken at or after WHEN: unix seconds, a UTC day "
-            "(YYYY-MM-DD) or an age (8d, 36h; fixed when the pass begins)",
+            help="only snapshots taken at or after WHEN: unix seconds, a UTC day or time "
+            "(YYYY-MM-DD[THH:MM]), or an age (8d, 36h; counted from when the pass begins)",
         )
         parser.add_argument(
             "--restart", action="store_true", help="drop a stopped pass and start over"
