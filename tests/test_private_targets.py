@@ -16,7 +16,13 @@ from sqlalchemy import select
 from tests.conftest import Run, scrapy
 from tests.replay import ReplayServer, Route
 from tests.test_generic import write_sites
-from zeroarchive.core.targets import ALLOW_SETTING, TargetRefused, check_host, resolve
+from zeroarchive.core.targets import (
+    ALLOW_SETTING,
+    TargetRefused,
+    allow_private_targets,
+    check_host,
+    resolve,
+)
 from zeroarchive.events.saving import NotSavable, save_targets
 from zeroarchive.sites.record import SiteSpec
 from zeroarchive.storage.archive import Archive, open_archive
@@ -101,6 +107,20 @@ def test_names_are_judged_by_every_address_they_resolve_to() -> None:
 
     # Its fetch fails on its own (dns), counted as such.
     check_host("gone.example", nowhere)
+
+
+def test_the_archive_wide_switch_is_a_setting_the_environment_overrides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scrapy.settings import Settings
+
+    monkeypatch.delenv(ALLOW_SETTING)
+    assert not allow_private_targets(Settings({ALLOW_SETTING: False}))
+    assert allow_private_targets(Settings({ALLOW_SETTING: True}))
+    monkeypatch.setenv(ALLOW_SETTING, "0")
+    assert not allow_private_targets(Settings({ALLOW_SETTING: True}))
+    monkeypatch.setenv(ALLOW_SETTING, "1")
+    assert allow_private_targets(Settings({ALLOW_SETTING: False}))
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from zeroarchive.core.clock import now
-from zeroarchive.core.targets import resolve
+from zeroarchive.core.targets import ALLOW_SETTING, resolve
 from zeroarchive.events.saving import NotSavable, Resolver, SaveTarget, save_targets
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.clients import SCOPE_KEY, Client
@@ -212,6 +212,9 @@ class Saver:
             **os.environ,
             "ZEROARCHIVE_DB_URL": self.engine.url.render_as_string(hide_password=False),
         }
+        if self.allow_private:
+            # What this monitor allowed (a -s of its own, say), its `scrapy save` fetches.
+            env[ALLOW_SETTING] = "1"
         config = closest_scrapy_cfg()
         cwd = Path(config).parent if config else Path(__file__).resolve().parents[2]
         process = subprocess.Popen(
