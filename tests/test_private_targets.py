@@ -255,3 +255,13 @@ def test_a_crawl_refuses_redirects_and_meta_refreshes_to_other_private_hosts(
         closed = scrapy("crawl", "generic", db_url=db_url, cwd=tmp_path, extra_env=later)
         assert sum(server.hits.values()) == 0, closed.output
         assert f"Refusing {server.url('/')}" in closed.output
+
+
+def test_scrapy_save_refuses_a_private_target_in_one_line(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    run = scrapy(
+        "save", "http://0xa9fea9fe/latest/meta-data/", db_url=db_url, cwd=tmp_path, extra_env=OFF
+    )
+    assert run.returncode == 2, run.output
+    assert "0xa9fea9fe is 169.254.169.254, a link-local address" in run.output
+    assert "Traceback" not in run.output
