@@ -184,6 +184,8 @@ def test_saves_are_limited_per_client_per_hour(db: str, monkeypatch: pytest.Monk
         "/save", data={"urls": "https://news.example/q5 https://news.example/q6", "token": token}
     )
     assert page.status_code == 429 and page.headers["Retry-After"] == "3600"
+    too_big = save(client, *(f"https://news.example/b{n}" for n in range(4)))
+    assert "4 pages are more than one client may save in an hour (3" in error(too_big)
     # One more page is still within the hour's three.
     assert save(client, "https://news.example/q7").json()["data"]
     monkeypatch.setenv(FAKE_NOW_ENV, str(T0 + 3600))

@@ -119,6 +119,11 @@ class Quota:
 
     def take(self, client: str, pages: int, at: int) -> None:
         """Count ``pages`` for ``client``; TooMany (nothing counted) when over the limit."""
+        if pages > self.per_hour:
+            raise SaveRefused(
+                f"{pages} pages are more than one client may save in an hour "
+                f"({self.per_hour}, MONITOR_SAVE_PAGES_PER_HOUR)"
+            )
         with self._lock:
             since = at - QUOTA_SECONDS
             for key in [key for key, asked in self._asked.items() if asked[-1][0] <= since]:
