@@ -140,6 +140,11 @@ COOKIES_PUBLIC_SUFFIX_LIST = None
 ZEROARCHIVE_PROXIES: list[str] = []
 SITE_POLICY_CONCURRENCY = 2
 SITE_POLICY_ENABLED = True
+# Requests (saves, redirects, meta refreshes included) to hosts that are or resolve to
+# loopback, private, link-local, multicast or reserved addresses are refused; True allows
+# them for every site (one site: its `allow_private_targets: true`). Also read from the
+# environment variable of this name, as ZEROARCHIVE_DB_URL is (a lab or test deployment).
+ZEROARCHIVE_ALLOW_PRIVATE_TARGETS = False
 THROTTLE_BASE = 5.0
 THROTTLE_ENABLED = True
 THROTTLE_HTTP_CODES = [429]
@@ -151,6 +156,8 @@ USER_AGENT = "zeroarchive/0.1 (web archive for disinformation research)"
 ADDONS = {"zeroarchive.distributed.addon.DistributedAddon": 0}
 DOWNLOADER_MIDDLEWARES = {
     "middlewares.url_guard.UrlGuardDownloaderMiddleware": 40,
+    # Before all that send or make requests: it sees redirects and meta refreshes too.
+    "middlewares.private_targets.PrivateTargetsDownloaderMiddleware": 45,
     "middlewares.site_policy.SitePolicyDownloaderMiddleware": 50,
     # Before Scrapy's HttpProxyMiddleware (750), which turns credentials into a header.
     "middlewares.proxies.ProxyDownloaderMiddleware": 60,
@@ -229,6 +236,10 @@ LOGSTATS_INTERVAL = 60.0
 # field in one selection set, cost (a list multiplies what is under it by its size),
 # seconds of work, requests at once, connections, the wait of a stopping server, log lines
 # a minute.
+# Save page now: without a login only a browser on this machine (loopback, no proxy headers)
+# may save; MONITOR_SAVE_PAGES_PER_HOUR bounds the pages one client saves in an hour (0 =
+# saving off); MONITOR_TRUSTED_PROXIES names the reverse proxies (addresses or CIDR
+# networks) whose X-Forwarded-For / Forwarded headers say who the client is.
 MONITOR_ALLOWED_HOSTS: list[str] = []
 MONITOR_CHART_DAYS = 28
 MONITOR_HOST = "127.0.0.1"
@@ -245,8 +256,10 @@ MONITOR_MAX_REPEATS = 5
 MONITOR_PORT = 8080
 MONITOR_REFRESH_SECONDS = 60
 MONITOR_REQUEST_SECONDS = 10.0
+MONITOR_SAVE_PAGES_PER_HOUR = 60
 MONITOR_SHUTDOWN_SECONDS = 3
 MONITOR_SITE_ARTICLES = 100
+MONITOR_TRUSTED_PROXIES: list[str] = []
 MONITOR_WORKERS = 4
 # `scrapy site_stats`: flag sites without a new article for this many days; snapshots due
 # for longer than this many seconds count as overdue.

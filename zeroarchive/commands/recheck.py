@@ -12,6 +12,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.commands.parse_snapshots import publication_hooks
 from zeroarchive.core.clock import now
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.targets import allow_private_targets
 from zeroarchive.crawl.asked import AskedAnswers
 from zeroarchive.crawl.snapshot_batches import settle, sort_batch
 from zeroarchive.events.recheck import before_recheck, what_changed
@@ -65,7 +66,9 @@ class Command(ScrapyCommand):
             raise UsageError(f"no article {', '.join(unknown)} in the archive")
         asked_at = now()
         try:
-            targets = save_targets(archive, [*args, *by_id.values()], asked_at)
+            targets = save_targets(
+                archive, [*args, *by_id.values()], asked_at, allow_private_targets(self.settings)
+            )
         except NotSavable as exc:
             raise UsageError(str(exc)) from None
         ids = archive.articles.ids_of([target.url for target in targets])

@@ -10,6 +10,7 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.targets import allow_private_targets
 from zeroarchive.crawl.asked import AskedAnswers
 from zeroarchive.events.saving import NotSavable, save_targets
 from zeroarchive.storage.archive import open_archive
@@ -35,7 +36,10 @@ class Command(ScrapyCommand):
             "post, Dcard post, Facebook post or YouTube video is saved by its "
             "source's spider (a post under its board's, forum's, page's or group's site, "
             "'saved:<source>:<its URL>' when that is not in the table); a page of a site "
-            "whose config says 'render' is rendered by the browser."
+            "whose config says 'render' is rendered by the browser. A URL whose host is or "
+            "resolves to a loopback, private, link-local, multicast or reserved address is "
+            "refused, unless ZEROARCHIVE_ALLOW_PRIVATE_TARGETS or the site's "
+            "allow_private_targets allows it."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -53,7 +57,7 @@ class Command(ScrapyCommand):
         archive = open_archive(self.settings)
         asked_at = now()
         try:
-            targets = save_targets(archive, args, asked_at)
+            targets = save_targets(archive, args, asked_at, allow_private_targets(self.settings))
         except NotSavable as exc:
             raise UsageError(str(exc)) from None
         sites = {target.site.site_id: target.site for target in targets}

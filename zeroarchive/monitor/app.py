@@ -23,7 +23,8 @@ from starlette.staticfiles import StaticFiles
 
 from zeroarchive.monitor import deadline, events_page, graphql_api, pages, save_page, search_page
 from zeroarchive.monitor.auth import AuthMiddleware
-from zeroarchive.monitor.config import MonitorConfig, is_loopback
+from zeroarchive.monitor.clients import SCOPE_KEY, ClientMiddleware
+from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.guard import GuardMiddleware
 from zeroarchive.monitor.refusals import Refusals
 from zeroarchive.monitor.sites_api import Context, build_schema, list_sizes
@@ -66,11 +67,18 @@ def create_app(
     # Set when the server is told to stop: every request's deadline passes at once.
     stopping = threading.Event()
     deadline.guard_engine(engine)
-    # Saving fetches pages and writes: only behind a login or on loopback alone.
-    saver = saver or save_page.Saver(engine, config.requires_auth or is_loopback(config.host))
+    # Saving fetches pages and writes: behind a login, or from this machine alone.
+    saver = saver or save_page.Saver(
+        engine,
+        config.requires_auth,
+        pages_per_hour=config.save_pages_per_hour,
+        allow_private=config.allow_private_targets,
+    )
     graphql = graphql_api.GraphQLEndpoint(
         build_schema(),
-        lambda: Context(engine=engine, stats=stats, hist={}, saver=saver),
+        lambda scope: Context(
+            engine=engine, stats=stats, hist={}, saver=saver, client=scope.get(SCOPE_KEY)
+        ),
         lambda: list_sizes(stats),
         config.limits,
         refusals,
@@ -97,7 +105,10 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    middleware = [Middleware(GuardMiddleware, config=config, refusals=refusals)]
+    middleware = [
+        Middleware(ClientMiddleware, trusted=config.trusted_proxies),
+        Middleware(GuardMiddleware, config=config, refusals=refusals),
+    ]
     if config.requires_auth:
         middleware.append(
             Middleware(

@@ -23,6 +23,7 @@ from graphql.error import GraphQLSyntaxError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Scope
 
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.config import Limits
@@ -62,7 +63,7 @@ class GraphQLEndpoint:
     def __init__(
         self,
         schema: GraphQLSchema,
-        context: Callable[[], Any],
+        context: Callable[[Scope], Any],
         sizes: Callable[[], ListSizes],
         limits: Limits,
         refusals: Refusals,
@@ -128,7 +129,7 @@ class GraphQLEndpoint:
 
         def work() -> tuple[int, dict[str, Any], bool]:
             try:
-                return self._run(document, variables, operation)
+                return self._run(document, variables, operation, self.context(scope))
             except RecursionError:
                 return 400, {"errors": [{"message": "the query is nested too deep"}]}, False
             finally:
@@ -153,7 +154,11 @@ class GraphQLEndpoint:
         return JSONResponse(answer, status_code=status)
 
     def _run(
-        self, document: DocumentNode, variables: dict[str, Any] | None, operation: str | None
+        self,
+        document: DocumentNode,
+        variables: dict[str, Any] | None,
+        operation: str | None,
+        context: Any,
     ) -> tuple[int, dict[str, Any], bool]:
         """(status, answer, out of time) of a checked query, in the request's thread."""
         errors = validate(self.schema, document, max_errors=MAX_VALIDATION_ERRORS)
@@ -162,7 +167,7 @@ class GraphQLEndpoint:
         result = execute_sync(
             self.schema,
             document,
-            context_value=self.context(),
+            context_value=context,
             variable_values=variables,
             operation_name=operation,
             middleware=[_deadline_middleware],

@@ -117,6 +117,8 @@ class Context:
     hist: dict[int, dict[int, list[int]]]  # days -> site id -> counts
     #: Save page now (save_page.Saver), for the ``save`` mutation.
     saver: Any = None
+    #: Who asks (clients.Client), for the ``save`` mutation.
+    client: Any = None
 
 
 def _number(value: Any, name: str) -> int:
