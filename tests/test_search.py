@@ -303,6 +303,46 @@ def test_fold_chinese_finds_the_other_script(
     assert numbers(run(index, "统战", fold=True), articles) == [1]
 
 
+#: Taiwan's, Hong Kong's and the mainland's spellings of the same words.
+VARIANT_DOCS = [
+    (1, "台灣選情", "國防部長說台灣海峽情勢升溫，心裡着急。"),
+    (2, "臺灣選情", "國防部長說臺灣海峽情勢升溫，心裏著急。"),
+    (3, "台湾选情", "国防部长说台湾海峡情势升温，心里着急。"),
+    (4, "颱風消息", "颱風今天登陸，停班停課。"),
+]
+
+
+#: (query, the articles it finds with --fold-chinese)
+VARIANT_QUERIES = [
+    ("台湾", [1, 2, 3]),
+    ("臺灣", [1, 2, 3]),
+    ("台灣", [1, 2, 3]),
+    ("心裡著急", [1, 2, 3]),
+    ("臺 -颱風", [1, 2, 3]),
+    ("颱", [1, 2, 3, 4]),  # 颱 folds with 台 (Simplified writes both 台)
+    # More spellings than an engine is asked for: found by its pieces, judged on the text.
+    ("國防部長說臺灣海峽情勢", [1, 2, 3]),
+    ("国防部长说台湾海峡局势", []),
+]
+
+
+def test_fold_chinese_finds_every_spelling_from_any(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    index = open_index(archive.engine)
+    site_id = add_site(archive, "news", "https://news.example/")
+    articles = {
+        number: add(archive, index, site_id, number, title, body, NOW)
+        for number, title, body in VARIANT_DOCS
+    }
+    for query, expected in VARIANT_QUERIES:
+        hits = run(index, query, fold=True)
+        assert (query, numbers(hits, articles), hits.total) == (query, expected, len(expected))
+        for hit in hits.hits:
+            assert "«" in hit.snippet.marked()
+    assert numbers(run(index, "台灣"), articles) == [1]
+    assert numbers(run(index, "臺 -颱風"), articles) == [2]
+
+
 def test_filters_sites_dates_and_sort(
     searched_once: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:

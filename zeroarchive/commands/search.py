@@ -126,7 +126,8 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--fold-chinese",
             action="store_true",
-            help="also find the other Chinese script's form (Simplified <-> Traditional)",
+            help="find every spelling of Chinese terms: Traditional, Simplified and Taiwan's "
+            "and Hong Kong's variants (台灣, 臺灣 and 台湾 alike)",
         )
         parser.add_argument(
             "--json",
