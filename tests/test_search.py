@@ -78,6 +78,7 @@ def add(
     body: str,
     published: int | None,
     at: int = NOW,
+    canonical_url: str | None = None,
 ) -> int:
     url = f"https://site{site_id}.example/a/{number}"
     archive.articles.add(site_id, "news", [url], NOW)
@@ -88,7 +89,9 @@ def add(
     )
     store = PublicationStore(archive.engine, PARSER_VERSION)
     store.register_parser({}, NOW)  # as parse_snapshots does before its first publication
-    parsed = Parsed(canonical_url=url, title=title, text=body, published_at=published)
+    parsed = Parsed(
+        canonical_url=canonical_url or url, title=title, text=body, published_at=published
+    )
     info = ArticleInfo(article_id, site_id, "news", url)
     hooks = (index_hook(index),)
     store.add_version(info, at, parsed, parsed.digest(), at, hooks)
@@ -378,8 +381,29 @@ def test_snippet_marks_the_match_in_the_original_text(
     hit = run(index, "bnt").hits[0]
     assert "«ＢＮＴ»" in hit.snippet.marked()
     record = hit.as_json()
-    assert set(record) == {"article_id", "site", "url", "title", "published_at", "snippet", "score"}
+    assert set(record) == {
+        *("article_id", "site", "url", "canonical_url", "title", "published_at", "snippet"),
+        "score",
+    }
     assert record["site"] == "news" and record["published_at"] == NOW - 8 * DAY
+
+
+def test_a_hit_carries_the_url_archived_beside_the_one_the_page_claims(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A content farm's copy names the victim's article as its canonical URL: the hit must
+    say where the copy was archived."""
+    archive = open_archive(url=db_url)
+    index = open_index(archive.engine)
+    farm = add_site(archive, "farm", "https://farm.example/")
+    victim = "https://news.example/story/1"
+    add(archive, index, farm, 1, "轉載", "農場轉載的新聞全文", NOW, canonical_url=victim)
+    [hit] = run(index, "農場").hits
+    assert (hit.url, hit.canonical_url) == (f"https://site{farm}.example/a/1", victim)
+    record = hit.as_json()
+    assert (record["url"], record["canonical_url"]) == (hit.url, victim)
+    shown = scrapy("search", "農場", db_url=db_url, cwd=tmp_path)
+    assert f"· {hit.url}\n" in shown.stdout and f"names as its own: {victim}" in shown.stdout
 
 
 def test_versions_edited_out_are_found_with_their_spans(
