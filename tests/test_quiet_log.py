@@ -57,7 +57,12 @@ def test_start_up_detail_is_debug_by_default(caplog: pytest.LogCaptureFixture) -
 
 
 @pytest.mark.parametrize(
-    "asked", [{"LOG_LEVEL": ("INFO", "cmdline")}, {"ZEROARCHIVE_LOG_START_UP": (True, "project")}]
+    "asked",
+    [
+        {"LOG_LEVEL": ("INFO", "cmdline")},
+        {"ZEROARCHIVE_LOG_START_UP": (True, "project")},
+        {"LOG_FILE": ("crawl.log", "cmdline")},  # scrapyd's jobs
+    ],
 )
 def test_a_level_given_or_the_setting_shows_it_at_info(
     caplog: pytest.LogCaptureFixture, asked: dict[str, tuple[object, str]]

@@ -5,8 +5,8 @@ dump on one line.
 A first ``scrapy crawl`` that could not reach its site printed about 120 such lines (40
 of them migration descriptions) before the one line that said why, and 35 lines of stats
 before its closing error. They are kept: ``-L DEBUG`` shows the detail, and any
-``-L``/``--loglevel`` given (``-L INFO``) or ``ZEROARCHIVE_LOG_START_UP = True`` shows it
-at INFO, and the stats one per line, as before. Warnings and errors are untouched.
+``-L``/``--loglevel`` given (``-L INFO``), a ``LOG_FILE`` or ``ZEROARCHIVE_LOG_START_UP =
+True`` shows it at INFO, and the stats one per line, as before. Warnings and errors are untouched.
 """
 
 from __future__ import annotations
@@ -64,11 +64,17 @@ _LINE_BREAK = re.compile(r"\n\s*")
 
 def asked_for(settings: BaseSettings) -> bool:
     """Whether the start-up detail is wanted at INFO: a level given on the command line
-    (``-L``, ``--loglevel``, ``-s LOG_LEVEL=``) or ``ZEROARCHIVE_LOG_START_UP``."""
+    (``-L``, ``--loglevel``, ``-s LOG_LEVEL=``), a log file (``LOG_FILE``, as scrapyd
+    gives its jobs: read later, by someone looking for what ran) or
+    ``ZEROARCHIVE_LOG_START_UP``."""
     from scrapy.settings import SETTINGS_PRIORITIES
 
     given = settings.getpriority("LOG_LEVEL") or 0
-    return settings.getbool("ZEROARCHIVE_LOG_START_UP") or given >= SETTINGS_PRIORITIES["cmdline"]
+    return (
+        settings.getbool("ZEROARCHIVE_LOG_START_UP")
+        or bool(settings.get("LOG_FILE"))
+        or given >= SETTINGS_PRIORITIES["cmdline"]
+    )
 
 
 def quiet_start_up(settings: BaseSettings) -> bool:
