@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
+import sys
 from collections.abc import Iterator
 
 import pytest
 from scrapy.settings import Settings
 
-from zeroarchive.core.quiet_log import START_UP, quiet_start_up
+from zeroarchive.core.quiet_log import START_UP, asked_for, quiet_start_up
 
 LOGGERS = {name for name, _ in START_UP} | {"scrapy.statscollectors"}
 
@@ -74,3 +76,18 @@ def test_a_level_given_or_the_setting_shows_it_at_info(
     levels = _log_start_up(caplog)
     assert levels["Running upgrade 0001"] == levels["Enabled extensions"] == logging.INFO
     assert any("\n" in r.getMessage() for r in caplog.records if r.name.endswith("collectors"))
+
+
+@pytest.mark.parametrize(("environ", "shown"), [({"LOG_LEVEL": "INFO"}, True), ({}, False)])
+def test_a_level_in_production_s_environment_asks_for_it(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], shown: bool
+) -> None:
+    monkeypatch.setenv("ZEROARCHIVE_DB_URL", "sqlite://")
+    monkeypatch.delenv("LOG_LEVEL", raising=False)
+    monkeypatch.delenv("ZEROARCHIVE_LOG_START_UP", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delitem(sys.modules, "settings.prod", raising=False)
+    prod = importlib.import_module("settings.prod")
+    settings = Settings({k: v for k, v in vars(prod).items() if k.isupper()}, "project")
+    assert asked_for(settings) is shown
