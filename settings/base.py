@@ -135,6 +135,10 @@ BLOCK_PAGES_ENABLED = True
 # A Public Suffix List file for the cookie rules (middlewares/cookies.py); None = the copy
 # bundled with tldextract. Never downloaded: workers may reach nothing but the sites.
 COOKIES_PUBLIC_SUFFIX_LIST = None
+# A host name that did not resolve is not looked up again, nor its requests retried, for
+# the rest of the run, at most this long (a worker that never exits tries it again after).
+DNS_FAILURES_ENABLED = True
+DNS_FAILURES_KEEP_SECONDS = 600.0
 # Proxies shared by every site without a `proxy` of its own, used in turn. One with
 # credentials only from the environment variable of this name (comma-separated).
 ZEROARCHIVE_PROXIES: list[str] = []
@@ -173,6 +177,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.throttle.ThrottleDownloaderMiddleware": 560,
     # After retry and throttle in process_response order: a block page is not retried.
     "middlewares.block_pages.BlockPagesDownloaderMiddleware": 580,
+    # After retry in process_request order, so before it in process_exception order: a
+    # host name that did not resolve is marked not to be retried.
+    "middlewares.dns_failures.DnsFailuresDownloaderMiddleware": 590,
 }
 # Nobody needs a remote shell into an archiving crawler: the remote control and the telnet
 # console are left out of Scrapy's base list (so their *_ENABLED settings do nothing here),
@@ -226,6 +233,9 @@ ZEROARCHIVE_REDIS_TIMEOUT = 30.0
 # --- Operations ------------------------------------------------------------------------
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
+# A crawl's start-up detail (Scrapy's banner, its lists of components and overridden
+# settings, Alembic's migration steps) at INFO; otherwise at DEBUG unless -L is given.
+ZEROARCHIVE_LOG_START_UP = False
 LOGSTATS_INTERVAL = 60.0
 # `scrapy monitor`: where it listens (any address but loopback needs MONITOR_TOKEN or
 # MONITOR_USERNAME/MONITOR_PASSWORD in the environment), how often it counts site stats

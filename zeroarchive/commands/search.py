@@ -41,8 +41,10 @@ def readable(hit: Hit, number: int) -> str:
     lines = [
         f"{number}. {hit.title or '(no title)'}",
         f"   {hit.site} · {when} · {hit.url}",
-        f"   {hit.snippet.marked()}",
     ]
+    if hit.canonical_url and hit.canonical_url != hit.url:
+        lines.append(f"   the page names as its own: {hit.canonical_url}")
+    lines.append(f"   {hit.snippet.marked()}")
     if hit.versions is not None:
         spans = ", ".join(
             f"{utc_minute(s.start)} – {utc_minute(s.end) if s.end is not None else 'now'}"
@@ -125,13 +127,15 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--fold-chinese",
             action="store_true",
-            help="also find the other Chinese script's form (Simplified <-> Traditional)",
+            help="find every spelling of Chinese terms: Traditional, Simplified and Taiwan's "
+            "and Hong Kong's variants (台灣, 臺灣 and 台湾 alike)",
         )
         parser.add_argument(
             "--json",
             action="store_true",
-            help="one JSON object per hit, best first: article_id, site, url, title, "
-            "published_at, snippet, score (and versions with --all-versions)",
+            help="one JSON object per hit, best first: article_id, site, url (the URL "
+            "archived), canonical_url (the one the page claims), title, published_at, "
+            "snippet, score (and versions with --all-versions)",
         )
 
     @one_line_errors

@@ -74,7 +74,10 @@ type SearchHit {
     version: Int!
     siteId: ID!
     site: String!
+    "The URL archived (the article's)."
     url: String!
+    "The URL the page names as its own (canonical link, og:url), when it names one."
+    canonicalUrl: String
     title: String!
     publishedAt: Int
     "The text around the first match, matches between « and »."
@@ -269,6 +272,7 @@ for _field, _value in {
     "siteId": lambda h: h.site_id,
     "site": lambda h: h.site,
     "url": lambda h: masked_url(h.url),
+    "canonicalUrl": lambda h: None if h.canonical_url is None else masked_url(h.canonical_url),
     "title": lambda h: h.title,
     "publishedAt": lambda h: h.published_at,
     "snippet": lambda h: h.snippet.marked(),

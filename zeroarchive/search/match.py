@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from zeroarchive.search.fold import variant_pattern
 from zeroarchive.search.query import Query, Term
 from zeroarchive.search.text import WORD, fold_with_origins, nfc, normalize
 
@@ -22,16 +23,19 @@ SNIPPET_CONTEXT = 80
 MARK_OPEN, MARK_CLOSE = "«", "»"
 
 
-def term_pattern(form: str) -> re.Pattern[str]:
+def term_pattern(form: str, folded: bool = False) -> re.Pattern[str]:
     """The normalised form as a pattern: whole words where it begins or ends with a
-    letter or digit of a word-spaced script, as written elsewhere (CJK, punctuation).
+    letter or digit of a word-spaced script, as written elsewhere (CJK, punctuation);
+    ``folded``: each Chinese character as any of its variants (``--fold-chinese``).
 
     >>> bool(term_pattern("vaccine").search("vaccines work"))
     False
     >>> bool(term_pattern("疫苗").search("新冠疫苗接種"))
     True
+    >>> bool(term_pattern("台湾", folded=True).search("臺灣海峽"))
+    True
     """
-    pattern = re.escape(form)
+    pattern = variant_pattern(form) if folded else re.escape(form)
     if _WORD.match(form[0]):
         pattern = rf"(?<!{WORD}){pattern}"
     if _WORD.match(form[-1]):
@@ -61,6 +65,8 @@ class Matcher:
 
     @staticmethod
     def _compile(term: Term) -> list[re.Pattern[str]]:
+        if term.folded:
+            return [term_pattern(term.text, folded=True)]
         return [term_pattern(form) for form in term.forms]
 
     def holds(self, title: str, body: str) -> bool:
