@@ -18,6 +18,8 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
@@ -25,6 +27,7 @@ from zeroarchive.monitor import deadline, events_page, graphql_api, pages, save_
 from zeroarchive.monitor.auth import AuthMiddleware
 from zeroarchive.monitor.config import MonitorConfig, is_loopback
 from zeroarchive.monitor.guard import GuardMiddleware
+from zeroarchive.monitor.params import BadInput
 from zeroarchive.monitor.refusals import Refusals
 from zeroarchive.monitor.sites_api import Context, build_schema, list_sizes
 from zeroarchive.monitor.stats_cache import StatsCache, StatsView
@@ -66,6 +69,8 @@ def create_app(
     # Set when the server is told to stop: every request's deadline passes at once.
     stopping = threading.Event()
     deadline.guard_engine(engine)
+    # Pages and GraphQL queries alike: each runs in a thread of its own, at most this many.
+    workers = threading.BoundedSemaphore(config.limits.workers)
     # Saving fetches pages and writes: only behind a login or on loopback alone.
     saver = saver or save_page.Saver(engine, config.requires_auth or is_loopback(config.host))
     graphql = graphql_api.GraphQLEndpoint(
@@ -75,6 +80,7 @@ def create_app(
         config.limits,
         refusals,
         stopping,
+        workers,
     )
 
     @contextlib.asynccontextmanager
@@ -96,6 +102,9 @@ def create_app(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def bad_input(request: Request, exc: Exception) -> Response:
+        return refusals.plain(request.scope, 400, str(exc))
 
     middleware = [Middleware(GuardMiddleware, config=config, refusals=refusals)]
     if config.requires_auth:
@@ -119,6 +128,7 @@ def create_app(
         ],
         middleware=middleware,
         lifespan=lifespan,
+        exception_handlers={BadInput: bad_input},
     )
     app.state.engine = engine
     app.state.stats = stats
@@ -126,5 +136,6 @@ def create_app(
     app.state.charts = charts
     app.state.refusals = refusals
     app.state.stopping = stopping
+    app.state.workers = workers
     app.state.saver = saver
     return app

@@ -40,6 +40,7 @@ from zeroarchive.core.clock import now
 from zeroarchive.events.saving import NotSavable, SaveTarget, save_targets
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.guard import BodyTooLarge
+from zeroarchive.monitor.params import BadInput, number, shown
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.sites import SiteStore
@@ -53,6 +54,9 @@ TOKEN_SECONDS = 3600
 MAX_RUNNING = 2
 #: URLs in one save.
 MAX_URLS = 20
+#: A token's HMAC: SHA-256 in lower-case hexadecimal.
+MAC_CHARS = 64
+HEX_DIGITS = frozenset("0123456789abcdef")
 
 SAVE_SCHEMA = """
 extend schema {
@@ -158,17 +162,29 @@ class Saver:
 
         >>> from sqlalchemy import create_engine
         >>> saver = Saver(create_engine("sqlite://"), True)
-        >>> saver.valid(saver.token()), saver.valid("1.00"), saver.valid(saver.token(0))
+        >>> saver.valid(saver.token()), saver.valid("1." + "0" * 64), saver.valid(saver.token(0))
         (True, False, False)
         """
         at = int(time.time()) if at is None else at
         return f"{at}.{self._mac(at)}"
 
     def valid(self, token: str) -> bool:
-        at, _, mac = token.partition(".")
-        if not at.isdigit() or time.time() - int(at) > TOKEN_SECONDS:
+        """Whether ``token`` is one of ours and fresh; BadInput when it is not a token at
+        all (a time of ASCII digits, a dot, 64 hexadecimal digits).
+
+        >>> from sqlalchemy import create_engine
+        >>> Saver(create_engine("sqlite://"), True).valid("².x")
+        Traceback (most recent call last):
+        ...
+        zeroarchive.monitor.params.BadInput: token: a whole number, not '²'
+        """
+        at_text, _, mac = token.partition(".")
+        at = number(at_text, "token")
+        if len(mac) != MAC_CHARS or not all(ch in HEX_DIGITS for ch in mac):
+            raise BadInput(f"token: not a token of this monitor: {shown(token)}")
+        if time.time() - at > TOKEN_SECONDS:
             return False
-        return hmac.compare_digest(mac, self._mac(int(at)))
+        return hmac.compare_digest(mac, self._mac(at))
 
     def _mac(self, at: int) -> str:
         return hmac.new(self.secret, f"save:{at}".encode(), hashlib.sha256).hexdigest()
@@ -225,7 +241,12 @@ async def save_form(request: Request) -> Response:
     except BodyTooLarge as exc:
         return refuse(request.scope, 413, str(exc))
     fields = parse_qs(body.decode("utf-8", errors="replace"))
-    if not saver.valid((fields.get("token") or [""])[0]):
+    token = (fields.get("token") or [""])[0]
+    try:
+        fresh = bool(token) and saver.valid(token)
+    except BadInput as exc:
+        return refuse(request.scope, 400, str(exc))
+    if not fresh:
         return refuse(request.scope, 403, "the form's token is missing or stale: reload the page")
     urls = (fields.get("urls") or [""])[0].split()
     watch = (fields.get("watch") or [""])[0] == "on"
