@@ -52,7 +52,7 @@ def common_ends(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[int, int]
     return head, tail
 
 
-def _shift(codes: list[Opcode], by: int) -> list[Opcode]:
+def _shift(codes: Sequence[Opcode], by: int) -> list[Opcode]:
     return [(tag, i1 + by, i2 + by, j1 + by, j2 + by) for tag, i1, i2, j1, j2 in codes]
 
 
