@@ -18,6 +18,8 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
@@ -26,6 +28,7 @@ from zeroarchive.monitor.auth import AuthMiddleware
 from zeroarchive.monitor.clients import SCOPE_KEY, ClientMiddleware
 from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.guard import GuardMiddleware
+from zeroarchive.monitor.params import BadInput
 from zeroarchive.monitor.refusals import Refusals
 from zeroarchive.monitor.sites_api import Context, build_schema, list_sizes
 from zeroarchive.monitor.stats_cache import StatsCache, StatsView
@@ -67,6 +70,8 @@ def create_app(
     # Set when the server is told to stop: every request's deadline passes at once.
     stopping = threading.Event()
     deadline.guard_engine(engine)
+    # Pages and GraphQL queries alike: each runs in a thread of its own, at most this many.
+    workers = threading.BoundedSemaphore(config.limits.workers)
     # Saving fetches pages and writes: behind a login, or from this machine alone.
     saver = saver or save_page.Saver(
         engine,
@@ -83,6 +88,7 @@ def create_app(
         config.limits,
         refusals,
         stopping,
+        workers,
     )
 
     @contextlib.asynccontextmanager
@@ -104,6 +110,9 @@ def create_app(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def bad_input(request: Request, exc: Exception) -> Response:
+        return refusals.plain(request.scope, 400, str(exc))
 
     middleware = [
         Middleware(ClientMiddleware, trusted=config.trusted_proxies),
@@ -130,6 +139,7 @@ def create_app(
         ],
         middleware=middleware,
         lifespan=lifespan,
+        exception_handlers={BadInput: bad_input},
     )
     app.state.engine = engine
     app.state.stats = stats
@@ -137,5 +147,6 @@ def create_app(
     app.state.charts = charts
     app.state.refusals = refusals
     app.state.stopping = stopping
+    app.state.workers = workers
     app.state.saver = saver
     return app

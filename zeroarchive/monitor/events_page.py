@@ -15,6 +15,7 @@ from zeroarchive.core.clock import utc_iso
 from zeroarchive.events.store import KINDS, Event, get_event, iter_events, monthly_counts
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.params import optional_number
 
 #: Events on the page and in a feed.
 PAGE_EVENTS = 200
@@ -28,9 +29,9 @@ def _kinds(request: Request) -> list[str]:
 
 
 def _site(request: Request) -> int | None:
-    """The ``site`` filter: an id (at most 18 digits, as in paths), else none."""
-    value = request.query_params.get("site", "")
-    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
+    """The ``site`` filter: an id (at most 18 digits, as in paths), none when absent."""
+    site_id = optional_number(request.query_params, "site", -1)
+    return None if site_id == -1 else site_id
 
 
 def events_list(request: Request) -> Response:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.diff import side_by_side
 from zeroarchive.monitor.masking import masked_config, masked_url
+from zeroarchive.monitor.params import optional_number
 from zeroarchive.monitor.stats_cache import StatsView
 from zeroarchive.monitor.timeline import latest, timeline
 from zeroarchive.sources import site_type_names
@@ -137,21 +139,38 @@ def _not_found(request: Request, what: str) -> Response:
     return render(request, "not_found.html", {"what": what}, status=404)
 
 
-def timed(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
-    """A page under MONITOR_REQUEST_SECONDS: its statements are cut at the deadline (or
-    when the server stops) and the page answers 503 in one log line."""
+def timed(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+    """A page as a GraphQL query is run: in a thread of its own, one of MONITOR_WORKERS
+    (503 at once when every one is busy), under MONITOR_REQUEST_SECONDS. At the deadline
+    (or when the server stops) its statements are cut, its long loops (diffs, snippets)
+    stop at their next check, and the client has its 503, in one log line. The worker is
+    given back when the thread ends, not at the 503: the cap counts threads that run."""
 
     @functools.wraps(handler)
-    def run(request: Request) -> Response:
+    async def run(request: Request) -> Response:
         state = request.app.state
-        with deadline.deadline(state.config.limits.request_seconds, state.stopping):
+        workers: threading.BoundedSemaphore = state.workers
+        if not workers.acquire(blocking=False):
+            why = f"busy: {state.config.limits.workers} requests are running"
+            return state.refusals.plain(request.scope, 503, why, **{"Retry-After": "1"})
+
+        def work() -> Response:
             try:
                 return handler(request)
-            except (deadline.TimeUp, DBAPIError):
-                if not deadline.expired():
-                    raise
-                why = "the page ran out of time (MONITOR_REQUEST_SECONDS)"
-                return state.refusals.plain(request.scope, 503, why)
+            except DBAPIError:
+                if deadline.expired():
+                    raise deadline.TimeUp("the request ran out of time") from None
+                raise
+            finally:
+                workers.release()
+
+        try:
+            return await deadline.run_with_deadline(
+                work, state.config.limits.request_seconds, state.stopping
+            )
+        except deadline.TimeUp:
+            why = "the page ran out of time (MONITOR_REQUEST_SECONDS)"
+            return state.refusals.plain(request.scope, 503, why)
 
     return run
 
@@ -283,11 +302,8 @@ def article_page(request: Request) -> Response:
     versions = publication_versions(engine, article_id)
     by_id = {version.publication_id: version for version in versions}
     diff = None
-    try:
-        old_id = int(request.query_params.get("a", ""))
-        new_id = int(request.query_params.get("b", ""))
-    except ValueError:
-        old_id = new_id = 0
+    old_id = optional_number(request.query_params, "a", 0)
+    new_id = optional_number(request.query_params, "b", 0)
     if old_id in by_id and new_id in by_id:
         diff = side_by_side(by_id[old_id].text, by_id[new_id].text)
     elif len(versions) >= 2:

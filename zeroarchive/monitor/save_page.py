@@ -47,6 +47,7 @@ from zeroarchive.events.saving import NotSavable, Resolver, SaveTarget, save_tar
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.clients import SCOPE_KEY, Client
 from zeroarchive.monitor.guard import BodyTooLarge
+from zeroarchive.monitor.params import BadInput, shown
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.sites import SiteStore
@@ -245,8 +246,8 @@ class Saver:
         >>> token = saver.token("ann")
         >>> saver.redeem(token, "bob"), saver.redeem(token, "ann"), saver.redeem(token, "ann")
         (False, True, False)
-        >>> saver.redeem(saver.token("ann", at=0), "ann"), saver.redeem("².x", "ann")
-        (False, False)
+        >>> saver.redeem(saver.token("ann", at=0), "ann")
+        False
         """
         at = now() if at is None else at
         nonce = secrets.token_hex(16)
@@ -254,10 +255,17 @@ class Saver:
 
     def redeem(self, token: str, login: str) -> bool:
         """Whether ``token`` is one of this monitor's, for ``login``, fresh and unused; it
-        is used up when it is."""
+        is used up when it is. BadInput when it is not a token at all.
+
+        >>> from sqlalchemy import create_engine
+        >>> Saver(create_engine("sqlite://"), True).redeem("².x", "ann")
+        Traceback (most recent call last):
+        ...
+        zeroarchive.monitor.params.BadInput: token: not a token of this monitor: '².x'
+        """
         match = TOKEN.fullmatch(token)
         if match is None:
-            return False
+            raise BadInput(f"token: not a token of this monitor: {shown(token)}")
         at, nonce, mac = int(match[1]), match[2], match[3]
         current = now()
         if not 0 <= current - at <= TOKEN_SECONDS:
@@ -334,7 +342,12 @@ async def save_form(request: Request) -> Response:
     except BodyTooLarge as exc:
         return refuse(request.scope, 413, str(exc))
     fields = parse_qs(body.decode("utf-8", errors="replace"))
-    if not saver.redeem((fields.get("token") or [""])[0], client.login if client else ""):
+    token = (fields.get("token") or [""])[0]
+    try:
+        fresh = bool(token) and saver.redeem(token, client.login if client else "")
+    except BadInput as exc:
+        return refuse(request.scope, 400, str(exc))
+    if not fresh:
         return refuse(
             request.scope, 403, "the form's token is missing, used or stale: reload the page"
         )

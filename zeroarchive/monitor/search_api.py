@@ -5,7 +5,6 @@ version the archive has run."""
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from markupsafe import Markup, escape
 from sqlalchemy.engine import Engine
 
 from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.params import cursor_numbers
 from zeroarchive.search import open_index
 from zeroarchive.search.index import (
     MAX_TOTAL,
@@ -103,15 +103,11 @@ def cursor(offset: int) -> str:
 
 
 def offset_after(value: str | None) -> int:
+    """The offset after a cursor's hit (0 without one); BadInput for no cursor of ours."""
     if not value:
         return 0
-    try:
-        kind, _, number = base64.b64decode(value, validate=True).decode().partition(":")
-        if kind == "offset" and number.isdigit():
-            return int(number) + 1
-    except (binascii.Error, UnicodeDecodeError):
-        pass
-    raise GraphQLError(f"after: not a cursor of this search: {value[:40]!r}")
+    [offset] = cursor_numbers(value, "after", "offset", 1, urlsafe=False)
+    return offset + 1
 
 
 def day(value: str | None, name: str) -> int | None:

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from zeroarchive.core.schedule import DAY
 from zeroarchive.monitor import search_api
 from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.params import BadInput, row_id
 from zeroarchive.monitor.query_limits import ListSizes
 from zeroarchive.monitor.stats_cache import StatsCache
 from zeroarchive.storage.browse import (
@@ -125,10 +126,9 @@ def _number(value: Any, name: str) -> int:
     """An id argument as a number; one no row can have (-1) when it is out of a signed
     64-bit column's range, so a huge id finds nothing instead of failing in the driver."""
     try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise GraphQLError(f"{name} must be a number, got {str(value)[:40]!r}") from None
-    return number if 0 <= number < 2**63 else -1
+        return row_id(value, name)
+    except BadInput as exc:
+        raise GraphQLError(str(exc)) from None
 
 
 def _context(info: GraphQLResolveInfo) -> Context:

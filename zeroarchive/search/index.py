@@ -22,6 +22,7 @@ from sqlalchemy import func, select, true
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, FromClause, Select
 
+from zeroarchive.core.deadline import check
 from zeroarchive.search.match import Matcher, Snippet
 from zeroarchive.search.plan import Plan, plan
 from zeroarchive.search.query import Query
@@ -477,6 +478,7 @@ class SharedSearch:
                 )
             }
             for key in chunk:
+                check()  # a request's deadline: texts of megabytes take a while each
                 row = texts[key.publication_id]
                 title, body = normalize(row.title), normalize(row.publication_text)
                 if key.article_id in seen or not matcher.holds(title, body):
@@ -561,6 +563,7 @@ class SharedSearch:
             spans = held[article_id]
             start: int | None = None
             for row in rows:
+                check()
                 holds = matcher.holds(normalize(row.title), normalize(row.publication_text))
                 if holds and start is None:
                     start = row.first_seen_at
