@@ -211,7 +211,7 @@ def test_malformed_save_tokens_are_400(walked: Walked, caplog: pytest.LogCapture
         [line] = [r.getMessage() for r in caplog.records]
         assert "token:" in line and len(line) < 400 and "\n" not in line
     # A missing or stale token is not malformed: still the form's 403.
-    stale = "1." + "0" * 64
+    stale = "1." + "0" * 32 + "." + "0" * 64
     assert [post_form(walked.client, t).status_code for t in ("", stale)] == [403, 403]
 
 

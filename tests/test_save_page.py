@@ -170,7 +170,10 @@ def test_a_form_token_is_good_once_and_for_its_login_only(db: str) -> None:
         later.setenv(FAKE_NOW_ENV, str(T0 + 3601))
         stale = client.post("/save", data={**form, "token": old}, headers=as_ann)
     assert stale.status_code == 403 and "used or stale" in stale.text
-    for bad in ("².x", "9" * 5000, f"{T0}.{'0' * 32}.{'0' * 64}", ""):
+    # Not tokens at all: a 400 (tests/test_monitor_hostile.py); missing or forged: the 403.
+    for bad in ("².x", "9" * 5000):
+        assert client.post("/save", data={**form, "token": bad}, headers=as_ann).status_code == 400
+    for bad in (f"{T0}.{'0' * 32}.{'0' * 64}", ""):
         assert client.post("/save", data={**form, "token": bad}, headers=as_ann).status_code == 403
 
 
