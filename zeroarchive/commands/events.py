@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -11,6 +10,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.commands import site_option
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import open_archive
 
 
@@ -62,16 +62,16 @@ class Command(ScrapyCommand):
             raise UsageError(f"--kind takes {', '.join(KINDS)}, not {', '.join(unknown) or '-'}")
         archive = open_archive(self.settings)
         site_id = None if opts.site is None else site_option(archive, opts.site).site_id
-        shown = 0
+        listed = 0
         for event in iter_events(archive.engine, site_id, kinds, opts.since):
-            shown += 1
+            listed += 1
             if opts.json:
-                print(json.dumps(event.as_json(), ensure_ascii=False))
+                print(json_line(event.as_json()))
                 continue
             when = utc_minute(event.detected_at, "-")
             print(
-                f"{when:16}  {event.kind:8}  {event.evidence[:40]:40}  "
-                f"{event.site[:20]:20}  {event.url}"
+                f"{when:16}  {event.kind:8}  {shown(event.evidence)[:40]:40}  "
+                f"{shown(event.site)[:20]:20}  {shown(event.url)}"
             )
         if not opts.json:
-            print(f"{shown} event(s)")
+            print(f"{listed} event(s)")

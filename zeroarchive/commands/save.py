@@ -9,6 +9,7 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
 from zeroarchive.events.saving import NotSavable, save_targets
 from zeroarchive.storage.archive import open_archive
 
@@ -53,7 +54,7 @@ class Command(ScrapyCommand):
         try:
             targets = save_targets(archive, args, asked_at)
         except NotSavable as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(shown(str(exc))) from None
         sites = {target.site.site_id: target.site for target in targets}
         assert self.crawler_process is not None
         for site in sites.values():
@@ -68,6 +69,7 @@ class Command(ScrapyCommand):
         taken = archive.articles.last_snapshot_times([t.url for t in targets])
         for target in targets:
             saved = taken[target.url] >= asked_at
-            print(f"{'saved' if saved else 'NOT saved'} {target.url} ({target.site.name})")
+            said = f"{'saved' if saved else 'NOT saved'} {target.url} ({target.site.name})"
+            print(shown(said))
             if not saved:
                 self.exitcode = 1

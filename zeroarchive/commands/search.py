@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -11,6 +10,7 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import newest_parser_version
 
@@ -47,9 +47,9 @@ def readable(hit: Hit, number: int) -> str:
         else "undated"
     )
     lines = [
-        f"{number}. {hit.title or '(no title)'}",
-        f"   {hit.site} · {when} · {hit.url}",
-        f"   {hit.snippet.marked()}",
+        f"{number}. {shown(hit.title or '(no title)')}",
+        f"   {shown(hit.site)} · {when} · {shown(hit.url)}",
+        f"   {shown(hit.snippet.marked())}",
     ]
     if hit.versions is not None:
         spans = ", ".join(
@@ -186,7 +186,7 @@ class Command(ScrapyCommand):
             return
         for number, hit in enumerate(hits.hits, 1):
             if opts.json:
-                print(json.dumps(hit.as_json(), ensure_ascii=False))
+                print(json_line(hit.as_json()))
             else:
                 print(readable(hit, number))
         sys.stdout.flush()

@@ -9,8 +9,8 @@ from typing import Any
 from ariadne import ObjectType
 from graphql import GraphQLError, GraphQLResolveInfo
 
+from zeroarchive.core.shown import masked_url
 from zeroarchive.events.store import KINDS, Event, iter_events
-from zeroarchive.monitor.masking import masked_url
 from zeroarchive.storage.sites import MAX_ID
 
 MAX_FIRST = 500
@@ -103,7 +103,6 @@ for _field, _attr in {
     "kind": "kind",
     "articleId": "article_id",
     "siteId": "site_id",
-    "site": "site",
     "detectedAt": "detected_at",
     "evidence": "evidence",
     "beforeSnapshotAt": "before_snapshot_at",
@@ -111,6 +110,7 @@ for _field, _attr in {
 }.items():
     event_type.set_field(_field, lambda obj, _info, _a=_attr: getattr(obj, _a))
 event_type.set_field("url", lambda event, _info: masked_url(event.url))
+event_type.set_field("site", lambda event, _info: masked_url(event.site))
 
 
 @event_type.field("diff")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jinja2
 from markupsafe import Markup
 from sqlalchemy.exc import DBAPIError, NoResultFound
 from starlette.convertors import Convertor, register_url_convertor
@@ -20,12 +21,13 @@ from starlette.templating import Jinja2Templates
 
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.schedule import STOP
+from zeroarchive.core.shown import html_safe, masked_url
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.diff import side_by_side
-from zeroarchive.monitor.masking import masked_config, masked_url
+from zeroarchive.monitor.masking import masked_config
 from zeroarchive.monitor.stats_cache import StatsView
 from zeroarchive.monitor.timeline import latest, timeline
 from zeroarchive.sources import site_type_names
@@ -87,10 +89,47 @@ def next_snapshot(ts: int) -> str:
     return "never again" if ts == STOP else when(ts)
 
 
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+def _finalize(value: Any) -> Any:
+    """Every ``{{ value }}`` of every template, before HTML escaping: no control character
+    reaches a page as itself (escaped as in zeroarchive.core.shown)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return html_safe(value)
+    return value
+
+
+def shown_url(url: str | None) -> Markup:
+    """A URL shown to a person: credentials masked, controls escaped, isolated left to
+    right (an override or right-to-left text in it reorders nothing around it).
+
+    >>> shown_url("https://u:pw@h.example/\u202ea<b>\x01")
+    Markup('<bdi dir="ltr">https://***@h.example/\u202ea&lt;b&gt;\\x01</bdi>')
+    """
+    return Markup('<bdi dir="ltr">{}</bdi>').format(html_safe(masked_url(url or "")))
+
+
+def shown(text: Any) -> Markup:
+    """Text from the web or the sites' table (a site's name, a title, evidence) shown
+    inline: credentials masked, controls escaped, isolated in its own direction.
+
+    >>> shown("saved:u:pw@farm.example\u202e"), shown(None)
+    (Markup('<bdi>saved:***@farm.example\u202e</bdi>'), Markup('<bdi></bdi>'))
+    """
+    return Markup("<bdi>{}</bdi>").format(html_safe(masked_url("" if text is None else str(text))))
+
+
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=jinja2.select_autoescape(),
+        finalize=_finalize,
+    )
+)
 templates.env.filters["when"] = when
 templates.env.filters["next_snapshot"] = next_snapshot
+# Plain masked text, for where markup cannot go (a title, an attribute, an option).
 templates.env.filters["masked_url"] = masked_url
+templates.env.filters["shown_url"] = shown_url
+templates.env.filters["shown"] = shown
 
 
 def current_nav(path: str) -> str:
@@ -156,7 +195,7 @@ def flags(row: SiteStats) -> list[str]:
 
 
 def _dashboard_label(row: SiteStats) -> str:
-    return f"new articles per day of {row.name}"
+    return f"new articles per day of {masked_url(row.name)}"
 
 
 class Charts:
@@ -193,7 +232,7 @@ def dashboard(request: Request) -> Response:
     chosen_active = request.query_params.get("active", "")
     if chosen_active not in ACTIVE_CHOICES:
         chosen_active = ""
-    urls = {site.site_id: masked_url(site.url) for site in find_sites(request.app.state.engine)}
+    urls = {site.site_id: site.url for site in find_sites(request.app.state.engine)}
     rows = [
         row
         for row in view.sites
@@ -209,7 +248,7 @@ def dashboard(request: Request) -> Response:
                 (
                     row,
                     flags(row),
-                    charts.of(view, row.site_id, f"new articles per day of {row.name}"),
+                    charts.of(view, row.site_id, _dashboard_label(row)),
                     urls.get(row.site_id, ""),
                 )
                 for row in rows

@@ -37,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from zeroarchive.core.clock import now
+from zeroarchive.core.shown import masked_url
 from zeroarchive.events.saving import NotSavable, SaveTarget, save_targets
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.guard import BodyTooLarge
@@ -184,11 +185,11 @@ def resolve_save(
     try:
         started = saver.save(url, watch)
     except SaveRefused as exc:
-        raise GraphQLError(str(exc)) from None
+        raise GraphQLError(masked_url(str(exc))) from None
     return [
         {
-            "url": target.url,
-            "site": target.site.name,
+            "url": masked_url(target.url),
+            "site": masked_url(target.site.name),
             "siteId": target.site.site_id,
             "source": target.source.name,
         }
@@ -232,7 +233,9 @@ async def save_form(request: Request) -> Response:
     try:
         started = await run_in_threadpool(saver.save, urls, watch)
     except SaveRefused as exc:
-        request.app.state.refusals.note(request.scope, 400, str(exc), "answered with errors")
+        request.app.state.refusals.note(
+            request.scope, 400, masked_url(str(exc)), "answered with errors"
+        )
         context["error"] = str(exc)
         return pages.render(request, "save.html", context, status=400)
     context["saved"] = started.targets
