@@ -180,10 +180,14 @@ class Hostile:
 def build_hostile(db_url: str) -> Hostile:
     """``build``'s archive made hostile, as stored data can be whatever wrote it (an old
     save, an import, a sync): the news site renamed ``HOSTILE_NAME``, its snapshotted
-    article at ``SECRET_URL`` (snapshots and versions too, the latest version titled
-    ``HOSTILE_TITLE``), the content farm the ad-hoc site ``ADHOC_NAME`` with a password in
-    its URL, and a takedown event on each with ``HOSTILE_EVIDENCE``."""
+    article at ``SECRET_URL`` (snapshots and versions too, the versions titled
+    ``HOSTILE_TITLE`` and indexed for search), the content farm the ad-hoc site
+    ``ADHOC_NAME`` with a password in its URL, and a takedown event on each with
+    ``HOSTILE_EVIDENCE``."""
     from zeroarchive.events.store import insert_event
+    from zeroarchive.search import open_index
+    from zeroarchive.search.reindex import reindex
+    from zeroarchive.storage.publications import newest_parser_version
     from zeroarchive.storage.schema import article_event, article_snapshot, publication, site
 
     built = build(db_url)
@@ -226,4 +230,5 @@ def build_hostile(db_url: str) -> Hostile:
                 conn, "deleted", article_id, site_id, NOW - HOUR, HOSTILE_EVIDENCE, None, NOW
             )
         event_ids = tuple(conn.execute(select(article_event.c.event_id)).scalars())
+    reindex(engine, open_index(engine), newest_parser_version(engine) or "")
     return Hostile(built, event_ids)

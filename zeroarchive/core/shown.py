@@ -22,11 +22,17 @@ MASK = "***"
 # password may hold "@", "/", "?" or "#" unescaped (people write them so), so after a ":"
 # that does not start a port the userinfo runs to the last "@" before a space. Ad-hoc
 # sites of saved pages were once named "saved:<netloc>" (sites.record.ADHOC_PREFIX), a
-# netloc with its userinfo: masked the same way wherever such a name is shown.
+# netloc with its userinfo: masked the same way wherever such a name is shown. A netloc
+# without its scheme ("invalid hostname: user:pw@host" in an error) is masked when a
+# user and a password of URL characters come before a host with a dot.
 _USERINFO = re.compile(
-    r"(?<=//)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)|(?<=saved:)[^\s/?#]*@"
+    r"(?<=//)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)"
+    r"|(?<=saved:)[^\s/?#]*@"
+    r"|(?<![\w.~%!$&'*+;=:-])(?!saved:)[\w.~%!$&'*+;=-]+:[\w.~%!$&'*+;=:-]*@"
+    r"(?=[\w-]+(?:\.[\w-]+)+|\[)"
 )
 _WORD = re.compile(r"\S+")
+_HOST = re.compile(r"[\w.\[-]*")
 # C0 and C1 controls (ANSI escapes start with ESC or CSI), DEL, bidi embeddings, overrides
 # and isolates, line and paragraph separators, lone surrogates and the XML non-characters.
 _BIDI_AND_BEYOND = "\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff"
@@ -39,11 +45,12 @@ _UNSAFE_IN_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\
 
 
 def _masked_word(word: str) -> str:
-    if "@" not in word or ("//" not in word and "saved:" not in word):
+    if "@" not in word or ":" not in word:
         return word
-    # Only up to the word's last "@": a userinfo cannot end after it, and a long tail of
-    # "//x:y" without one would cost the pattern quadratic time.
+    # Only up to the word's last "@" and the host after it: a userinfo cannot end later,
+    # and a long tail of "//x:y" without an "@" would cost the pattern quadratic time.
     end = word.rindex("@") + 1
+    end = _HOST.match(word, end).end()  # type: ignore[union-attr]
     return _USERINFO.sub(f"{MASK}@", word[:end]) + word[end:]
 
 
@@ -63,6 +70,8 @@ def masked_url(text: str) -> str:
     ('saved:***@farm.example', 'saved:farm.example')
     >>> masked_url("saved:facebook:https://m.facebook.com/@page")
     'saved:facebook:https://m.facebook.com/@page'
+    >>> masked_url("(invalid hostname: reader:pw@127.0.0.1) Re:Zero@Comiket bob@x.tw")
+    '(invalid hostname: ***@127.0.0.1) Re:Zero@Comiket bob@x.tw'
     """
     if "@" not in text:
         return text

@@ -104,13 +104,14 @@ for _field, _attr in {
     "articleId": "article_id",
     "siteId": "site_id",
     "detectedAt": "detected_at",
-    "evidence": "evidence",
     "beforeSnapshotAt": "before_snapshot_at",
     "afterSnapshotAt": "after_snapshot_at",
 }.items():
     event_type.set_field(_field, lambda obj, _info, _a=_attr: getattr(obj, _a))
 event_type.set_field("url", lambda event, _info: masked_url(event.url))
 event_type.set_field("site", lambda event, _info: masked_url(event.site))
+# A redirect's evidence names where it went.
+event_type.set_field("evidence", lambda event, _info: masked_url(event.evidence))
 
 
 @event_type.field("diff")

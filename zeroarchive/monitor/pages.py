@@ -101,8 +101,8 @@ def shown_url(url: str | None) -> Markup:
     """A URL shown to a person: credentials masked, controls escaped, isolated left to
     right (an override or right-to-left text in it reorders nothing around it).
 
-    >>> shown_url("https://u:pw@h.example/\u202ea<b>\x01")
-    Markup('<bdi dir="ltr">https://***@h.example/\u202ea&lt;b&gt;\\x01</bdi>')
+    >>> shown_url("https://u:pw@h.example/\\u202ea<b>\\x01")
+    Markup('<bdi dir="ltr">https://***@h.example/\\u202ea&lt;b&gt;\\\\x01</bdi>')
     """
     return Markup('<bdi dir="ltr">{}</bdi>').format(html_safe(masked_url(url or "")))
 
@@ -111,8 +111,8 @@ def shown(text: Any) -> Markup:
     """Text from the web or the sites' table (a site's name, a title, evidence) shown
     inline: credentials masked, controls escaped, isolated in its own direction.
 
-    >>> shown("saved:u:pw@farm.example\u202e"), shown(None)
-    (Markup('<bdi>saved:***@farm.example\u202e</bdi>'), Markup('<bdi></bdi>'))
+    >>> shown("saved:u:pw@farm.example\\u202e"), shown(None)
+    (Markup('<bdi>saved:***@farm.example\\u202e</bdi>'), Markup('<bdi></bdi>'))
     """
     return Markup("<bdi>{}</bdi>").format(html_safe(masked_url("" if text is None else str(text))))
 
