@@ -299,7 +299,8 @@ def test_article_page_and_diff(client: TestClient, built: Built) -> None:
     # One timeline: snapshot, version 1, the unchanged snapshot, the edit, version 2.
     kinds = re.findall(r'<li class="(snapshot|version)">', page.text)
     assert kinds == ["snapshot", "version", "snapshot", "snapshot", "version"]
-    assert f'<a href="/sites/{built.sites["ltn"]}"><bdi>ltn</bdi></a>' in page.text  # up to the site
+    # Up to the site.
+    assert f'<a href="/sites/{built.sites["ltn"]}"><bdi>ltn</bdi></a>' in page.text
     assert len(re.findall(r"<tr class=\"version\" id=\"v\d+\">", page.text)) == 2
     assert 'id="diff"' not in page.text  # until two versions are chosen
     ids = [int(found) for found in re.findall(r'<option value="(\d+)"', page.text)][:2]
