@@ -24,12 +24,14 @@ MASK = "***"
 # sites of saved pages were once named "saved:<netloc>" (sites.record.ADHOC_PREFIX), a
 # netloc with its userinfo: masked the same way wherever such a name is shown. A netloc
 # without its scheme ("invalid hostname: user:pw@host" in an error) is masked when a
-# user and a password of URL characters come before a host with a dot.
+# user and a password of URL characters come before a host with a dot. A user whose
+# password already reads "***" (core.services.safe_url's form, the operator's own
+# database and redis URLs) is left as it is.
 _USERINFO = re.compile(
-    r"(?<=//)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)"
+    r"(?<=//)(?![^\s/?#@:]*:\*\*\*@)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)"
     r"|(?<=saved:)[^\s/?#]*@"
-    r"|(?<![\w.~%!$&'*+;=:-])(?!saved:)[\w.~%!$&'*+;=-]+:[\w.~%!$&'*+;=:-]*@"
-    r"(?=[\w-]+(?:\.[\w-]+)+|\[)"
+    r"|(?<![\w.~%!$&'*+;=:-])(?!saved:)(?![\w.~%!$&'*+;=-]+:\*\*\*@)"
+    r"[\w.~%!$&'*+;=-]+:[\w.~%!$&'*+;=:-]*@(?=[\w-]+(?:\.[\w-]+)+|\[)"
 )
 _WORD = re.compile(r"\S+")
 _HOST = re.compile(r"[\w.\[-]*")
@@ -72,6 +74,8 @@ def masked_url(text: str) -> str:
     'saved:facebook:https://m.facebook.com/@page'
     >>> masked_url("(invalid hostname: reader:pw@127.0.0.1) Re:Zero@Comiket bob@x.tw")
     '(invalid hostname: ***@127.0.0.1) Re:Zero@Comiket bob@x.tw'
+    >>> masked_url("mysql+pymysql://arch:***@db:3306/a redis://:***@q:6379 http://root@db/")
+    'mysql+pymysql://arch:***@db:3306/a redis://:***@q:6379 http://***@db/'
     """
     if "@" not in text:
         return text
