@@ -259,3 +259,5 @@ MONITOR_WORKERS = 4
 # for longer than this many seconds count as overdue.
 SITE_STATS_OVERDUE_SECONDS = 3600
 SITE_STATS_QUIET_DAYS = 3
+# A site whose latest walk began this long after its list pages last answered is flagged.
+SITE_STATS_UNANSWERED_SECONDS = 86400

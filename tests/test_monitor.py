@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from graphql import print_type
-from sqlalchemy import update
+from sqlalchemy import select, update
 from starlette.testclient import TestClient
 
 from tests.conftest import REPO, scrapy
@@ -31,10 +31,13 @@ from tests.monitor_archive import (
     Built,
     build,
 )
+from zeroarchive.core.schedule import DAY, STOP
 from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import MonitorConfig
+from zeroarchive.monitor.pages import when
 from zeroarchive.monitor.sites_api import build_schema
 from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.schema import article
 from zeroarchive.storage.schema import site as site_table
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
@@ -316,6 +319,59 @@ def test_article_page_and_diff(client: TestClient, built: Built) -> None:
     assert all("<mark>結束</mark>禁食" in new for _, new in changed)
     assert '<tr class="equal">' in compared.text  # unchanged lines face each other
     assert client.get("/articles/99999").status_code == 404
+
+
+def test_pages_say_when_an_article_is_looked_at_next_and_which_sites_do_not_answer(
+    db_url: str, built: Built
+) -> None:
+    engine = open_archive(url=db_url).engine
+    with engine.begin() as conn:
+        # The news article awaits the check that confirms a first 404.
+        conn.execute(
+            update(article)
+            .where(article.c.article_id == built.article_id)
+            .values(gone_at=NOW - 60, gone_evidence="404", next_snapshot_at=NOW + 540)
+        )
+        # The farm's article finished its plan; the long-tail watch looks again in a week.
+        conn.execute(
+            update(article)
+            .where(article.c.site_id == built.sites["farm"])
+            .values(next_snapshot_at=STOP, stop_reason="plan_complete", watch_at=NOW + 7 * DAY)
+        )
+        # Walks ran on the walled site; not one of its list pages ever answered.
+        conn.execute(
+            update(site_table)
+            .where(site_table.c.site_id == built.sites["walled"])
+            .values(last_crawl_at=NOW - 600)
+        )
+        farm_article = conn.execute(
+            select(article.c.article_id).where(article.c.site_id == built.sites["farm"])
+        ).scalar_one()
+    with make_client(db_url) as client:
+        suspected = client.get(f"/articles/{built.article_id}").text
+        status = re.search(r'<p id="status"[^>]*>(.*?)</p>', suspected, re.S)
+        assert status is not None
+        assert status.group(1) == (
+            # The evidence isolated: it may be a redirect's URL or a notice's words.
+            f"Suspected gone (<bdi>404</bdi>) since {when(NOW - 60)} UTC; checking again at "
+            f"{when(NOW + 540)} UTC to confirm."
+        )
+        check = re.search(r'<dd id="next-check">(.*?)</dd>', suspected)
+        assert check is not None and "(deletion check: looks gone (404)" in check.group(1)
+        watched = client.get(f"/articles/{farm_article}").text
+        check = re.search(r'<dd id="next-check">(.*?)</dd>', watched)
+        assert check is not None
+        assert check.group(1) == f"{when(NOW + 7 * DAY)} UTC (the long-tail watch)"
+        assert "never again" not in watched and 'id="status"' not in watched
+        site_page = client.get(f"/sites/{built.sites['farm']}").text
+        assert f"{when(NOW + 7 * DAY)} UTC (the long-tail watch)" in site_page
+        dashboard = client.get("/").text
+        row_of = {
+            int(found.group(1)): found.group(0)
+            for found in re.finditer(r'data-site-id="(\d+)">.*?</tr>', dashboard, re.S)
+        }
+        assert "flag-never-answered" in row_of[built.sites["walled"]]
+        assert "never-answered" not in row_of[built.sites["ltn"]]
 
 
 def test_archived_page_is_safe(client: TestClient, built: Built) -> None:

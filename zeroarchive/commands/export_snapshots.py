@@ -9,7 +9,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands import site_option
+from zeroarchive.commands import TIME_METAVAR, site_option, time_option
 from zeroarchive.core.atomic import open_text_output
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
@@ -53,7 +53,13 @@ class Command(ScrapyCommand):
             "the snapshots' metadata (no pages) partitioned by site and month",
         )
         parser.add_argument("--site", help="only this site (id or name)")
-        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
+        parser.add_argument(
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="only snapshots at or after this time (unix seconds, YYYY-MM-DD or "
+            "YYYY-MM-DDTHH:MM, UTC)",
+        )
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import TIME_METAVAR, time_option
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.core.shown import json_line, shown
@@ -18,15 +19,6 @@ if TYPE_CHECKING:
     from zeroarchive.search.index import Hit
 
 MAX_LIMIT = 10_000
-
-
-def day(value: str, option: str) -> int:
-    """A YYYY-MM-DD day as the unix time of its start (UTC)."""
-    try:
-        date = dt.date.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{option} takes a day as YYYY-MM-DD, not {value!r}") from None
-    return int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
 
 
 def site_ids(archive: Archive, names: list[str]) -> tuple[int, ...]:
@@ -66,7 +58,7 @@ class Command(ScrapyCommand):
 
     def syntax(self) -> str:
         return (
-            "QUERY [--site NAME]... [--since YYYY-MM-DD] [--until YYYY-MM-DD] "
+            "QUERY [--site NAME]... [--since TIME] [--until TIME] "
             "[--all-versions] [--sort relevance|date] [--limit N] [--fold-chinese] [--json]"
         )
 
@@ -99,10 +91,17 @@ class Command(ScrapyCommand):
             help="only this site (name or id); repeat for several",
         )
         parser.add_argument(
-            "--since", metavar="YYYY-MM-DD", help="published on or after this UTC day"
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="published on or after this time (YYYY-MM-DD, YYYY-MM-DDTHH:MM or unix "
+            "seconds, UTC)",
         )
         parser.add_argument(
-            "--until", metavar="YYYY-MM-DD", help="published on or before this UTC day"
+            "--until",
+            type=time_option(until=True),
+            metavar=TIME_METAVAR,
+            help="published before this time (a day: on or before it)",
         )
         parser.add_argument(
             "--all-versions",
@@ -143,8 +142,7 @@ class Command(ScrapyCommand):
 
         if not 1 <= opts.limit <= MAX_LIMIT:
             raise UsageError(f"--limit takes 1 to {MAX_LIMIT}, not {opts.limit}")
-        since = day(opts.since, "--since") if opts.since else None
-        until = day(opts.until, "--until") + 86400 if opts.until else None
+        since, until = opts.since, opts.until
         fold = None
         if opts.fold_chinese:
             from zeroarchive.search.fold import chinese_forms

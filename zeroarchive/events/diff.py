@@ -105,3 +105,14 @@ def edit_diff(before: tuple[str, str], after: tuple[str, str]) -> dict[str, Any]
         if name in fields:
             result[name] = [list(op) for op in diff(old, new)]
     return result
+
+
+def inline(ops: Sequence[Sequence[str]]) -> str:
+    """A diff on one line for a terminal or a feed: removed runs as ``[-…-]``, added ones as
+    ``{+…+}`` (wdiff's marks).
+
+    >>> inline([("=", "市長今天宣布調"), ("-", "漲"), ("+", "降"), ("=", "票價")])
+    '市長今天宣布調[-漲-]{+降+}票價'
+    """
+    marks = {"=": ("", ""), "-": ("[-", "-]"), "+": ("{+", "+}")}
+    return "".join(f"{marks[op][0]}{text}{marks[op][1]}" for op, text in ops)

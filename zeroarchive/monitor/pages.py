@@ -20,8 +20,8 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from zeroarchive.core.clock import utc_minute
-from zeroarchive.core.schedule import STOP
 from zeroarchive.core.shown import html_safe, masked_url
+from zeroarchive.events.next_check import ArticleState, NextCheck, next_check
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
@@ -32,6 +32,7 @@ from zeroarchive.monitor.stats_cache import StatsView
 from zeroarchive.monitor.timeline import latest, timeline
 from zeroarchive.sources import site_type_names
 from zeroarchive.storage.browse import (
+    ArticleRow,
     find_article,
     find_sites,
     latest_titles,
@@ -85,8 +86,20 @@ def when(ts: int | None) -> str:
     return utc_minute(ts)
 
 
-def next_snapshot(ts: int) -> str:
-    return "never again" if ts == STOP else when(ts)
+def article_check(row: ArticleRow) -> NextCheck:
+    """When the article is looked at next, and why (zeroarchive/events/next_check.py)."""
+    return next_check(
+        ArticleState(
+            next_snapshot_at=row.next_snapshot_at,
+            watch_at=row.watch_at,
+            gone_at=row.gone_at,
+            gone_evidence=row.gone_evidence,
+            deleted_at=row.deleted_at,
+            stop_reason=row.stop_reason,
+            redirect_to=row.redirect_to,
+            failure_count=row.failure_count,
+        )
+    )
 
 
 def _finalize(value: Any) -> Any:
@@ -127,7 +140,7 @@ templates = Jinja2Templates(
     )
 )
 templates.env.filters["when"] = when
-templates.env.filters["next_snapshot"] = next_snapshot
+templates.env.filters["next_check"] = article_check
 # Plain masked text, for where markup cannot go (a title, an attribute, an option).
 templates.env.filters["masked_url"] = masked_url
 templates.env.filters["shown_url"] = shown_url
@@ -193,6 +206,10 @@ def flags(row: SiteStats) -> list[str]:
         found.append("failing")
     if row.blocked:
         found.append("blocked")
+    if row.unanswered == "never":
+        found.append("never-answered")
+    elif row.unanswered == "stopped":
+        found.append("stopped-answering")
     return found
 
 
