@@ -26,11 +26,12 @@ MASK = "***"
 # without its scheme ("invalid hostname: user:pw@host" in an error) is masked when a
 # user and a password of URL characters come before a host with a dot. A user whose
 # password already reads "***" (core.services.safe_url's form, the operator's own
-# database and redis URLs) is left as it is.
+# database and redis URLs) is left as it is, when no other "@" follows in the word (the
+# patterns run on a word cut after its last "@" and host).
 _USERINFO = re.compile(
-    r"(?<=//)(?![^\s/?#@:]*:\*\*\*@)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)"
+    r"(?<=//)(?![^\s/?#@:]*:\*\*\*@[^@]*$)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)"
     r"|(?<=saved:)[^\s/?#]*@"
-    r"|(?<![\w.~%!$&'*+;=:-])(?!saved:)(?![\w.~%!$&'*+;=-]+:\*\*\*@)"
+    r"|(?<![\w.~%!$&'*+;=:-])(?!saved:)(?![\w.~%!$&'*+;=-]+:\*\*\*@[^@]*$)"
     r"[\w.~%!$&'*+;=-]+:[\w.~%!$&'*+;=:-]*@(?=[\w-]+(?:\.[\w-]+)+|\[)"
 )
 _WORD = re.compile(r"\S+")
@@ -76,6 +77,8 @@ def masked_url(text: str) -> str:
     '(invalid hostname: ***@127.0.0.1) Re:Zero@Comiket bob@x.tw'
     >>> masked_url("mysql+pymysql://arch:***@db:3306/a redis://:***@q:6379 http://root@db/")
     'mysql+pymysql://arch:***@db:3306/a redis://:***@q:6379 http://***@db/'
+    >>> masked_url("http://u:***@x:pw@h.example/ u:***@x:pw@h.example")
+    'http://***@h.example/ u:***@***@h.example'
     """
     if "@" not in text:
         return text
