@@ -263,9 +263,15 @@ def test_commands_print_no_password_nor_control_characters(tmp_path: Path) -> No
         run = scrapy(*command, db_url=db_url, cwd=tmp_path)
         assert run.returncode == 0, run.output
         runs[" ".join(command)] = run
+    # A URL that cannot be saved is named in the refusal, masked and escaped.
+    refused = scrapy(
+        "save", f"ftp://reader:{SECRET}@farm.example/\x1b[2J", db_url=db_url, cwd=tmp_path
+    )
+    assert refused.returncode == 2 and "ftp://***@farm.example/" in refused.output, refused.output
+    runs["save"] = refused
     for name, run in runs.items():
         assert SECRET not in run.output, name
-        assert _acting(run.stdout.replace("\n", "")) == [], (name, run.stdout)
+        assert _acting(run.output.replace("\n", "")) == [], (name, run.output)
     assert "saved:***@farm.example  https://***@farm.example/" in runs["sites"].stdout
     assert "自由\\x01時報\\x0b\\x1b[31m\\u202egpj.exe" in runs["site_stats"].stdout
     events = [json.loads(line) for line in runs["events --json"].stdout.splitlines()]
