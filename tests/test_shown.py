@@ -132,14 +132,16 @@ def test_log_records_are_masked_whatever_writes_them(caplog: pytest.LogCaptureFi
 # --- The monitor -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def hostile(db_url: str) -> Hostile:
-    return build_hostile(db_url)
+@pytest.fixture(scope="module")
+def hostile(module_db_url: str) -> Hostile:
+    """Built once per engine: the monitor's tests here only read (a refused save writes
+    nothing)."""
+    return build_hostile(module_db_url)
 
 
 @pytest.fixture
-def client(db_url: str, hostile: Hostile) -> Iterator[TestClient]:
-    with make_client(db_url) as client:
+def client(module_db_url: str, hostile: Hostile) -> Iterator[TestClient]:
+    with make_client(module_db_url) as client:
         yield client
 
 
