@@ -62,6 +62,8 @@ _passwords = st.text(st.sampled_from(_USER + "@:/?#"), min_size=1, max_size=12)
 def test_masked_url_leaves_nothing_of_the_userinfo(user: str, password: str, tail: str) -> None:
     # "http://host:8080/@someone" has no userinfo: a password of digits then "/" reads so.
     assume(not re.match(r"[0-9]*(?:[/?#]|$)", password))
+    # "user:***@" is what core.services.safe_url prints: masked already.
+    assume(password != "***" and re.sub("[/?#]", "", password) != "***")
     url = f"https://{user}:{password}@news.example:8443{tail}"
     # An ad-hoc site's name held a netloc, which ends at the first "/", "?" or "#".
     in_name = re.sub("[/?#]", "", password) or "x"
