@@ -190,8 +190,15 @@ _left_out = (
     "scrapy.extensions.remote_control.RemoteControl",
     "scrapy.extensions.telnet.TelnetConsole",
 )
+# Ours in the base list, so an EXTENSIONS of the operator's cannot drop it: no password of
+# a URL in the crawl's log (zeroarchive/crawl/masked_logs.py).
 EXTENSIONS_BASE = {
-    name: order for name, order in _scrapy_defaults.EXTENSIONS_BASE.items() if name not in _left_out
+    "zeroarchive.crawl.masked_logs.MaskedLogs": 0,
+    **{
+        name: order
+        for name, order in _scrapy_defaults.EXTENSIONS_BASE.items()
+        if name not in _left_out
+    },
 }
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,

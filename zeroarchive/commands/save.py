@@ -10,6 +10,7 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
 from zeroarchive.core.targets import allow_private_targets
 from zeroarchive.crawl.asked import AskedAnswers
 from zeroarchive.events.saving import NotSavable, save_targets
@@ -59,7 +60,7 @@ class Command(ScrapyCommand):
         try:
             targets = save_targets(archive, args, asked_at, allow_private_targets(self.settings))
         except NotSavable as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(shown(str(exc))) from None
         sites = {target.site.site_id: target.site for target in targets}
         ids = archive.articles.ids_of([target.url for target in targets])
         asked = AskedAnswers(ids.values())
@@ -77,10 +78,10 @@ class Command(ScrapyCommand):
         taken = archive.articles.last_snapshot_times([t.url for t in targets])
         for target in targets:
             if taken[target.url] >= asked_at:
-                print(f"saved {target.url} ({target.site.name})")
+                print(shown(f"saved {target.url} ({target.site.name})"))
             else:
                 why = asked.why_not(ids.get(target.url, 0))
-                print(f"NOT saved {target.url} ({target.site.name}): {why}")
+                print(shown(f"NOT saved {target.url} ({target.site.name}): {why}"))
                 self.exitcode = 1
         if self.exitcode == 0:
             print(

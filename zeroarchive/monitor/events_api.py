@@ -9,9 +9,9 @@ from typing import Any
 from ariadne import ObjectType
 from graphql import GraphQLError, GraphQLResolveInfo
 
+from zeroarchive.core.shown import masked_url
 from zeroarchive.events.store import KINDS, Event, iter_events
-from zeroarchive.monitor.masking import masked_url
-from zeroarchive.monitor.params import BadInput, cursor_numbers, number, shown
+from zeroarchive.monitor.params import BadInput, cursor_numbers, number, quoted
 from zeroarchive.storage.sites import MAX_ID
 
 MAX_FIRST = 500
@@ -82,7 +82,7 @@ def resolve_events(
         try:
             site_id = number(str(site), "site", 1, MAX_ID)
         except BadInput:
-            raise GraphQLError(f"site must be a site id, got {shown(str(site))}") from None
+            raise GraphQLError(f"site must be a site id, got {quoted(str(site))}") from None
     cursor = decode_cursor(after) if after else None
     engine = info.context.engine
     items = list(
@@ -98,14 +98,15 @@ for _field, _attr in {
     "kind": "kind",
     "articleId": "article_id",
     "siteId": "site_id",
-    "site": "site",
     "detectedAt": "detected_at",
-    "evidence": "evidence",
     "beforeSnapshotAt": "before_snapshot_at",
     "afterSnapshotAt": "after_snapshot_at",
 }.items():
     event_type.set_field(_field, lambda obj, _info, _a=_attr: getattr(obj, _a))
 event_type.set_field("url", lambda event, _info: masked_url(event.url))
+event_type.set_field("site", lambda event, _info: masked_url(event.site))
+# A redirect's evidence names where it went.
+event_type.set_field("evidence", lambda event, _info: masked_url(event.evidence))
 
 
 @event_type.field("diff")

@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup
+import jinja2
+from markupsafe import Markup, escape
 from sqlalchemy.exc import DBAPIError, NoResultFound
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
@@ -20,13 +21,14 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from zeroarchive.core.clock import utc_minute
+from zeroarchive.core.shown import html_safe, masked_url
 from zeroarchive.events.next_check import ArticleState, NextCheck, next_check
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.diff import side_by_side
-from zeroarchive.monitor.masking import masked_config, masked_url
+from zeroarchive.monitor.masking import masked_config
 from zeroarchive.monitor.params import optional_number
 from zeroarchive.monitor.stats_cache import StatsView
 from zeroarchive.monitor.timeline import latest, timeline
@@ -102,10 +104,49 @@ def article_check(row: ArticleRow) -> NextCheck:
     )
 
 
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+def _finalize(value: Any) -> Any:
+    """Every ``{{ value }}`` of every template, before HTML escaping: no control character
+    reaches a page as itself (escaped as in zeroarchive.core.shown)."""
+    # Most values are numbers, times and ASCII words: the checks of C are enough for them.
+    if type(value) is str and not (value.isascii() and value.isprintable()):
+        return html_safe(value)
+    return value
+
+
+def shown_url(url: str | None) -> Markup:
+    """A URL shown to a person: credentials masked, controls escaped, isolated left to
+    right (an override or right-to-left text in it reorders nothing around it).
+
+    >>> shown_url("https://u:pw@h.example/\\u202ea<b>\\x01")
+    Markup('<bdi dir="ltr">https://***@h.example/\\u202ea&lt;b&gt;\\\\x01</bdi>')
+    """
+    # Concatenated, not Markup.format: that formats in Python, a tenth of the dashboard.
+    return Markup(f'<bdi dir="ltr">{escape(html_safe(masked_url(url or "")))}</bdi>')
+
+
+def shown(text: Any) -> Markup:
+    """Text from the web or the sites' table (a site's name, a title, evidence) shown
+    inline: credentials masked, controls escaped, isolated in its own direction.
+
+    >>> shown("saved:u:pw@farm.example\\u202e"), shown(None)
+    (Markup('<bdi>saved:***@farm.example\\u202e</bdi>'), Markup('<bdi></bdi>'))
+    """
+    return Markup(f"<bdi>{escape(html_safe(masked_url('' if text is None else str(text))))}</bdi>")
+
+
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=jinja2.select_autoescape(),
+        finalize=_finalize,
+    )
+)
 templates.env.filters["when"] = when
 templates.env.filters["next_check"] = article_check
+# Plain masked text, for where markup cannot go (a title, an attribute, an option).
 templates.env.filters["masked_url"] = masked_url
+templates.env.filters["shown_url"] = shown_url
+templates.env.filters["shown"] = shown
 
 
 def current_nav(path: str) -> str:
@@ -192,7 +233,7 @@ def flags(row: SiteStats) -> list[str]:
 
 
 def _dashboard_label(row: SiteStats) -> str:
-    return f"new articles per day of {row.name}"
+    return f"new articles per day of {masked_url(row.name)}"
 
 
 class Charts:
@@ -229,7 +270,7 @@ def dashboard(request: Request) -> Response:
     chosen_active = request.query_params.get("active", "")
     if chosen_active not in ACTIVE_CHOICES:
         chosen_active = ""
-    urls = {site.site_id: masked_url(site.url) for site in find_sites(request.app.state.engine)}
+    urls = {site.site_id: site.url for site in find_sites(request.app.state.engine)}
     rows = [
         row
         for row in view.sites
@@ -245,7 +286,7 @@ def dashboard(request: Request) -> Response:
                 (
                     row,
                     flags(row),
-                    charts.of(view, row.site_id, f"new articles per day of {row.name}"),
+                    charts.of(view, row.site_id, _dashboard_label(row)),
                     urls.get(row.site_id, ""),
                 )
                 for row in rows

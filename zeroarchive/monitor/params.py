@@ -20,10 +20,10 @@ class BadInput(ValueError):
     """A malformed number, id, cursor or token; the message names it, in one line."""
 
 
-def shown(value: str, limit: int = 40) -> str:
+def quoted(value: str, limit: int = 40) -> str:
     """``value`` quoted for a message, cut to ``limit`` characters.
 
-    >>> shown("²"), shown("9" * 5000)[-14:]
+    >>> quoted("²"), quoted("9" * 5000)[-14:]
     ("'²'", "'…(5000 chars)")
     """
     cut = repr(value[:limit])
@@ -54,7 +54,7 @@ def number(value: str, name: str, low: int = 0, high: int = 10**MAX_DIGITS - 1) 
     zeroarchive.monitor.params.BadInput: page: 1 to 500, not 0
     """
     if not is_digits(value):
-        raise BadInput(f"{name}: a whole number, not {shown(value)}")
+        raise BadInput(f"{name}: a whole number, not {quoted(value)}")
     found = int(value)
     if not low <= found <= high:
         raise BadInput(f"{name}: {low} to {high}, not {found}")
@@ -88,10 +88,10 @@ def row_id(value: object, name: str) -> int:
     """
     text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
     if not isinstance(text, str):
-        raise BadInput(f"{name} must be a number, got {shown(str(value))}")
+        raise BadInput(f"{name} must be a number, got {quoted(str(value))}")
     digits = text[1:] if text.startswith("-") else text
     if not (digits.isascii() and digits.isdigit()):
-        raise BadInput(f"{name} must be a number, got {shown(text)}")
+        raise BadInput(f"{name} must be a number, got {quoted(text)}")
     if text.startswith("-") or len(digits) > MAX_DIGITS:
         return -1
     return int(digits)
@@ -108,7 +108,7 @@ def cursor_numbers(value: str, name: str, kind: str, parts: int, urlsafe: bool) 
     ...
     zeroarchive.monitor.params.BadInput: after: not a cursor from this API: 'b2Zmc2V0OsKy'
     """
-    refused = BadInput(f"{name}: not a cursor from this API: {shown(value)}")
+    refused = BadInput(f"{name}: not a cursor from this API: {quoted(value)}")
     if len(value) > MAX_CURSOR_CHARS or not value.isascii():
         raise refused
     try:

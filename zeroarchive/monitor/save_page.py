@@ -42,12 +42,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from zeroarchive.core.clock import now
+from zeroarchive.core.shown import masked_url
 from zeroarchive.core.targets import ALLOW_SETTING, resolve
 from zeroarchive.events.saving import NotSavable, Resolver, SaveTarget, save_targets
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.clients import SCOPE_KEY, Client
 from zeroarchive.monitor.guard import BodyTooLarge
-from zeroarchive.monitor.params import BadInput, shown
+from zeroarchive.monitor.params import BadInput, quoted
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.sites import SiteStore
@@ -265,7 +266,7 @@ class Saver:
         """
         match = TOKEN.fullmatch(token)
         if match is None:
-            raise BadInput(f"token: not a token of this monitor: {shown(token)}")
+            raise BadInput(f"token: not a token of this monitor: {quoted(token)}")
         at, nonce, mac = int(match[1]), match[2], match[3]
         current = now()
         if not 0 <= current - at <= TOKEN_SECONDS:
@@ -295,11 +296,11 @@ def resolve_save(
     try:
         started = saver.save(url, watch, info.context.client)
     except SaveRefused as exc:
-        raise GraphQLError(str(exc)) from None
+        raise GraphQLError(masked_url(str(exc))) from None
     return [
         {
-            "url": target.url,
-            "site": target.site.name,
+            "url": masked_url(target.url),
+            "site": masked_url(target.site.name),
             "siteId": target.site.site_id,
             "source": target.source.name,
         }
@@ -357,7 +358,9 @@ async def save_form(request: Request) -> Response:
         started = await run_in_threadpool(saver.save, urls, watch, client)
     except SaveRefused as exc:
         status = 429 if isinstance(exc, TooMany) else 400
-        request.app.state.refusals.note(request.scope, status, str(exc), "answered with errors")
+        request.app.state.refusals.note(
+            request.scope, status, masked_url(str(exc)), "answered with errors"
+        )
         context["error"] = str(exc)
         response = pages.render(request, "save.html", context, status=status)
         if isinstance(exc, TooMany):

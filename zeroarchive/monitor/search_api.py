@@ -15,7 +15,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 from markupsafe import Markup, escape
 from sqlalchemy.engine import Engine
 
-from zeroarchive.monitor.masking import masked_url
+from zeroarchive.core.shown import html_safe, masked_url
 from zeroarchive.monitor.params import cursor_numbers
 from zeroarchive.search import open_index
 from zeroarchive.search.index import (
@@ -195,9 +195,13 @@ def run_search(
 
 
 def snippet_html(snippet: Snippet) -> Markup:
-    """The snippet as HTML, matches in <mark>."""
+    """The snippet as HTML, matches in <mark>, control characters escaped.
+
+    >>> snippet_html(Snippet(("a\\x1b<", "b", "c")))
+    Markup('a\\\\x1b&lt;<mark>b</mark>c')
+    """
     return Markup("").join(
-        Markup("<mark>{}</mark>").format(piece) if i % 2 else escape(piece)
+        Markup("<mark>{}</mark>").format(html_safe(piece)) if i % 2 else escape(html_safe(piece))
         for i, piece in enumerate(snippet.pieces)
     )
 
@@ -266,7 +270,7 @@ for _field, _value in {
     "publicationId": lambda h: h.publication_id,
     "version": lambda h: h.version,
     "siteId": lambda h: h.site_id,
-    "site": lambda h: h.site,
+    "site": lambda h: masked_url(h.site),
     "url": lambda h: masked_url(h.url),
     "canonicalUrl": lambda h: None if h.canonical_url is None else masked_url(h.canonical_url),
     "title": lambda h: h.title,

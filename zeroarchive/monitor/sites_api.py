@@ -13,8 +13,8 @@ from graphql import GraphQLError, GraphQLResolveInfo, GraphQLSchema
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.schedule import DAY
+from zeroarchive.core.shown import masked_url
 from zeroarchive.monitor import search_api
-from zeroarchive.monitor.masking import masked_url
 from zeroarchive.monitor.params import BadInput, row_id
 from zeroarchive.monitor.query_limits import ListSizes
 from zeroarchive.monitor.stats_cache import StatsCache
@@ -170,6 +170,12 @@ def resolve_site_id(site: SiteInfo, _: GraphQLResolveInfo) -> str:
 @site_type.field("url")
 def resolve_site_url(site: SiteInfo, _: GraphQLResolveInfo) -> str:
     return masked_url(site.url)
+
+
+@site_type.field("name")
+def resolve_site_name(site: SiteInfo, _: GraphQLResolveInfo) -> str:
+    # Ad-hoc sites of saved pages were named after a URL's userinfo and host.
+    return masked_url(site.name)
 
 
 @site_type.field("airtableId")
