@@ -34,6 +34,7 @@ from tests.monitor_archive import (
 from tests.replay import ReplayServer, Route
 from tests.test_generic import write_sites
 from tests.test_monitor import make_client
+from tests.test_save_page import monitor as save_monitor
 from zeroarchive.core.shown import (
     MaskedLogRecord,
     json_line,
@@ -199,7 +200,9 @@ def test_every_monitor_page_masks_escapes_and_isolates(
     assert "<bdi>停止禁食\\x1b[2J\u202e!kcilc\\x85</bdi>" in article
 
 
-def test_the_save_form_echoes_no_password(client: TestClient) -> None:
+def test_the_save_form_echoes_no_password(module_db_url: str, hostile: Hostile) -> None:
+    # Saving is open without a login to this machine alone (tests/test_save_page.py).
+    client, _ = save_monitor(module_db_url)
     token = re.search(r'name="token" value="([^"]+)"', client.get("/save").text)
     assert token is not None
     secret_url = f"ftp://reader:{SECRET}@farm.example/\x1b[31m"
