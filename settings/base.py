@@ -179,6 +179,9 @@ _left_out = (
 EXTENSIONS_BASE = {
     name: order for name, order in _scrapy_defaults.EXTENSIONS_BASE.items() if name not in _left_out
 }
+# Every page a walk's page finds for it carries the walk's round (distributed mode counts
+# them: zeroarchive/distributed/walks.py).
+SPIDER_MIDDLEWARES = {"middlewares.walk_rounds.WalkRoundsSpiderMiddleware": 600}
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,
