@@ -1,10 +1,13 @@
 """The review's fault day, timed: a distributed crawl of the 34 saved tw-news articles (a
-chain of four list pages) whose worker is SIGKILLed holding the walk, whose redis is
-flushed four seconds later while the walk goes on with a second worker, and whose database
-is then cut for 30 s under `scrapy schedule --interval 1` and that worker. Each run prints
-how many of the 34 articles had a snapshot 240 s after the kill, and when the 34th came.
+chain of four list pages) whose worker is SIGKILLed holding a page of the walk (``--page``
+1, the front page, or 2, after it answered the front page and queued the next), whose
+redis is flushed ``--flush-after`` seconds later while a second worker is ready, and whose
+database is then cut for 30 s under `scrapy schedule --interval 1` and that worker. Each
+run prints how many of the 34 articles had a snapshot 240 s after the kill, and when the
+34th came.
 
-    python bench/walk_faults.py [--runs 3] [--redis redis://127.0.0.1:6379/9]
+    python bench/walk_faults.py [--runs 3] [--page 1|2] [--flush-after 4]
+                                [--redis redis://127.0.0.1:6379/9]
 
 Needs MariaDB at 127.0.0.1:3306 (root; ``ZEROARCHIVE_TEST_MARIADB``) and a redis whose
 database it may flush.
@@ -28,7 +31,7 @@ os.environ.setdefault("ZEROARCHIVE_TEST_FORK", "0")
 import redis  # noqa: E402
 
 from tests.conftest import fresh_mariadb, start_scrapy  # noqa: E402
-from tests.replay import LIST_PATH, ReplayServer, tw_news_pages, tw_news_routes  # noqa: E402
+from tests.replay import ReplayServer, list_page_paths, tw_news_pages, tw_news_routes  # noqa: E402
 from tests.tcp_forwarder import TcpForwarder  # noqa: E402
 from tests.test_distributed import (  # noqa: E402
     counts,
@@ -38,18 +41,18 @@ from tests.test_distributed import (  # noqa: E402
     start_worker,
     wait_for_text,
 )
-from tests.test_recovery_e2e import walk_owner  # noqa: E402
 
 HEARTBEAT = "ZEROARCHIVE_HEARTBEAT_SECONDS=2"
 WINDOW = 240.0
 
 
-def one_run(redis_url: str, work: Path) -> tuple[int, float | None]:
+def one_run(redis_url: str, work: Path, page: int, flush_after: float) -> tuple[int, float | None]:
     """(articles with a snapshot 240 s after the kill, seconds until the 34th, or None)."""
     total = len(tw_news_pages())
     routes = tw_news_routes()
-    front = routes[LIST_PATH]
-    routes[LIST_PATH] = replace(front, delay=120)  # the doomed worker holds the walk
+    held = list_page_paths()[page - 1]
+    answer = routes[held]
+    routes[held] = replace(answer, delay=120)  # the doomed worker holds this page
     redis.Redis.from_url(redis_url).flushdb()
     with (
         fresh_mariadb() as mariadb_url,
@@ -68,10 +71,11 @@ def one_run(redis_url: str, work: Path) -> tuple[int, float | None]:
         worker = None
         try:
             deadline = time.monotonic() + 90
-            while not walk_owner(mariadb_url).startswith("w"):
+            while not server.hits[held]:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("the worker never took the walk")
+                    raise RuntimeError(f"the worker never asked for {held}")
                 time.sleep(0.3)
+            time.sleep(1)  # it recorded what it took
             worker = start_worker(
                 db_via,
                 redis_url,
@@ -84,8 +88,8 @@ def one_run(redis_url: str, work: Path) -> tuple[int, float | None]:
             doomed.send_signal(signal.SIGKILL)
             doomed.wait(timeout=10)
             killed = time.monotonic()
-            server.routes[LIST_PATH] = front
-            time.sleep(4)
+            server.routes[held] = answer
+            time.sleep(flush_after)
             redis.Redis.from_url(redis_url).flushdb()
             database.cut()
             time.sleep(30)
@@ -110,11 +114,13 @@ def one_run(redis_url: str, work: Path) -> tuple[int, float | None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--page", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--flush-after", type=float, default=4.0)
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/9")
     args = parser.parse_args()
     for n in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as tmp:
-            covered, after = one_run(args.redis, Path(tmp))
+            covered, after = one_run(args.redis, Path(tmp), args.page, args.flush_after)
         when = f"all in {after:.0f} s" if after is not None else "not all"
         print(f"run {n}: {covered}/{len(tw_news_pages())} archived within {WINDOW:.0f} s ({when})")
 
