@@ -200,6 +200,9 @@ EXTENSIONS_BASE = {
         if name not in _left_out
     },
 }
+# Every page a walk's page finds for it carries the walk's round (distributed mode counts
+# them: zeroarchive/distributed/walks.py).
+SPIDER_MIDDLEWARES = {"middlewares.walk_rounds.WalkRoundsSpiderMiddleware": 600}
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,
