@@ -97,7 +97,12 @@ def test_atom_feeds_and_the_diff_view(db_url: str) -> None:
         assert answer.headers["content-type"].startswith("application/atom+xml")
         feed = ET.fromstring(answer.content)
         titles = [e.findtext(f"{ATOM}title") for e in feed.findall(f"{ATOM}entry")]
-        assert [t.split(":")[0] for t in titles] == ["edited", "deleted"]
+        summaries = [e.findtext(f"{ATOM}summary") for e in feed.findall(f"{ATOM}entry")]
+        # The edited article by its headline, with the diff in short; the deleted one was
+        # never parsed: its URL.
+        assert titles[0] == "edited: 票價" and titles[1].startswith("deleted: https://")
+        assert summaries[0].endswith("text: 市長今天宣布調[-漲-]{+降+}票價"), summaries[0]
+        assert "(410)" in summaries[1]
     assert ET.fromstring(client.get("/sites/2/events.atom").content).findall(f"{ATOM}entry") == []
     page = client.get("/events")
     assert page.status_code == 200 and "<td>1</td><td>1</td><td>0</td>" in page.text
