@@ -123,6 +123,7 @@ def pages_of(paths: list[str], ids: dict[str, int]) -> list[str]:
     }
     not_pages = {
         "/graphql",
+        "/recheck",  # a form's POST, answered by a redirect to the article page
         "/events.atom",
         "/sites/{site_id:id}/events.atom",
         "/static",

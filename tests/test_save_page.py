@@ -278,3 +278,80 @@ def test_saving_off_when_the_hourly_limit_is_zero(db: str) -> None:
     client, calls = monitor(db, pages_per_hour=0)
     assert "saving is off in this monitor" in error(save(client, "https://news.example/z"))
     assert calls == []
+
+
+def test_the_article_and_event_pages_offer_a_recheck_under_the_save_rules(db: str) -> None:
+    from zeroarchive.events.store import GoneAnswer, record_gone
+    from zeroarchive.sites.record import parse_spec
+
+    archive = open_archive(url=db)
+    site_id, _ = archive.sites.upsert(
+        parse_spec(
+            {
+                "name": "recheck-news",
+                "url": "https://recheck.example/",
+                "config": {"article": "/news/"},
+            }
+        ),
+        T0,
+    )
+    url = "https://recheck.example/news/1"
+    archive.articles.add(site_id, "Article", [url], T0)
+    article_id = archive.articles.ids_of([url])[url]
+    record_gone(archive.engine, [GoneAnswer(article_id, site_id, T0, "404")])
+    record_gone(archive.engine, [GoneAnswer(article_id, site_id, T0 + 700, "404")])
+    rechecked: list[list[int]] = []
+
+    def recheck_command(ids: list[int]) -> list[str]:
+        rechecked.append(ids)
+        return [sys.executable, "-c", "pass"]
+
+    def client_at(peer: tuple[str, int]) -> TestClient:
+        cfg = config()
+        saver = Saver(
+            archive.engine, cfg.requires_auth, resolver=public, recheck_command=recheck_command
+        )
+        app = create_app(
+            archive.engine, cfg, SiteStatsConfig(3, 3600), clock=lambda: NOW, saver=saver
+        )
+        return TestClient(app, base_url="http://127.0.0.1", client=peer)
+
+    here = client_at(LOCAL)
+    page = here.get(f"/articles/{article_id}").text
+    token = re.search(r'action="/recheck"><input type="hidden" name="token" value="([^"]+)"', page)
+    assert token is not None
+    event_page = here.get("/events/1").text
+    assert (
+        'action="/recheck"' in event_page and f'name="article" value="{article_id}"' in event_page
+    )
+    form = {"token": token.group(1), "article": str(article_id)}
+    asked = here.post("/recheck", data=form, follow_redirects=False)
+    assert asked.status_code == 303, asked.text
+    assert asked.headers["location"] == f"/articles/{article_id}?rechecking=1"
+    assert 'id="rechecking"' in here.get(asked.headers["location"]).text
+    deadline = time.monotonic() + 30
+    while rechecked != [[article_id]] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rechecked == [[article_id]]
+    # The save form's rules: the token once, from this monitor's own pages, of an article.
+    assert here.post("/recheck", data=form).status_code == 403
+    fresh = {
+        **form,
+        "token": here.get(f"/articles/{article_id}")
+        .text.split('name="token" value="')[1]
+        .split('"')[0],
+    }
+    assert (
+        here.post("/recheck", data=fresh, headers={"Origin": "https://evil.example"}).status_code
+        == 403
+    )
+    for bad in ("²", "99999"):
+        again = (
+            here.get(f"/articles/{article_id}").text.split('name="token" value="')[1].split('"')[0]
+        )
+        assert here.post("/recheck", data={"token": again, "article": bad}).status_code == 400
+    # Without a login, a client elsewhere sees no button and may not recheck.
+    elsewhere = client_at(("192.0.2.7", 50000))
+    assert 'action="/recheck"' not in elsewhere.get(f"/articles/{article_id}").text
+    assert elsewhere.post("/recheck", data=form).status_code == 403
+    assert rechecked == [[article_id]]

@@ -55,7 +55,8 @@ def event_page(request: Request) -> Response:
     event = get_event(request.app.state.engine, event_id)
     if event is None:
         return pages._not_found(request, f"event {event_id}")
-    return pages.render(request, "event.html", {"event": event})
+    token = pages.recheck_token(request)
+    return pages.render(request, "event.html", {"event": event, "recheck_token": token})
 
 
 def atom_feed(

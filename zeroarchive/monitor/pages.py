@@ -27,6 +27,7 @@ from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
+from zeroarchive.monitor.clients import SCOPE_KEY as CLIENT_KEY
 from zeroarchive.monitor.diff import side_by_side
 from zeroarchive.monitor.masking import masked_config
 from zeroarchive.monitor.params import optional_number
@@ -365,8 +366,17 @@ def article_page(request: Request) -> Response:
             "old": by_id.get(old_id),
             "new": by_id.get(new_id),
             "diff": diff,
+            "recheck_token": recheck_token(request),
+            "rechecking": request.query_params.get("rechecking") == "1",
         },
     )
+
+
+def recheck_token(request: Request) -> str | None:
+    """The token of a page's Recheck form when this client may save (save_page.py), else
+    None: the page shows no button."""
+    saver = getattr(request.app.state, "saver", None)
+    return saver.offer(request.scope.get(CLIENT_KEY)) if saver is not None else None
 
 
 def snapshot_page(request: Request) -> Response:

@@ -38,7 +38,7 @@ from scrapy.utils.conf import closest_scrapy_cfg
 from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from zeroarchive.core.clock import now
@@ -48,7 +48,7 @@ from zeroarchive.events.saving import NotSavable, Resolver, SaveTarget, save_tar
 from zeroarchive.monitor import pages
 from zeroarchive.monitor.clients import SCOPE_KEY, Client
 from zeroarchive.monitor.guard import BodyTooLarge
-from zeroarchive.monitor.params import BadInput, quoted
+from zeroarchive.monitor.params import BadInput, number, quoted
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.articles import ArticleStore
 from zeroarchive.storage.sites import SiteStore
@@ -156,6 +156,7 @@ class Saver:
         login: bool,
         command: Callable[[list[str], bool], Sequence[str]] | None = None,
         pages_per_hour: int = 60,
+        recheck_command: Callable[[list[int]], Sequence[str]] | None = None,
         allow_private: bool = False,
         resolver: Resolver = resolve,
     ) -> None:
@@ -170,6 +171,7 @@ class Saver:
         )
         self.login = login
         self.command = command or self.scrapy_save
+        self.recheck_command = recheck_command or self.scrapy_recheck
         self.allow_private = allow_private
         self.resolver = resolver
         self.quota = Quota(pages_per_hour)
@@ -182,6 +184,18 @@ class Saver:
     @staticmethod
     def scrapy_save(urls: list[str], watch: bool) -> list[str]:
         return [sys.executable, "-m", "scrapy", "save", *urls, *(["--watch"] if watch else [])]
+
+    @staticmethod
+    def scrapy_recheck(article_ids: list[int]) -> list[str]:
+        ids = [arg for article_id in article_ids for arg in ("--article", str(article_id))]
+        return [sys.executable, "-m", "scrapy", "recheck", *ids]
+
+    def offer(self, client: Client | None) -> str | None:
+        """A form token for ``client`` when it may save or recheck, else None (the pages
+        then show no button)."""
+        if self.refusal(client) is not None:
+            return None
+        return self.token(client.login if client else "")
 
     def refusal(self, client: Client | None) -> str | None:
         """Why ``client`` may not save, or None when it may."""
@@ -214,7 +228,32 @@ class Saver:
             raise
         return Started(targets)
 
+    def recheck(self, article_ids: list[int], client: Client | None) -> list[int]:
+        """Start `scrapy recheck` of these archived articles (fetched now, parsed, their
+        change recorded as events); SaveRefused when it may not, as for a save."""
+        why = self.refusal(client)
+        if why is not None:
+            raise SaveRefused(why)
+        ids = sorted(set(article_ids))
+        if not ids or len(ids) > MAX_URLS:
+            raise SaveRefused(f"give between 1 and {MAX_URLS} articles")
+        missing = sorted(set(ids) - set(self.archive.articles.urls_of(ids)))
+        if missing:
+            raise SaveRefused(f"no article {', '.join(map(str, missing))} in the archive")
+        if not self._running.acquire(blocking=False):
+            raise SaveRefused(f"busy: {MAX_RUNNING} saves are running")
+        try:
+            self.quota.take(client.address if client else "?", len(ids), now())
+            self._spawn(list(self.recheck_command(ids)), f"rechecking {len(ids)} article(s)")
+        except BaseException:
+            self._running.release()
+            raise
+        return ids
+
     def _start(self, urls: list[str], watch: bool) -> None:
+        self._spawn(list(self.command(urls, watch)), f"saving {len(urls)} URL(s)")
+
+    def _spawn(self, argv: list[str], what: str) -> None:
         env = {
             **os.environ,
             "ZEROARCHIVE_DB_URL": self.engine.url.render_as_string(hide_password=False),
@@ -224,10 +263,8 @@ class Saver:
             env[ALLOW_SETTING] = "1"
         config = closest_scrapy_cfg()
         cwd = Path(config).parent if config else Path(__file__).resolve().parents[2]
-        process = subprocess.Popen(
-            list(self.command(urls, watch)), cwd=cwd, env=env, stdin=subprocess.DEVNULL
-        )
-        logger.info("Monitor: saving %d URL(s) (process %d)", len(urls), process.pid)
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+        logger.info("Monitor: %s (process %d)", what, process.pid)
         threading.Thread(target=self._reap, args=(process,), daemon=True).start()
 
     def _reap(self, process: subprocess.Popen[bytes]) -> None:
@@ -319,18 +356,13 @@ def _same_origin(request: Request) -> bool:
     return request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
 
 
-async def save_form(request: Request) -> Response:
-    saver: Saver = request.app.state.saver
-    client: Client | None = request.scope.get(SCOPE_KEY)
-    why = saver.refusal(client)
-    context: dict[str, Any] = {
-        "refused": why,
-        "token": saver.token(client.login if client else ""),
-        "saved": [],
-    }
-    if request.method == "GET":
-        return pages.render(request, "save.html", context)
+async def posted_form(
+    request: Request, saver: Saver, client: Client | None
+) -> dict[str, list[str]] | Response:
+    """The fields of a save or recheck form, or the refusal: who may save, the origin, the
+    content type, the size, and the form's token (good once)."""
     refuse = request.app.state.refusals.plain
+    why = saver.refusal(client)
     if why is not None:
         return refuse(request.scope, 403, why)
     if not _same_origin(request):
@@ -352,6 +384,22 @@ async def save_form(request: Request) -> Response:
         return refuse(
             request.scope, 403, "the form's token is missing, used or stale: reload the page"
         )
+    return fields
+
+
+async def save_form(request: Request) -> Response:
+    saver: Saver = request.app.state.saver
+    client: Client | None = request.scope.get(SCOPE_KEY)
+    context: dict[str, Any] = {
+        "refused": saver.refusal(client),
+        "token": saver.token(client.login if client else ""),
+        "saved": [],
+    }
+    if request.method == "GET":
+        return pages.render(request, "save.html", context)
+    fields = await posted_form(request, saver, client)
+    if isinstance(fields, Response):
+        return fields
     urls = (fields.get("urls") or [""])[0].split()
     watch = (fields.get("watch") or [""])[0] == "on"
     try:
@@ -371,5 +419,27 @@ async def save_form(request: Request) -> Response:
     return pages.render(request, "save.html", context)
 
 
+async def recheck_form(request: Request) -> Response:
+    """The article and event pages' Recheck button: `scrapy recheck --article ID` now, then
+    back to the article's page, which says it was asked."""
+    saver: Saver = request.app.state.saver
+    client: Client | None = request.scope.get(SCOPE_KEY)
+    fields = await posted_form(request, saver, client)
+    if isinstance(fields, Response):
+        return fields
+    try:
+        ids = [number(value, "article") for value in fields.get("article", [])]
+        started = await run_in_threadpool(saver.recheck, ids, client)
+    except BadInput as exc:
+        return request.app.state.refusals.plain(request.scope, 400, str(exc))
+    except SaveRefused as exc:
+        status = 429 if isinstance(exc, TooMany) else 400
+        return request.app.state.refusals.plain(request.scope, status, str(exc))
+    return RedirectResponse(f"/articles/{started[0]}?rechecking=1", status_code=303)
+
+
 def routes() -> list[Route]:
-    return [Route("/save", save_form, methods=["GET", "POST"], name="save")]
+    return [
+        Route("/save", save_form, methods=["GET", "POST"], name="save"),
+        Route("/recheck", recheck_form, methods=["POST"], name="recheck"),
+    ]
