@@ -65,6 +65,8 @@ def is_box(element: HtmlElement) -> bool:
     True
     >>> is_box(f('<k-popover role="dialog"><span>エラー</span></k-popover>'))
     True
+    >>> is_box(f('<div class="caas editorialUpsells"><h1>茲韋列夫封王</h1><p>訂閱</p></div>'))
+    False
     """
     # data-* attribute names count too: "data-newsletter-popup-container" on a box whose
     # classes are hashes (a Japanese business daily's sign-up box over its short body).
@@ -72,10 +74,14 @@ def is_box(element: HtmlElement) -> bool:
         # A small dialog is a pop-up (log-in, follow, error), never the article.
         return len(element.text_content().strip()) <= _MAX_CHARS
     name = f"{element.get('class', '')} {element.get('id', '')}"
-    data = [key for key in element.keys() if key.startswith("data-")]
+    data = [key for key in element.attrib if key.startswith("data-")]
     if data:
         name = f"{name} {' '.join(data)}"
     if not _names_a_box(name):
+        return False
+    if next(element.iter("h1", "article", "main"), None) is not None:
+        # What holds the headline or the article is the article, however its classes read
+        # ("editorialUpsells" on a short wire item's container).
         return False
     text = element.text_content()
     if len(text.strip()) > _MAX_CHARS:
