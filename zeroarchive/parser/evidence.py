@@ -27,6 +27,7 @@ class PageEvidence:
 
     descriptions: tuple[str, ...] = ()
     linked: frozenset[str] = frozenset()
+    title: str = ""
 
 
 def squeeze(text: str) -> str:
@@ -50,7 +51,10 @@ def page_evidence(tree: HtmlElement, meta: PageMetadata) -> PageEvidence:
     linked = frozenset(
         text for a in tree.iter("a") if len(text := squeeze(a.text_content())) >= _MIN_LINK
     )
-    return PageEvidence(descriptions, linked)
+    title = " ".join(
+        t for t in (meta.first("og:title", "twitter:title"), tree.findtext(".//title")) if t
+    )
+    return PageEvidence(descriptions, linked, title)
 
 
 def bigrams(text: str) -> frozenset[str]:
@@ -124,17 +128,49 @@ def described_block(tree: HtmlElement, evidence: PageEvidence, least: float) -> 
     return best
 
 
-def headline_scope(tree: HtmlElement, text: str) -> str | None:
-    """The squeezed text of the nearest ancestor of the page's first ``<h1>`` that holds
-    ``text`` (the article's own container), or None where only the whole page does."""
-    headline = next(tree.iter("h1"), None)
-    if headline is None:
-        return None
-    wanted = bigrams(squeeze(text))
-    for element in headline.iterancestors():
-        if element.tag in ("body", "html"):
+class HeadlinePlace:
+    """Where a page's headline (its ``<h1>`` that the declared title names, else its first)
+    sits, to place the extractors' texts against it: the article is in the element that
+    holds the headline, its neighbours' items (list items, other ``<article>``s) are not."""
+
+    def __init__(self, tree: HtmlElement, title: str = "") -> None:
+        self.tree = tree
+        title = squeeze(title)
+        headlines = list(tree.iter("h1"))
+        named = [h for h in headlines if (text := squeeze(h.text_content())) and text in title]
+        self.headline = (named or headlines or [None])[0]
+        self._items: list[str] | None = None
+
+    def container(self, text: str) -> str | None:
+        """The squeezed text of the nearest ancestor of the headline that holds ``text``
+        (90 % of its bigrams), or None where only the whole page does or there is none."""
+        if self.headline is None:
             return None
-        found = squeeze(element.text_content())
-        if wanted and len(wanted & bigrams(found)) >= 0.9 * len(wanted):
-            return found
-    return None
+        wanted = bigrams(squeeze(text))
+        if not wanted:
+            return None
+        for element in self.headline.iterancestors():
+            if element.tag in ("body", "html"):
+                return None
+            found = squeeze(element.text_content())
+            if len(wanted & bigrams(found)) >= 0.9 * len(wanted):
+                return found
+        return None
+
+    def in_other_items(self, lines: Iterable[str]) -> float:
+        """The share of the characters of ``lines`` inside list items or ``<article>``s that
+        do not hold the headline: a stream of other stories, the next articles."""
+        if self._items is None:
+            holding = set(self.headline.iterancestors()) if self.headline is not None else set()
+            self._items = [
+                squeeze(element.text_content())
+                for element in self.tree.iter("li", "article")
+                if element not in holding
+            ]
+        total = inside = 0
+        for line in lines:
+            text = squeeze(line)
+            total += len(text)
+            if text and any(text in item for item in self._items):
+                inside += len(text)
+        return inside / total if total else 0.0

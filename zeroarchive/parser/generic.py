@@ -10,8 +10,8 @@ end of the text after it, so a lead above a paywall is the body.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from functools import lru_cache, partial
+from collections.abc import Iterable
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 import lxml.etree
@@ -26,10 +26,10 @@ from zeroarchive.core.items import Parsed
 from zeroarchive.parser.boxes import drop_boxes, is_prompt, strip_prompts
 from zeroarchive.parser.dates import modified_at, published_at
 from zeroarchive.parser.evidence import (
+    HeadlinePlace,
     PageEvidence,
     described,
     described_block,
-    headline_scope,
     linked_share,
     page_evidence,
     squeeze,
@@ -85,7 +85,7 @@ def combine(
     readable: str,
     extracted: str,
     evidence: PageEvidence = _NO_EVIDENCE,
-    scope: Callable[[str], str | None] | None = None,
+    place: HeadlinePlace | None = None,
 ) -> str:
     """Readability's text cut down to what trafilatura's text confirms.
 
@@ -109,7 +109,7 @@ def combine(
     >>> combine(stream, item, evidence) == item
     True
     """
-    chosen = _combined(readable, extracted, evidence, scope)
+    chosen = _combined(readable, extracted, evidence, place)
     score = described(chosen, evidence)
     if score is not None and score < _UNDESCRIBED:
         for other in (extracted, readable):
@@ -122,7 +122,7 @@ def _combined(
     readable: str,
     extracted: str,
     evidence: PageEvidence,
-    scope: Callable[[str], str | None] | None,
+    place: HeadlinePlace | None,
 ) -> str:
     ours, theirs = shingles(readable), shingles(extracted)
     if not ours:
@@ -141,17 +141,26 @@ def _combined(
         if linked_share(extra, evidence.linked) >= _LINKED_EXTRA:
             return readable
         # Nor when the more lies outside the element that holds the headline and
-        # readability's text (the next stories under a short item).
-        container = scope(readable) if scope is not None else None
-        if container is not None:
+        # readability's text, in items of its own (the next stories under a short item).
+        container = place.container(readable) if place is not None else None
+        if container is not None and place is not None:
             inside = sum(len(squeeze(line)) for line in extra if squeeze(line) in container)
-            if inside < 0.5 * sum(len(squeeze(line)) for line in extra):
+            outside = sum(len(squeeze(line)) for line in extra) - inside
+            if outside > inside and place.in_other_items(extra) >= 0.5:
                 return readable
         return extracted
     if common / len(ours) < _AGREEMENT or common / len(theirs) < _AGREEMENT:
         # The two took different parts of the page: readability's, unless its part is a
         # call to act (a paywall or newsletter box that outweighed a short lead).
         if all(is_prompt(line) for line in readable.split("\n")):
+            return extracted
+        # Or where only trafilatura's part is in the element that holds the headline (a
+        # sidebar's teaser beside a short item).
+        if (
+            place is not None
+            and place.container(readable) is None
+            and place.container(extracted) is not None
+        ):
             return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
@@ -210,10 +219,8 @@ def main_text(
     extracted = trafilatura_text(page, fast=True)
     if not agree(readable, extracted):
         extracted = trafilatura_text(page)
-    tree = page if isinstance(page, HtmlElement) else None
-    text = combine(
-        readable, extracted, evidence, partial(headline_scope, tree) if tree is not None else None
-    )
+    place = HeadlinePlace(page, evidence.title) if isinstance(page, HtmlElement) else None
+    text = combine(readable, extracted, evidence, place)
     if isinstance(page, HtmlElement) and (described(readable, evidence) or 1.0) < _UNDESCRIBED:
         # readability took a block without the page's own description: where the element
         # holding that description is shorter than the text chosen, it is the article and
