@@ -144,18 +144,36 @@ class HeadlinePlace:
     def container(self, text: str) -> str | None:
         """The squeezed text of the nearest ancestor of the headline that holds ``text``
         (90 % of its bigrams), or None where only the whole page does or there is none."""
+        found = self._holder(text)
+        return found[1] if found is not None else None
+
+    def distance(self, text: str) -> int | None:
+        """How many levels above the headline the element holding ``text`` is (None: only
+        the whole page holds both, or there is no headline)."""
+        found = self._holder(text)
+        return found[0] if found is not None else None
+
+    def _holder(self, text: str) -> tuple[int, str] | None:
         if self.headline is None:
             return None
         wanted = bigrams(squeeze(text))
         if not wanted:
             return None
-        for element in self.headline.iterancestors():
+        for level, element in enumerate(self.headline.iterancestors()):
             if element.tag in ("body", "html"):
                 return None
             found = squeeze(element.text_content())
             if len(wanted & bigrams(found)) >= 0.9 * len(wanted):
-                return found
+                return level, found
         return None
+
+    def closer(self, text: str, than: str) -> bool:
+        """Whether ``text`` lies nearer the headline than ``than`` does (True without a
+        headline: no evidence against it)."""
+        if self.headline is None:
+            return True
+        mine, theirs = self.distance(text), self.distance(than)
+        return mine is not None and (theirs is None or mine < theirs)
 
     def in_other_items(self, lines: Iterable[str]) -> float:
         """The share of the characters of ``lines`` inside list items or ``<article>``s that

@@ -113,7 +113,11 @@ def combine(
     score = described(chosen, evidence)
     if score is not None and score < _UNDESCRIBED:
         for other in (extracted, readable):
-            if (described(other, evidence) or 0.0) >= _DESCRIBED:
+            # A site's own blurb in a footer describes no article: the other text must lie
+            # nearer the headline too.
+            if (described(other, evidence) or 0.0) >= _DESCRIBED and (
+                place is None or place.closer(other, chosen)
+            ):
                 return other
     return chosen
 
@@ -138,7 +142,11 @@ def _combined(
             for line in extracted.split("\n")
             if (mine := shingles(line)) and len(mine & ours) / len(mine) < _LINE_KEPT
         ]
-        if linked_share(extra, evidence.linked) >= _LINKED_EXTRA:
+        if (
+            linked_share(extra, evidence.linked) >= _LINKED_EXTRA
+            and linked_share(readable.split("\n"), evidence.linked) < _LINKED_EXTRA
+        ):
+            # Unless readability's text is links as well: a listing, whose more is more of it.
             return readable
         # Nor when the more lies outside the element that holds the headline and
         # readability's text, in items of its own (the next stories under a short item).
@@ -228,7 +236,12 @@ def main_text(
         block = described_block(page, evidence, _DESCRIBED)
         if block is not None:
             found = element_text(block)
-            if len(found) < len(text) and (described(found, evidence) or 0.0) >= _DESCRIBED:
+            if (
+                len(found) < len(text)
+                and (described(found, evidence) or 0.0) >= _DESCRIBED
+                and place is not None
+                and place.closer(found, text)
+            ):
                 text = found
     return strip_prompts(text), hrefs
 
