@@ -2,9 +2,12 @@
 
 The main text is where readability-lxml and trafilatura agree (bench/extraction.py measured
 this against either alone): readability's blocks that trafilatura also kept, or trafilatura's
-text when it holds all of readability's and more. Promotion boxes (paywall, subscription,
-newsletter, cookie: ``boxes``) are taken out of the page first, and calls to act left at the
-end of the text after it, so a lead above a paywall is the body.
+text when it holds all of readability's and more, unless the more is mostly the text of links
+or other items outside the headline's element. Where the two disagree, the page's own
+evidence (``evidence``: its description, where its headline sits) decides, not which
+extractor proposed a text. Promotion boxes (paywall, subscription, newsletter, cookie,
+pop-ups: ``boxes``) are taken out of the page first, and calls to act left at the end of the
+text after it, so a lead above a paywall is the body.
 """
 
 from __future__ import annotations
