@@ -229,7 +229,11 @@ def test_dashboard(client: TestClient, built: Built) -> None:
     for folded in ("new 360d", "snapshots", "overdue", "blocked", "last list crawl"):
         assert f"<dt>{folded}</dt>" in html and folded not in heads
     # The site's name links to its page, its URL beside it.
-    assert re.search(r'<a href="/sites/\d+">ltn</a> <span class="site-url">https://news\.ltn', html)
+    # Each isolated (bidi), so a right-to-left name or override reorders nothing beside it.
+    assert re.search(
+        r'<a href="/sites/\d+"><bdi>ltn</bdi></a> <span class="site-url"><bdi dir="ltr">https://news\.ltn',
+        html,
+    )
     assert client.get("/sites").text.count('<tr class="site') == 4
     assert '<a href="/search">Search</a>' in html and '<a href="/events">Events</a>' in html
     assert '<a href="/sites" aria-current="page">Sites</a>' in html
@@ -263,7 +267,7 @@ def test_site_page_hides_credentials(client: TestClient, built: Built) -> None:
     # The most recently found first: today's two, yesterday's, then the one of 2 days ago.
     assert len(articles) == 9 and int(articles[3]) == built.article_id
     # A parsed article shows its latest title, its URL under it.
-    assert re.search(rf'<a href="/articles/{built.article_id}">[^<]*結束禁食', page.text)
+    assert re.search(rf'<a href="/articles/{built.article_id}"><bdi>[^<]*結束禁食', page.text)
     assert client.get("/sites/999").status_code == 404
     graph = graphql(client, "{ sites { items { url } } }")
     assert PROXY_PASSWORD not in str(graph)
@@ -292,13 +296,14 @@ def test_article_page_and_diff(client: TestClient, built: Built) -> None:
     links = re.findall(rf'href="/articles/{built.article_id}/snapshots/(\d+)"', page.text)
     assert [int(at) for at in links] == list(built.snapshots)
     # The latest version's title and text, read first.
-    assert re.search(r'<h1 id="title">[^<]*結束禁食', page.text)
+    assert re.search(r'<h1 id="title"><bdi>[^<]*結束禁食', page.text)
     latest = re.search(r'<article id="latest".*?</article>', page.text, re.S)
     assert latest and "結束禁食" in latest.group(0) and "停止禁食" not in latest.group(0)
     # One timeline: snapshot, version 1, the unchanged snapshot, the edit, version 2.
     kinds = re.findall(r'<li class="(snapshot|version)">', page.text)
     assert kinds == ["snapshot", "version", "snapshot", "snapshot", "version"]
-    assert f'<a href="/sites/{built.sites["ltn"]}">ltn</a>' in page.text  # up to the site
+    # Up to the site.
+    assert f'<a href="/sites/{built.sites["ltn"]}"><bdi>ltn</bdi></a>' in page.text
     assert len(re.findall(r"<tr class=\"version\" id=\"v\d+\">", page.text)) == 2
     assert 'id="diff"' not in page.text  # until two versions are chosen
     ids = [int(found) for found in re.findall(r'<option value="(\d+)"', page.text)][:2]
@@ -347,7 +352,8 @@ def test_pages_say_when_an_article_is_looked_at_next_and_which_sites_do_not_answ
         status = re.search(r'<p id="status"[^>]*>(.*?)</p>', suspected, re.S)
         assert status is not None
         assert status.group(1) == (
-            f"Suspected gone (404) since {when(NOW - 60)} UTC; checking again at "
+            # The evidence isolated: it may be a redirect's URL or a notice's words.
+            f"Suspected gone (<bdi>404</bdi>) since {when(NOW - 60)} UTC; checking again at "
             f"{when(NOW + 540)} UTC to confirm."
         )
         check = re.search(r'<dd id="next-check">(.*?)</dd>', suspected)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -11,6 +10,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.commands import TIME_METAVAR, site_option, time_option
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import open_archive
 
 
@@ -92,21 +92,22 @@ class Command(ScrapyCommand):
             until=opts.until,
             article_id=opts.article,
         )
-        shown = 0
+        listed = 0
         for event in events:
-            shown += 1
+            listed += 1
             if opts.json:
                 record = event.as_json()
                 if opts.diff:
                     record["diff"] = event.diff
-                print(json.dumps(record, ensure_ascii=False))
+                print(json_line(record))
                 continue
             when = utc_minute(event.detected_at, "-")
             # The evidence last and whole: a URL or a notice's words are what it says.
-            print(f"{when:16}  {event.kind:8}  {event.site[:20]:20}  {event.url}  {event.evidence}")
+            site, url, evidence = shown(event.site), shown(event.url), shown(event.evidence)
+            print(f"{when:16}  {event.kind:8}  {site[:20]:20}  {url}  {evidence}")
             if opts.diff and event.diff:
                 for field in ("title", "text"):
                     if field in event.diff.get("fields", [field]) and event.diff.get(field):
-                        print(f"    {field}: {inline(event.diff[field])}")
+                        print(f"    {field}: {shown(inline(event.diff[field]))}")
         if not opts.json:
-            print(f"{shown} event(s)")
+            print(f"{listed} event(s)")

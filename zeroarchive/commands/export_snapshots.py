@@ -84,11 +84,20 @@ class Command(ScrapyCommand):
                 file=sys.stderr,
             )
             return
+        from zeroarchive.publish.columns import snapshot_export
+
+        names = site_names(archive)
         written = 0
         snapshots = iter_snapshots(archive.engine, site_id=site_id, since=opts.since)
         with open_text_output(out) as handle, progress:
             for exported in progress.track(snapshots):
-                handle.write(json.dumps(snapshot_record(exported), ensure_ascii=False))
+                record = {
+                    **snapshot_record(exported),
+                    "final_url": exported.snapshot.final_url,
+                    "raw_size": len(exported.snapshot.raw),
+                }
+                row = snapshot_export(record, names(exported.site_id))
+                handle.write(json.dumps(row, ensure_ascii=False))
                 handle.write("\n")
                 written += 1
         print(f"{written} snapshot(s) written to {out}", file=sys.stderr)

@@ -12,6 +12,8 @@ from scrapy.exceptions import UsageError
 from zeroarchive.commands.parse_snapshots import publication_hooks
 from zeroarchive.core.clock import now
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
+from zeroarchive.core.targets import allow_private_targets
 from zeroarchive.crawl.asked import AskedAnswers
 from zeroarchive.crawl.snapshot_batches import settle, sort_batch
 from zeroarchive.events.recheck import before_recheck, what_changed
@@ -65,9 +67,11 @@ class Command(ScrapyCommand):
             raise UsageError(f"no article {', '.join(unknown)} in the archive")
         asked_at = now()
         try:
-            targets = save_targets(archive, [*args, *by_id.values()], asked_at)
+            targets = save_targets(
+                archive, [*args, *by_id.values()], asked_at, allow_private_targets(self.settings)
+            )
         except NotSavable as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(shown(str(exc))) from None
         ids = archive.articles.ids_of([target.url for target in targets])
         before = before_recheck(archive.engine, list(dict.fromkeys(ids.values())))
         asked = AskedAnswers(before)
@@ -87,7 +91,7 @@ class Command(ScrapyCommand):
         self._parse(archive, list(sites), asked_at)
         gone = {answer.article_id for answer in signs}
         for found in what_changed(archive.engine, before, asked_at, gone, asked.why_not):
-            print(found.line())
+            print(shown(found.line()))
             if found.outcome == "failed":
                 self.exitcode = 1
 

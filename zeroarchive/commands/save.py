@@ -10,6 +10,8 @@ from scrapy.exceptions import UsageError
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
+from zeroarchive.core.targets import allow_private_targets
 from zeroarchive.crawl.asked import AskedAnswers
 from zeroarchive.events.saving import NotSavable, save_targets
 from zeroarchive.storage.archive import open_archive
@@ -35,7 +37,10 @@ class Command(ScrapyCommand):
             "post, Dcard post, Facebook post or YouTube video is saved by its "
             "source's spider (a post under its board's, forum's, page's or group's site, "
             "'saved:<source>:<its URL>' when that is not in the table); a page of a site "
-            "whose config says 'render' is rendered by the browser."
+            "whose config says 'render' is rendered by the browser. A URL whose host is or "
+            "resolves to a loopback, private, link-local, multicast or reserved address is "
+            "refused, unless ZEROARCHIVE_ALLOW_PRIVATE_TARGETS or the site's "
+            "allow_private_targets allows it."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -53,9 +58,9 @@ class Command(ScrapyCommand):
         archive = open_archive(self.settings)
         asked_at = now()
         try:
-            targets = save_targets(archive, args, asked_at)
+            targets = save_targets(archive, args, asked_at, allow_private_targets(self.settings))
         except NotSavable as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(shown(str(exc))) from None
         sites = {target.site.site_id: target.site for target in targets}
         ids = archive.articles.ids_of([target.url for target in targets])
         asked = AskedAnswers(ids.values())
@@ -73,10 +78,10 @@ class Command(ScrapyCommand):
         taken = archive.articles.last_snapshot_times([t.url for t in targets])
         for target in targets:
             if taken[target.url] >= asked_at:
-                print(f"saved {target.url} ({target.site.name})")
+                print(shown(f"saved {target.url} ({target.site.name})"))
             else:
                 why = asked.why_not(ids.get(target.url, 0))
-                print(f"NOT saved {target.url} ({target.site.name}): {why}")
+                print(shown(f"NOT saved {target.url} ({target.site.name}): {why}"))
                 self.exitcode = 1
         if self.exitcode == 0:
             print(

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -12,6 +11,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.commands import TIME_METAVAR, time_option
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import newest_parser_version
 
@@ -39,10 +39,12 @@ def readable(hit: Hit, number: int) -> str:
         else "undated"
     )
     lines = [
-        f"{number}. {hit.title or '(no title)'}",
-        f"   {hit.site} · {when} · {hit.url}",
-        f"   {hit.snippet.marked()}",
+        f"{number}. {shown(hit.title or '(no title)')}",
+        f"   {shown(hit.site)} · {when} · {shown(hit.url)}",
     ]
+    if hit.canonical_url and hit.canonical_url != hit.url:
+        lines.append(f"   the page names as its own: {shown(hit.canonical_url)}")
+    lines.append(f"   {shown(hit.snippet.marked())}")
     if hit.versions is not None:
         spans = ", ".join(
             f"{utc_minute(s.start)} – {utc_minute(s.end) if s.end is not None else 'now'}"
@@ -125,13 +127,15 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--fold-chinese",
             action="store_true",
-            help="also find the other Chinese script's form (Simplified <-> Traditional)",
+            help="find every spelling of Chinese terms: Traditional, Simplified and Taiwan's "
+            "and Hong Kong's variants (台灣, 臺灣 and 台湾 alike)",
         )
         parser.add_argument(
             "--json",
             action="store_true",
-            help="one JSON object per hit, best first: article_id, site, url, title, "
-            "published_at, snippet, score (and versions with --all-versions)",
+            help="one JSON object per hit, best first: article_id, site, url (the URL "
+            "archived), canonical_url (the one the page claims), title, published_at, "
+            "snippet, score (and versions with --all-versions)",
         )
 
     @one_line_errors
@@ -184,7 +188,7 @@ class Command(ScrapyCommand):
             return
         for number, hit in enumerate(hits.hits, 1):
             if opts.json:
-                print(json.dumps(hit.as_json(), ensure_ascii=False))
+                print(json_line(hit.as_json()))
             else:
                 print(readable(hit, number))
         sys.stdout.flush()

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -9,6 +8,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.core.clock import now as clock_now
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStats, SiteStatsConfig, site_stats
 
@@ -44,7 +44,7 @@ class Command(ScrapyCommand):
         rows = site_stats(archive.engine, now, config)
         if opts.json:
             for row in rows:
-                print(json.dumps(row.as_json(), ensure_ascii=False))
+                print(json_line(row.as_json()))
             return
         new_heads = " ".join(f"{f'{d}d':>6}" for d in NEW_ARTICLE_DAYS)
         print(
@@ -61,7 +61,7 @@ class Command(ScrapyCommand):
                 f"{row.site_id:>5} {row.articles:>8} {new} {row.snapshots:>8} {row.due:>6} "
                 f"{row.overdue:>7} {row.failing:>7} {row.blocked:>7} {row.stopped:>7} {events:>7}  "
                 f"{utc_minute(row.last_list_ok_at):16}  {flags(row):24}  "
-                f"{row.type:12} {row.category or '-':14} {row.name}"
+                f"{row.type:12} {shown(row.category or '-'):14} {shown(row.name)}"
             )
         quiet = sum(row.quiet for row in rows)
         unanswered = sum(bool(row.unanswered) for row in rows)

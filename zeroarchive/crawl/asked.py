@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
+from zeroarchive.core.errors import PRIVATE_TARGET
 from zeroarchive.core.items import FailedFetch, FetchedPage
 
 if TYPE_CHECKING:
@@ -53,11 +54,19 @@ class AskedAnswers:
         >>> asked.answers[1] = FailedFetch(1, 7, 0, "http_503", 503)
         >>> asked.why_not(1)
         'the fetch failed: http_503'
+        >>> asked.answers[3] = FailedFetch(3, 7, 0, PRIVATE_TARGET, None)
+        >>> asked.why_not(3)  # doctest: +ELLIPSIS
+        'refused: it led to a host that is not on the public internet ...'
         >>> asked.close_reasons.append("site_locked")
         >>> asked.why_not(2)
         'another run is crawling its site: ask again when it has finished'
         """
         answer = self.answers.get(article_id)
+        if isinstance(answer, FailedFetch) and answer.reason == PRIVATE_TARGET:
+            return (
+                "refused: it led to a host that is not on the public internet (a redirect "
+                "or a meta refresh; the log says which)"
+            )
         if isinstance(answer, FailedFetch):
             return f"the fetch failed: {answer.reason}"
         if isinstance(answer, FetchedPage):

@@ -12,9 +12,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from zeroarchive.core.clock import utc_iso
+from zeroarchive.core.shown import shown
 from zeroarchive.events.store import KINDS, Event, get_event, iter_events, monthly_counts
 from zeroarchive.monitor import pages
-from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.params import optional_number
 
 #: Events on the page and in a feed.
 PAGE_EVENTS = 200
@@ -28,9 +29,9 @@ def _kinds(request: Request) -> list[str]:
 
 
 def _site(request: Request) -> int | None:
-    """The ``site`` filter: an id (at most 18 digits, as in paths), else none."""
-    value = request.query_params.get("site", "")
-    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
+    """The ``site`` filter: an id (at most 18 digits, as in paths), none when absent."""
+    site_id = optional_number(request.query_params, "site", -1)
+    return None if site_id == -1 else site_id
 
 
 def events_list(request: Request) -> Response:
@@ -55,7 +56,10 @@ def event_page(request: Request) -> Response:
 
 
 def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> bytes:
-    """An Atom 1.0 feed of events, newest first.
+    """An Atom 1.0 feed of events, newest first. Its text (site names, URLs, evidence)
+    goes through zeroarchive.core.shown.shown: credentials masked, and the control
+    characters XML 1.0 forbids (one in one site's name made the whole feed unparseable)
+    written as escapes, with the bidi controls a feed reader would act on.
 
     >>> e = Event(3, "deleted", 9, 1, "farm", "https://f.tw/a", 1800000000, "404", 1, 2, None)
     >>> feed = atom_feed([e], "farm", "http://m/sites/1/events.atom", "http://m/")
@@ -64,7 +68,7 @@ def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> byte
     """
     ET.register_namespace("", ATOM)
     feed = ET.Element(f"{{{ATOM}}}feed")
-    ET.SubElement(feed, f"{{{ATOM}}}title").text = title
+    ET.SubElement(feed, f"{{{ATOM}}}title").text = shown(title)
     ET.SubElement(feed, f"{{{ATOM}}}id").text = self_url
     ET.SubElement(feed, f"{{{ATOM}}}link", rel="self", href=self_url)
     updated = events[0].detected_at if events else 0
@@ -73,14 +77,14 @@ def atom_feed(events: list[Event], title: str, self_url: str, base: str) -> byte
     ET.SubElement(author, f"{{{ATOM}}}name").text = "zeroarchive"
     for event in events:
         entry = ET.SubElement(feed, f"{{{ATOM}}}entry")
-        ET.SubElement(entry, f"{{{ATOM}}}title").text = f"{event.kind}: {masked_url(event.url)}"
+        ET.SubElement(entry, f"{{{ATOM}}}title").text = shown(f"{event.kind}: {event.url}")
         link = f"{base}events/{event.event_id}"
         ET.SubElement(entry, f"{{{ATOM}}}id").text = link
         ET.SubElement(entry, f"{{{ATOM}}}link", href=link)
         ET.SubElement(entry, f"{{{ATOM}}}updated").text = utc_iso(event.detected_at)
-        ET.SubElement(
-            entry, f"{{{ATOM}}}summary"
-        ).text = f"{event.site}: {event.kind} ({event.evidence}) at {utc_iso(event.detected_at)}"
+        ET.SubElement(entry, f"{{{ATOM}}}summary").text = shown(
+            f"{event.site}: {event.kind} ({event.evidence}) at {utc_iso(event.detected_at)}"
+        )
     return ET.tostring(feed, encoding="utf-8", xml_declaration=True)
 
 
