@@ -46,6 +46,7 @@ _ACTION_TEXT_RE = re.compile(
     re.IGNORECASE,
 )
 _BOX_TAGS = ("div", "section", "aside", "p", "form", "ul", "footer", "figure", "dl", "table")
+_DIALOG_ROLES = frozenset(["dialog", "alertdialog"])
 
 
 def is_box(element: HtmlElement) -> bool:
@@ -60,9 +61,27 @@ def is_box(element: HtmlElement) -> bool:
     False
     >>> is_box(f('<p>She said she would subscribe to the plan.</p>'))
     False
+    >>> is_box(f('<div class="b1qh" data-newsletter-popup=""><h3>ニュースレターを登録</h3></div>'))
+    True
+    >>> is_box(f('<k-popover role="dialog"><span>エラー</span></k-popover>'))
+    True
+    >>> is_box(f('<div class="caas editorialUpsells"><h1>茲韋列夫封王</h1><p>訂閱</p></div>'))
+    False
     """
+    # data-* attribute names count too: "data-newsletter-popup-container" on a box whose
+    # classes are hashes (a Japanese business daily's sign-up box over its short body).
+    if element.get("role") in _DIALOG_ROLES or element.tag == "dialog":
+        # A small dialog is a pop-up (log-in, follow, error), never the article.
+        return len(element.text_content().strip()) <= _MAX_CHARS
     name = f"{element.get('class', '')} {element.get('id', '')}"
+    data = [key for key in element.attrib if key.startswith("data-")]
+    if data:
+        name = f"{name} {' '.join(data)}"
     if not _names_a_box(name):
+        return False
+    if next(element.iter("h1", "article", "main"), None) is not None:
+        # What holds the headline or the article is the article, however its classes read
+        # ("editorialUpsells" on a short wire item's container).
         return False
     text = element.text_content()
     if len(text.strip()) > _MAX_CHARS:
@@ -84,6 +103,11 @@ def _names_a_box(name: str) -> bool:
 def drop_boxes(tree: HtmlElement) -> int:
     """Take the promotion boxes out of ``tree`` (their tails stay); how many went."""
     boxes = [element for element in tree.iter(*_BOX_TAGS) if is_box(element)]
+    boxes += [
+        element
+        for element in tree.xpath("//*[@role='dialog' or @role='alertdialog'] | //dialog")
+        if element.tag not in _BOX_TAGS and is_box(element)
+    ]
     for box in boxes:
         box.drop_tree()
     return len(boxes)

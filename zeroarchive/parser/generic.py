@@ -2,9 +2,12 @@
 
 The main text is where readability-lxml and trafilatura agree (bench/extraction.py measured
 this against either alone): readability's blocks that trafilatura also kept, or trafilatura's
-text when it holds all of readability's and more. Promotion boxes (paywall, subscription,
-newsletter, cookie: ``boxes``) are taken out of the page first, and calls to act left at the
-end of the text after it, so a lead above a paywall is the body.
+text when it holds all of readability's and more, unless the more is mostly the text of links
+or other items outside the headline's element. Where the two disagree, the page's own
+evidence (``evidence``: its description, where its headline sits) decides, not which
+extractor proposed a text. Promotion boxes (paywall, subscription, newsletter, cookie,
+pop-ups: ``boxes``) are taken out of the page first, and calls to act left at the end of the
+text after it, so a lead above a paywall is the body.
 """
 
 from __future__ import annotations
@@ -25,9 +28,18 @@ from zeroarchive.core.errors import ParseError
 from zeroarchive.core.items import Parsed
 from zeroarchive.parser.boxes import drop_boxes, is_prompt, strip_prompts
 from zeroarchive.parser.dates import modified_at, published_at
+from zeroarchive.parser.evidence import (
+    HeadlinePlace,
+    PageEvidence,
+    described,
+    described_block,
+    linked_share,
+    page_evidence,
+    squeeze,
+)
 from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
 from zeroarchive.parser.readable import readability_text
-from zeroarchive.parser.text import hashtags, link_urls
+from zeroarchive.parser.text import element_text, hashtags, link_urls
 
 # Chinese and Japanese are written without spaces: each Han or kana character is a token of
 # its own, or a whole sentence would be one "word" and no shingle of two extractors' texts
@@ -40,6 +52,16 @@ _SHINGLE = 4
 _AGREEMENT = 0.5
 _CONTAINED = 0.9
 _LINE_KEPT = 0.5
+# Where trafilatura's text holds readability's and more, and at least this share of the more
+# is the text of the page's links, the more is a stream of other stories or a menu (on the
+# tuning and benchmark pages: 0.40-0.84 where readability's text was right, 0.00-0.14 where
+# trafilatura's was).
+_LINKED_EXTRA = 0.3
+# A text holding less than this of the page's own description took another block; one
+# holding this much or more of it took the article.
+_UNDESCRIBED = 0.5
+_DESCRIBED = 0.8
+_NO_EVIDENCE = PageEvidence()
 
 
 @lru_cache(maxsize=64)
@@ -62,7 +84,12 @@ def shingles(text: str, n: int = _SHINGLE) -> frozenset[tuple[str, ...]]:
     return frozenset(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
-def combine(readable: str, extracted: str) -> str:
+def combine(
+    readable: str,
+    extracted: str,
+    evidence: PageEvidence = _NO_EVIDENCE,
+    place: HeadlinePlace | None = None,
+) -> str:
     """Readability's text cut down to what trafilatura's text confirms.
 
     >>> body = "Body one two three four five six seven eight nine ten."
@@ -76,7 +103,34 @@ def combine(readable: str, extracted: str) -> str:
     >>> box, lead = "この記事は会員限定です。続きをお読みください。", "首相は新たな対策を発表した。"
     >>> combine(box, lead) == lead
     True
+
+    Where one of the two holds the page's own description and the other none of it, the
+    one that holds it took the article (a short item beside a longer stream):
+
+    >>> item, stream = "首相は新たな経済対策を発表した。", "別の記事の見出しと要約がここに並ぶ。"
+    >>> evidence = PageEvidence(descriptions=("首相は新たな経済対策を発表した。",))
+    >>> combine(stream, item, evidence) == item
+    True
     """
+    chosen = _combined(readable, extracted, evidence, place)
+    score = described(chosen, evidence)
+    if score is not None and score < _UNDESCRIBED:
+        for other in (extracted, readable):
+            # A site's own blurb in a footer describes no article: the other text must lie
+            # nearer the headline too.
+            if (described(other, evidence) or 0.0) >= _DESCRIBED and (
+                place is None or place.closer(other, chosen)
+            ):
+                return other
+    return chosen
+
+
+def _combined(
+    readable: str,
+    extracted: str,
+    evidence: PageEvidence,
+    place: HeadlinePlace | None,
+) -> str:
     ours, theirs = shingles(readable), shingles(extracted)
     if not ours:
         return extracted
@@ -84,11 +138,40 @@ def combine(readable: str, extracted: str) -> str:
         return readable
     common = len(ours & theirs)
     if common / len(ours) >= _CONTAINED and common / len(theirs) < 0.8:
+        # trafilatura's text holds readability's and more: the more is the article's (a long
+        # body readability cut short) unless it is mostly the text of links.
+        extra = [
+            line
+            for line in extracted.split("\n")
+            if (mine := shingles(line)) and len(mine & ours) / len(mine) < _LINE_KEPT
+        ]
+        if (
+            linked_share(extra, evidence.linked) >= _LINKED_EXTRA
+            and linked_share(readable.split("\n"), evidence.linked) < _LINKED_EXTRA
+        ):
+            # Unless readability's text is links as well: a listing, whose more is more of it.
+            return readable
+        # Nor when the more lies outside the element that holds the headline and
+        # readability's text, in items of its own (the next stories under a short item).
+        container = place.container(readable) if place is not None else None
+        if container is not None and place is not None:
+            inside = sum(len(squeeze(line)) for line in extra if squeeze(line) in container)
+            outside = sum(len(squeeze(line)) for line in extra) - inside
+            if outside > inside and place.in_other_items(extra) >= 0.5:
+                return readable
         return extracted
     if common / len(ours) < _AGREEMENT or common / len(theirs) < _AGREEMENT:
         # The two took different parts of the page: readability's, unless its part is a
         # call to act (a paywall or newsletter box that outweighed a short lead).
         if all(is_prompt(line) for line in readable.split("\n")):
+            return extracted
+        # Or where only trafilatura's part is in the element that holds the headline (a
+        # sidebar's teaser beside a short item).
+        if (
+            place is not None
+            and place.container(readable) is None
+            and place.container(extracted) is not None
+        ):
             return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
@@ -104,14 +187,16 @@ def combine(readable: str, extracted: str) -> str:
     return "\n".join(kept)
 
 
-def article_text(tree: HtmlElement) -> tuple[str, list[str]]:
+def article_text(tree: HtmlElement, meta: PageMetadata | None = None) -> tuple[str, list[str]]:
     """(main text, hrefs in it) of a parsed page, which loses its scripts, styles and
-    promotion boxes on the way (read its metadata first)."""
+    promotion boxes on the way (its metadata ``meta`` is read first when not given)."""
+    if meta is None:
+        meta = page_metadata(tree, "")
     # Out once, before the extractors would each copy and walk them to take them out again;
     # the dates read scripts in the page's ``html``.
     lxml.etree.strip_elements(tree, "script", "style", with_tail=False)
     drop_boxes(tree)
-    return main_text(tree)
+    return main_text(tree, page_evidence(tree, meta))
 
 
 def trafilatura_text(page: str | HtmlElement, fast: bool = False) -> str:
@@ -132,7 +217,9 @@ def agree(readable: str, extracted: str) -> bool:
     return common / len(ours) >= _AGREEMENT and common / len(theirs) >= _AGREEMENT
 
 
-def main_text(page: str | HtmlElement) -> tuple[str, list[str]]:
+def main_text(
+    page: str | HtmlElement, evidence: PageEvidence = _NO_EVIDENCE
+) -> tuple[str, list[str]]:
     """(main text, hrefs in readability's main text) of a page or of its parsed tree.
 
     trafilatura runs fast first; where its text and readability's disagree (a page in
@@ -143,7 +230,23 @@ def main_text(page: str | HtmlElement) -> tuple[str, list[str]]:
     extracted = trafilatura_text(page, fast=True)
     if not agree(readable, extracted):
         extracted = trafilatura_text(page)
-    return strip_prompts(combine(readable, extracted)), hrefs
+    place = HeadlinePlace(page, evidence.title) if isinstance(page, HtmlElement) else None
+    text = combine(readable, extracted, evidence, place)
+    if isinstance(page, HtmlElement) and (described(readable, evidence) or 1.0) < _UNDESCRIBED:
+        # readability took a block without the page's own description: where the element
+        # holding that description is shorter than the text chosen, it is the article and
+        # the rest a longer neighbour (a short item above a stream of other stories).
+        block = described_block(page, evidence, _DESCRIBED)
+        if block is not None:
+            found = element_text(block)
+            if (
+                len(found) < len(text)
+                and (described(found, evidence) or 0.0) >= _DESCRIBED
+                and place is not None
+                and place.closer(found, text)
+            ):
+                text = found
+    return strip_prompts(text), hrefs
 
 
 # Without comments and processing instructions, as trafilatura parses a page for itself: with
@@ -179,7 +282,7 @@ def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
     except (ValueError, lxml.etree.ParserError) as exc:
         raise ParseError(f"not HTML: {exc}") from exc
     meta = page_metadata(tree, url)
-    text, hrefs = article_text(tree)
+    text, hrefs = article_text(tree, meta)
     title = _title(meta, tree) or _readability_title(html)
     keywords = split_keywords(
         meta.all("keywords", "news_keywords") + _jsonld_list(meta, "keywords")

@@ -1,0 +1,66 @@
+"""The generic parser's body on real CJK pages where the page's own evidence (its
+description, its headline's container, the texts of its links, its pop-ups) decides between
+the extractors' texts: issue 41's failure classes, on pages of the tuning part."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from bench.extraction import bigram_scores
+from tests.conftest import FIXTURES
+from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.parser import parse_snapshot
+
+PAGES = FIXTURES / "parser_evidence"
+GOLD = json.loads((PAGES / "gold.json").read_text(encoding="utf-8"))
+
+
+def body(name: str) -> tuple[str, float]:
+    """(the parser's text of a page, its bigram F1 against the page's gold)."""
+    raw = gzip.decompress((PAGES / "html" / f"{name}.html.gz").read_bytes())
+    text = parse_snapshot(
+        "Article", raw, detect_encoding(raw), GOLD[name].get("url", "https://example.com/a")
+    ).text
+    return text, bigram_scores(GOLD[name]["body"], text)[2]
+
+
+def test_newsletter_box_after_a_short_body_is_left_out() -> None:
+    """Nikkei: three paragraphs, then "ニュースレターを登録すると続きが読めます（無料）"."""
+    text, f1 = body("fundus-Nikkei_2025_01_27")
+    assert text.startswith("イオン銀行は14日")
+    assert "ニュースレター" not in text
+    assert f1 >= 0.8
+
+
+def test_short_item_above_a_longer_stream_of_stories_is_the_body() -> None:
+    """Yahoo Hong Kong: a 212-character item, then "其他人也在看" and other stories."""
+    text, f1 = body("magichtml-b5b26f9fb331")
+    assert "羅馬對我來說是意義非凡地地方" in text
+    assert "岑潔儀" not in text
+    assert f1 >= 0.9
+
+
+def test_the_page_description_finds_an_item_both_extractors_missed() -> None:
+    """Yahoo Hong Kong Finance: readability and trafilatura both take a longer column; the
+    page's og:description is the item's text."""
+    text, f1 = body("magichtml-2681eeacec6a")
+    assert "非製造業景氣判斷指數微升至正26" in text
+    assert "九龍城寨之圍城" not in text
+    assert f1 >= 0.7
+
+
+def test_menus_of_a_table_layout_are_not_more_of_the_article() -> None:
+    """Yahoo China, 2005: trafilatura's text holds the article and the menus around it."""
+    text, f1 = body("cwced-2bac7fb2")
+    assert "雅虎中国 - 体育" not in text
+    assert f1 >= 0.9
+
+
+@pytest.mark.parametrize("name", ["cwced-0df12126"])
+def test_a_long_body_readability_cuts_short_stays_whole(name: str) -> None:
+    """The more trafilatura finds is article text, inside the article, not links: kept."""
+    _, f1 = body(name)
+    assert f1 >= 0.85
