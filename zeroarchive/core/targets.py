@@ -43,9 +43,12 @@ def allow_private_targets(settings: BaseSettings | None) -> bool:
     ``ZEROARCHIVE_ALLOW_PRIVATE_TARGETS`` (as ``ZEROARCHIVE_DB_URL``, so one variable
     opens a test or lab deployment) else the setting.
 
+    >>> import os
     >>> from scrapy.settings import Settings
-    >>> allow_private_targets(Settings({ALLOW_SETTING: True})), allow_private_targets(None)
-    (True, False)
+    >>> allow_private_targets(Settings({ALLOW_SETTING: True}))
+    True
+    >>> allow_private_targets(Settings({ALLOW_SETTING: False})) == (ALLOW_SETTING in os.environ)
+    True
     """
     value = from_environment(ALLOW_SETTING, settings)
     return value is not None and value.strip().lower() not in _FALSE
