@@ -74,6 +74,15 @@ class Command(ScrapyCommand):
                 hooks.append(index_hook(index))
         # Each new publication version is also checked for a silent edit (events/).
         hooks.append(edit_hook)
+        if self.settings.getbool("COPIES_ENABLED"):
+            from zeroarchive.copies.hook import copies_hook
+            from zeroarchive.copies.index import CopiesConfig
+
+            try:
+                copies = CopiesConfig.from_settings(self.settings)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            hooks.append(copies_hook(copies))
         resume = "run parse_snapshots again: it goes on where this run stopped"
         with Progress("parse_snapshots", unit="snapshot", resume=resume) as progress:
             stats = parse_pending(archive.engine, config, hooks=hooks, progress=progress)

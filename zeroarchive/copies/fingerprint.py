@@ -1,0 +1,203 @@
+"""What two bodies are compared on, and their MinHash LSH band keys (pure functions).
+
+A body is folded to Simplified script (OpenCC, through ``search.fold``), NFKC-normalised
+and case folded; each line keeps its letters and digits only, so markup, spacing and
+punctuation changes leave it as it was. Lines that are the site's boilerplate are left
+out, the rest joined, and cut into overlapping ``SHINGLE``-character shingles, hashed to
+32 bits. MinHash (datasketch's ``affine32`` permutations) estimates their Jaccard
+similarity; ``BANDS`` bands of ``ROWS`` values each make the LSH keys under which a
+body's candidates are found; a candidate is a copy when ``containment`` says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+import zlib
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from datasketch import MinHash
+
+from zeroarchive.search.fold import chinese_forms
+
+#: Characters per shingle: 5 CJK characters are rarer than a word, so two unrelated
+#: articles share few; an edit or a conversion slip touches at most five shingles.
+SHINGLE = 5
+#: MinHash values per body and how they are banded: 32 bands of 4 find a pair of Jaccard
+#: 0.5 (a copy cut to half) with probability 0.87, 0.63 with 0.996, and one of 0.1 with
+#: 0.003 (bench/copies_eval.py measured the choice).
+BANDS = 32
+ROWS = 4
+SEED = 1
+#: Paragraphs at either end of a body whose repetition across a site is counted.
+EDGE = 3
+#: A longer paragraph is never taken for boilerplate (counted, or dropped).
+MAX_BLOCK = 300
+#: A body with fewer shingles than this (after boilerplate) is too short to call a copy.
+MIN_SHINGLES = 40
+
+NO_SCRIPT, SIMPLIFIED, TRADITIONAL = 0, 1, 2
+
+_NOT_WORD = re.compile(r"[\W_]+")
+_MASK32 = np.uint64(0xFFFFFFFF)
+_PRIME = np.uint64(0x100000001B3)
+# A body's shingles are hashed against the permutations this many at a time, which bounds
+# the temporary (n x 128) array of a very long body.
+_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A body folded for comparison: its non-empty lines, and the script it was in."""
+
+    lines: tuple[str, ...]
+    script: int
+
+
+def fold(text: str) -> Folded:
+    """The body's lines in one script, letters and digits only.
+
+    >>> fold("臺灣的「疫苗」\\n\\n  <b>Vaccine</b> news!")
+    Folded(lines=('台湾的疫苗', 'bvaccinebnews'), script=2)
+    """
+    traditional, simplified = chinese_forms(text)
+    folded = unicodedata.normalize("NFKC", simplified).casefold()
+    lines = tuple(line for line in (_NOT_WORD.sub("", raw) for raw in folded.split("\n")) if line)
+    return Folded(lines, _script(text, traditional, simplified))
+
+
+def _script(text: str, traditional: str, simplified: str) -> int:
+    """Which script the text is in: the conversion that changes fewer characters."""
+    to_traditional = _changed(text, traditional)
+    to_simplified = _changed(text, simplified)
+    if to_traditional == to_simplified:
+        return NO_SCRIPT
+    return TRADITIONAL if to_traditional < to_simplified else SIMPLIFIED
+
+
+def _changed(text: str, converted: str) -> int:
+    if len(text) != len(converted):
+        return sum(a != b for a, b in zip(text, converted, strict=False)) + abs(
+            len(text) - len(converted)
+        )
+    one = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    other = np.frombuffer(converted.encode("utf-32-le"), dtype=np.uint32)
+    return int(np.count_nonzero(one != other))
+
+
+def block_hash(line: str) -> int:
+    """A line's hash as a signed 32-bit integer (how ``copy_block`` keeps it).
+
+    >>> block_hash("本文转载自网络")
+    -175890199
+    """
+    value = zlib.crc32(line.encode("utf-8"))
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def edge_blocks(folded: Folded) -> set[int]:
+    """The hashes of the lines at either end that could be a site's boilerplate."""
+    lines = folded.lines
+    edges = lines[:EDGE] + lines[max(EDGE, len(lines) - EDGE) :]
+    return {block_hash(line) for line in edges if len(line) <= MAX_BLOCK}
+
+
+def candidate_blocks(folded: Folded) -> set[int]:
+    """The hashes of every line short enough to be boilerplate (what a site's learnt
+    boilerplate is looked up by)."""
+    return {block_hash(line) for line in folded.lines if len(line) <= MAX_BLOCK}
+
+
+def body(folded: Folded, boilerplate: Collection[int] = ()) -> str:
+    """The lines that are not boilerplate, joined."""
+    if not boilerplate:
+        return "".join(folded.lines)
+    return "".join(
+        line
+        for line in folded.lines
+        if len(line) > MAX_BLOCK or block_hash(line) not in boilerplate
+    )
+
+
+def shingles(text: str) -> np.ndarray:
+    """The distinct 32-bit hashes of the text's ``SHINGLE``-character shingles, sorted.
+
+    >>> len(shingles("abcdefg")), len(shingles("abcd"))
+    (3, 0)
+    """
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    count = len(codes) - SHINGLE + 1
+    if count < 1:
+        return np.empty(0, dtype=np.uint32)
+    hashed = codes[:count].copy()
+    for offset in range(1, SHINGLE):
+        hashed = hashed * _PRIME + codes[offset : offset + count]
+    hashed = _fmix64(hashed)
+    return np.unique((hashed >> np.uint64(32)).astype(np.uint32))
+
+
+def _fmix64(values: np.ndarray) -> np.ndarray:
+    values = values ^ (values >> np.uint64(33))
+    values = values * np.uint64(0xFF51AFD7ED558CCD)
+    values = values ^ (values >> np.uint64(33))
+    values = values * np.uint64(0xC4CEB9FE1A85EC53)
+    return values ^ (values >> np.uint64(33))
+
+
+def _fmix32(values: np.ndarray) -> np.ndarray:
+    values = values ^ (values >> np.uint32(16))
+    values = values * np.uint32(0x85EBCA6B)
+    values = values ^ (values >> np.uint32(13))
+    values = values * np.uint32(0xC2B2AE35)
+    return values ^ (values >> np.uint32(16))
+
+
+@functools.cache
+def _permutations() -> tuple[np.ndarray, np.ndarray]:
+    a, b = MinHash(num_perm=BANDS * ROWS, seed=SEED, scheme="affine32").permutations
+    return np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32)
+
+
+def signature(hashes: np.ndarray) -> np.ndarray:
+    """The MinHash of a set of 32-bit hashes: what datasketch's ``affine32`` MinHash with
+    an identity ``hashfunc`` gives after ``update_batch(hashes)``, computed on the whole
+    array at once (``update_batch`` calls the hash function once per value in Python)."""
+    a, b = _permutations()
+    lowest = np.full(len(a), np.iinfo(np.uint32).max, dtype=np.uint32)
+    for start in range(0, len(hashes), _CHUNK):
+        mixed = _fmix32(hashes[start : start + _CHUNK].astype(np.uint32)).reshape(-1, 1)
+        lowest = np.minimum(lowest, (mixed * a + b).min(axis=0))
+    return lowest
+
+
+def band_keys(minhash: np.ndarray) -> np.ndarray:
+    """One signed 32-bit key per band (its number folded in), distinct, sorted."""
+    rows = minhash.astype(np.uint64).reshape(BANDS, ROWS)
+    keys = np.arange(1, BANDS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    for column in range(ROWS):
+        keys = _fmix64(keys ^ rows[:, column])
+    return np.unique((keys >> np.uint64(32)).astype(np.uint32).view(np.int32))
+
+
+def containment(one: np.ndarray, other: np.ndarray) -> float:
+    """The share of the smaller set of shingles that the other holds.
+
+    >>> containment(shingles("abcdefghij"), shingles("xxabcdefghijyy"))
+    1.0
+    """
+    if not len(one) or not len(other):
+        return 0.0
+    shared = len(np.intersect1d(one, other, assume_unique=True))
+    return shared / min(len(one), len(other))
+
+
+def keys_bytes(keys: Sequence[int] | np.ndarray) -> bytes:
+    """Band keys as ``copy_doc.bands`` keeps them."""
+    return np.asarray(keys, dtype="<i4").tobytes()
+
+
+def keys_from_bytes(data: bytes) -> list[int]:
+    return [int(key) for key in np.frombuffer(data, dtype="<i4")]
