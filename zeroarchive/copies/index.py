@@ -26,7 +26,6 @@ from zeroarchive.copies.fingerprint import (
     Folded,
     band_keys,
     body,
-    candidate_blocks,
     containment,
     edge_blocks,
     fold,
@@ -82,13 +81,26 @@ class CopyIndex:
     def __init__(self, config: CopiesConfig | None = None) -> None:
         self.config = config or CopiesConfig()
         self._shingles: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        # Each site's boilerplate as last read; a line that becomes boilerplate through this
+        # object's learning drops its site's (other writers' lines show on a new object).
+        self._boilerplate: dict[int, frozenset[int]] = {}
 
     def learn(self, conn: Connection, site_id: int, folded: Folded) -> bool:
         """Count the body's edge lines towards its site's boilerplate; return whether one
         of them has just become boilerplate."""
         blocks = edge_blocks(folded)
-        store.count_blocks(conn, site_id, blocks)
-        return store.reached(conn, site_id, blocks, self.config.boilerplate_articles)
+        store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
+        if store.reached(conn, site_id, blocks, self.config.boilerplate_articles):
+            self._boilerplate.pop(site_id, None)
+            return True
+        return False
+
+    def boilerplate(self, conn: Connection, site_id: int) -> frozenset[int]:
+        found = self._boilerplate.get(site_id)
+        if found is None:
+            found = store.boilerplate(conn, site_id, self.config.boilerplate_articles)
+            self._boilerplate[site_id] = found
+        return found
 
     def recheck_site(self, conn: Connection, site_id: int) -> None:
         """Add the site's clustered articles again: a line has just become its boilerplate,
@@ -109,10 +121,7 @@ class CopyIndex:
 
     def shingles_of(self, conn: Connection, site_id: int, folded: Folded) -> np.ndarray:
         """The body's shingles without the lines its site has as boilerplate."""
-        dropped = store.boilerplate(
-            conn, site_id, candidate_blocks(folded), self.config.boilerplate_articles
-        )
-        return shingles(body(folded, dropped))
+        return shingles(body(folded, self.boilerplate(conn, site_id)))
 
     def add(
         self,
@@ -124,10 +133,12 @@ class CopyIndex:
         seen_at: int,
         learn: bool = True,
         now: int | None = None,
-    ) -> Doc | None:
-        """Fingerprint and cluster an article's body (its latest version); return its row,
-        or None when the body is too short to compare. ``learn``: count its edge lines
-        towards the site's boilerplate, once per article (a rebuild counts them first)."""
+        first_seen: int | None = None,
+    ) -> None:
+        """Fingerprint and cluster an article's body (its latest version, seen at
+        ``seen_at``; ``first_seen``: when the article was first seen, if the caller knows).
+        ``learn``: count its edge lines towards the site's boilerplate, once per article (a
+        rebuild counts them first). A body too short to compare is left out."""
         old = store.get_doc(conn, article_id)
         folded = fold(text)
         if learn and old is None and self.learn(conn, site_id, folded):
@@ -139,12 +150,13 @@ class CopyIndex:
             if old is not None:
                 self._leave(conn, old)
                 store.drop_doc(conn, article_id)
-            return None
+            return
         self._remember(article_id, publication_id, mine)
         keys = [int(key) for key in band_keys(signature(mine))]
         candidates = store.sharing(conn, keys, article_id)
         store.add_bands(conn, article_id, keys)
-        first_seen = store.first_seen(conn, article_id, seen_at)
+        if first_seen is None:
+            first_seen = store.first_seen(conn, article_id, seen_at)
         if old is not None:
             first_seen = min(first_seen, old.first_seen_at)
         doc = Doc(
@@ -165,7 +177,6 @@ class CopyIndex:
             if containment(mine, self._doc_shingles(conn, other)) >= self.config.min_similarity
         ]
         self._cluster(conn, doc, copies, int(time.time()) if now is None else now)
-        return store.get_doc(conn, article_id)
 
     def _remember(self, article_id: int, publication_id: int, value: np.ndarray) -> None:
         self._shingles[(article_id, publication_id)] = value

@@ -11,6 +11,7 @@ state behind.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -18,7 +19,7 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.copies import store
-from zeroarchive.copies.fingerprint import fold
+from zeroarchive.copies.fingerprint import edge_blocks_of
 from zeroarchive.copies.index import CopiesConfig, CopyIndex
 from zeroarchive.core.progress import Progress
 from zeroarchive.storage.publications import newest_parser_version
@@ -116,21 +117,25 @@ def rebuild(
         with Progress(what, total=total, unit="article", resume=RESUME, stream=stream) as progress:
             for rows in _batches(engine, parser_version, last, config.rebuild_batch):
                 with engine.begin() as conn:
-                    for row in rows:
-                        if name == "blocks":
-                            index.learn(conn, row.site_id, fold(row.publication_text))
-                        else:
-                            seen = row.first_snapshot_at or row.first_seen_at
-                            index.add(
-                                conn,
-                                row.article_id,
-                                row.site_id,
-                                row.publication_id,
-                                row.publication_text,
-                                min(seen, row.first_seen_at),
-                                learn=False,
-                                now=now,
-                            )
+                    if name == "blocks":
+                        counts: Counter[tuple[int, int]] = Counter()
+                        for row in rows:
+                            for block in edge_blocks_of(row.publication_text):
+                                counts[(row.site_id, block)] += 1
+                        store.count_blocks(conn, counts)
+                    for row in rows if name != "blocks" else ():
+                        seen = min(row.first_snapshot_at or row.first_seen_at, row.first_seen_at)
+                        index.add(
+                            conn,
+                            row.article_id,
+                            row.site_id,
+                            row.publication_id,
+                            row.publication_text,
+                            seen,
+                            learn=False,
+                            now=now,
+                            first_seen=seen,
+                        )
                     last = int(rows[-1].article_id)
                     conn.execute(
                         copy_rebuild.update()

@@ -4,7 +4,7 @@ counters' upsert (``storage.dialect.add_counts``)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select, update
@@ -129,9 +129,12 @@ def sharing(conn: Connection, keys: Sequence[int], article_id: int) -> set[int]:
     return found
 
 
-def count_blocks(conn: Connection, site_id: int, blocks: Iterable[int]) -> None:
-    """One more article of the site had each of these edge lines."""
-    rows = [{"site_id": site_id, "block": block, "articles": 1} for block in sorted(blocks)]
+def count_blocks(conn: Connection, counts: Mapping[tuple[int, int], int]) -> None:
+    """Add to how many articles of a site had an edge line: {(site, line hash): articles}."""
+    rows = [
+        {"site_id": site_id, "block": block, "articles": count}
+        for (site_id, block), count in sorted(counts.items())
+    ]
     add_counts(conn, copy_block, rows, "articles")
 
 
@@ -163,16 +166,12 @@ def clustered(conn: Connection, site_id: int) -> list[Doc]:
     return [_doc(row) for row in rows]
 
 
-def boilerplate(conn: Connection, site_id: int, blocks: Collection[int], least: int) -> set[int]:
-    """Those of ``blocks`` that at least ``least`` of the site's articles had."""
-    if not blocks:
-        return set()
-    return set(
+def boilerplate(conn: Connection, site_id: int, least: int) -> frozenset[int]:
+    """The site's edge lines that at least ``least`` of its articles had."""
+    return frozenset(
         conn.execute(
             select(copy_block.c.block).where(
-                copy_block.c.site_id == site_id,
-                copy_block.c.block.in_(sorted(blocks)),
-                copy_block.c.articles >= least,
+                copy_block.c.site_id == site_id, copy_block.c.articles >= least
             )
         ).scalars()
     )

@@ -35,10 +35,8 @@ def add_counts(
         return
     from sqlalchemy.dialects.mysql import insert as mysql_insert
 
-    statement = mysql_insert(table)
+    upsert = mysql_insert(table)
     connection.execute(
-        statement.on_duplicate_key_update(
-            {counter: table.c[counter] + statement.inserted[counter]}
-        ),
+        upsert.on_duplicate_key_update({counter: table.c[counter] + upsert.inserted[counter]}),
         rows,
     )
