@@ -1,9 +1,9 @@
 """Copies: what fingerprinting and clustering cost (issue 38, "Speed and scale").
 
 1. Builds ``--publications`` publications from the real articles of bench/copies_eval.py:
-   each a run of 4-12 paragraphs drawn from all of them (so bodies are real text of
-   real lengths), a tenth of them copies of an earlier one (converted, cut, reordered
-   with an ad, wrapped), over 50 sites; once in a SQLite file, once in MariaDB.
+   paragraphs of their sentences recombined (real text; ``bodies``), a tenth of them
+   copies of an earlier one (converted, cut, reordered with an ad, wrapped), over 50
+   sites; once in a SQLite file, once in MariaDB.
 2. ``scrapy copies --rebuild``'s code over them: publications per CPU second (this
    process; on MariaDB the server's CPU is added), both passes counted.
 3. The index's size on disk against the text it covers (SQLite: dbstat pages of the copy
@@ -22,6 +22,7 @@ import argparse
 import gzip
 import os
 import random
+import re
 import secrets
 import statistics
 import sys
@@ -55,8 +56,16 @@ TABLES = ("copy_doc", "copy_band", "copy_block", "copy_cluster")
 
 
 def bodies(count: int, seed: int = 38) -> list[str]:
+    """Bodies of real sentences: 3-8 paragraphs of 2-5 sentences drawn from all the
+    articles' sentences (so two bodies share a sentence now and then, as two articles on
+    one subject do, but rarely more), a tenth copies of an earlier body."""
     rng = random.Random(seed)
-    pool = [line for o in originals() for line in o.text.split("\n") if len(line.strip()) > 20]
+    pool = [
+        sentence.strip() + "。"
+        for o in originals()
+        for sentence in re.split(r"[。！？.!?]\s*", o.text.replace("\n", " "))
+        if len(sentence.strip()) > 15
+    ]
     made: list[str] = []
     for _ in range(count):
         if made and rng.random() < 0.1:
@@ -74,7 +83,11 @@ def bodies(count: int, seed: int = 38) -> list[str]:
             else:
                 made.append(wrapped(source, rng.randrange(6)))
             continue
-        made.append("\n".join(rng.sample(pool, rng.randint(4, 12))))
+        made.append(
+            "\n".join(
+                "".join(rng.sample(pool, rng.randint(2, 5))) for _ in range(rng.randint(3, 8))
+            )
+        )
     return made
 
 

@@ -316,16 +316,16 @@ def test_rebuild_gives_the_same_clusters_and_resumes_where_it_stopped(
     assert [m.article_id for m in expected[0][1]] == [ids[0], ids[1], ids[3]]
     import zeroarchive.copies.rebuild as module
 
-    real = module.CopyIndex.add
+    real = module.CopyIndex.add_many
     calls = []
 
-    def stop_on_the_third(self: object, *args: object, **kwargs: object) -> object:
+    def stop_on_the_second(self: object, *args: object, **kwargs: object) -> object:
         calls.append(args)
-        if len(calls) == 3:
+        if len(calls) == 2:
             raise KeyboardInterrupt
         return real(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(module.CopyIndex, "add", stop_on_the_third)
+    monkeypatch.setattr(module.CopyIndex, "add_many", stop_on_the_second)
     with pytest.raises(SystemExit) as stopped:
         rebuild(engine, CopiesConfig(rebuild_batch=2))
     assert stopped.value.code == 130

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,17 @@ from zeroarchive.copies.store import Doc
 
 #: Shingle sets kept per index object (a cluster's first is checked against each newcomer).
 _CACHE = 4096
+
+
+@dataclass(frozen=True)
+class Body:
+    """An article's latest body, as a rebuild hands it to ``add_many``."""
+
+    article_id: int
+    site_id: int
+    publication_id: int
+    text: str
+    first_seen: int
 
 
 @dataclass(frozen=True)
@@ -170,13 +181,57 @@ class CopyIndex:
             old.similarity if old is not None else None,
         )
         store.put_doc(conn, doc, replace=old is not None)
+        self._place(conn, doc, mine, candidates, int(time.time()) if now is None else now)
+
+    def add_many(self, conn: Connection, bodies: Sequence[Body], now: int | None = None) -> None:
+        """``add`` for articles that have no row yet, as a rebuild adds them: the same
+        clusters, in four statements for the batch besides those of the copies found
+        (each body's candidates are the articles before it, in the batch or before)."""
+        stamp = int(time.time()) if now is None else now
+        made: list[tuple[Doc, np.ndarray, list[int]]] = []
+        for one in bodies:
+            folded = fold(one.text)
+            mine = self.shingles_of(conn, one.site_id, folded)
+            if len(mine) < MIN_SHINGLES:
+                continue
+            self._remember(one.article_id, one.publication_id, mine)
+            keys = [int(key) for key in band_keys(signature(mine))]
+            doc = Doc(
+                one.article_id,
+                one.publication_id,
+                one.site_id,
+                one.first_seen,
+                folded.script,
+                keys_bytes(keys),
+                None,
+                None,
+            )
+            made.append((doc, mine, keys))
+        if not made:
+            return
+        before = store.sharing_by_key(conn, sorted({key for _, _, keys in made for key in keys}))
+        store.add_docs(conn, [doc for doc, _, _ in made], [keys for _, _, keys in made])
+        for doc, mine, keys in made:
+            candidates: set[int] = set()
+            for key in keys:
+                holders = before.setdefault(key, [])
+                candidates.update(holders)
+                holders.append(doc.article_id)
+            candidates.discard(doc.article_id)
+            if candidates:
+                self._place(conn, doc, mine, candidates, stamp)
+
+    def _place(
+        self, conn: Connection, doc: Doc, mine: np.ndarray, candidates: set[int], now: int
+    ) -> None:
+        """Check the candidates exactly, then put the article in its cluster."""
         others = store.get_docs(conn, candidates)
         copies = [
             other
             for other in others.values()
             if containment(mine, self._doc_shingles(conn, other)) >= self.config.min_similarity
         ]
-        self._cluster(conn, doc, copies, int(time.time()) if now is None else now)
+        self._cluster(conn, doc, copies, now)
 
     def _remember(self, article_id: int, publication_id: int, value: np.ndarray) -> None:
         self._shingles[(article_id, publication_id)] = value

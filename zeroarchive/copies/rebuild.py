@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.copies import store
 from zeroarchive.copies.fingerprint import edge_blocks_of
-from zeroarchive.copies.index import CopiesConfig, CopyIndex
+from zeroarchive.copies.index import Body, CopiesConfig, CopyIndex
 from zeroarchive.core.progress import Progress
 from zeroarchive.storage.publications import newest_parser_version
 from zeroarchive.storage.schema import article, copy_rebuild, publication
@@ -63,6 +63,11 @@ def _latest(conn: Connection, parser_version: str, after: int, limit: int) -> li
             .order_by(pub.article_id)
         )
     )
+
+
+def _body(row: Any) -> Body:
+    seen = min(row.first_snapshot_at or row.first_seen_at, row.first_seen_at)
+    return Body(row.article_id, row.site_id, row.publication_id, row.publication_text, seen)
 
 
 def _count(engine: Engine, parser_version: str, after: int) -> int:
@@ -123,19 +128,8 @@ def rebuild(
                             for block in edge_blocks_of(row.publication_text):
                                 counts[(row.site_id, block)] += 1
                         store.count_blocks(conn, counts)
-                    for row in rows if name != "blocks" else ():
-                        seen = min(row.first_snapshot_at or row.first_seen_at, row.first_seen_at)
-                        index.add(
-                            conn,
-                            row.article_id,
-                            row.site_id,
-                            row.publication_id,
-                            row.publication_text,
-                            seen,
-                            learn=False,
-                            now=now,
-                            first_seen=seen,
-                        )
+                    else:
+                        index.add_many(conn, [_body(row) for row in rows], now)
                     last = int(rows[-1].article_id)
                     conn.execute(
                         copy_rebuild.update()

@@ -94,6 +94,34 @@ def put_doc(conn: Connection, doc: Doc, replace: bool) -> None:
         conn.execute(copy_doc.insert().values(article_id=doc.article_id, **values))
 
 
+def add_docs(conn: Connection, docs: Sequence[Doc], keys: Sequence[Sequence[int]]) -> None:
+    """New articles' rows and their band keys, in two statements."""
+    conn.execute(
+        copy_doc.insert(),
+        [
+            {
+                "article_id": doc.article_id,
+                "publication_id": doc.publication_id,
+                "site_id": doc.site_id,
+                "first_seen_at": doc.first_seen_at,
+                "script": doc.script,
+                "bands": doc.bands,
+                "cluster_id": doc.cluster_id,
+                "similarity": doc.similarity,
+            }
+            for doc in docs
+        ],
+    )
+    conn.execute(
+        copy_band.insert(),
+        [
+            {"band_key": key, "article_id": doc.article_id}
+            for doc, mine in zip(docs, keys, strict=True)
+            for key in mine
+        ],
+    )
+
+
 def drop_doc(conn: Connection, article_id: int) -> None:
     conn.execute(delete(copy_doc).where(copy_doc.c.article_id == article_id))
 
@@ -126,6 +154,20 @@ def sharing(conn: Connection, keys: Sequence[int], article_id: int) -> set[int]:
             ).scalars()
         )
     found.discard(article_id)
+    return found
+
+
+def sharing_by_key(conn: Connection, keys: Sequence[int]) -> dict[int, list[int]]:
+    """The articles under each of ``keys`` (those under none are left out)."""
+    found: dict[int, list[int]] = {}
+    for start in range(0, len(keys), _IN_LIMIT):
+        rows = conn.execute(
+            select(copy_band.c.band_key, copy_band.c.article_id).where(
+                copy_band.c.band_key.in_(keys[start : start + _IN_LIMIT])
+            )
+        )
+        for key, article_id in rows:
+            found.setdefault(int(key), []).append(int(article_id))
     return found
 
 
