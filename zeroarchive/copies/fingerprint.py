@@ -105,6 +105,11 @@ def edge_blocks(folded: Folded) -> set[int]:
     return {block_hash(line) for line in edges if len(line) <= MAX_BLOCK}
 
 
+def line_blocks(folded: Folded) -> set[int]:
+    """The hashes of every line short enough to be boilerplate."""
+    return {block_hash(line) for line in folded.lines if len(line) <= MAX_BLOCK}
+
+
 def edge_blocks_of(text: str) -> set[int]:
     """``edge_blocks(fold(text))`` folding only the lines at either end (what a rebuild
     counts before it fingerprints: the fold is most of a fingerprint's time)."""

@@ -31,6 +31,7 @@ from zeroarchive.copies.fingerprint import (
     fold,
     keys_bytes,
     keys_from_bytes,
+    line_blocks,
     shingles,
     signature,
 )
@@ -96,15 +97,15 @@ class CopyIndex:
         # object's learning drops its site's (other writers' lines show on a new object).
         self._boilerplate: dict[int, frozenset[int]] = {}
 
-    def learn(self, conn: Connection, site_id: int, folded: Folded) -> bool:
-        """Count the body's edge lines towards its site's boilerplate; return whether one
-        of them has just become boilerplate."""
+    def learn(self, conn: Connection, site_id: int, folded: Folded) -> set[int]:
+        """Count the body's edge lines towards its site's boilerplate; return those that
+        have just become boilerplate."""
         blocks = edge_blocks(folded)
         store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
-        if store.reached(conn, site_id, blocks, self.config.boilerplate_articles):
+        reached = store.reached(conn, site_id, blocks, self.config.boilerplate_articles)
+        if reached:
             self._boilerplate.pop(site_id, None)
-            return True
-        return False
+        return reached
 
     def boilerplate(self, conn: Connection, site_id: int) -> frozenset[int]:
         found = self._boilerplate.get(site_id)
@@ -113,13 +114,15 @@ class CopyIndex:
             self._boilerplate[site_id] = found
         return found
 
-    def recheck_site(self, conn: Connection, site_id: int) -> None:
-        """Add the site's clustered articles again: a line has just become its boilerplate,
-        and the copies it alone made are none."""
+    def recheck_site(self, conn: Connection, site_id: int, blocks: set[int]) -> None:
+        """Add again the site's clustered articles that hold one of ``blocks``, lines that
+        have just become its boilerplate: the copies those lines alone made are none.
+        (Only the few articles that counted a line towards boilerplate were fingerprinted
+        with it: each body after them is fingerprinted without it.)"""
         self._shingles.clear()
         for doc in store.clustered(conn, site_id):
             text = store.publication_text(conn, doc.publication_id)
-            if text is not None:
+            if text is not None and not blocks.isdisjoint(line_blocks(fold(text))):
                 self.add(
                     conn,
                     doc.article_id,
@@ -152,8 +155,10 @@ class CopyIndex:
         rebuild counts them first). A body too short to compare is left out."""
         old = store.get_doc(conn, article_id)
         folded = fold(text)
-        if learn and old is None and self.learn(conn, site_id, folded):
-            self.recheck_site(conn, site_id)
+        if learn and old is None:
+            reached = self.learn(conn, site_id, folded)
+            if reached:
+                self.recheck_site(conn, site_id, reached)
         mine = self.shingles_of(conn, site_id, folded)
         if old is not None:
             store.drop_bands(conn, article_id, keys_from_bytes(old.bands))

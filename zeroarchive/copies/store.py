@@ -180,21 +180,18 @@ def count_blocks(conn: Connection, counts: Mapping[tuple[int, int], int]) -> Non
     add_counts(conn, copy_block, rows, "articles")
 
 
-def reached(conn: Connection, site_id: int, blocks: Collection[int], count: int) -> bool:
-    """Whether one of ``blocks`` has just now been on ``count`` of the site's articles."""
+def reached(conn: Connection, site_id: int, blocks: Collection[int], count: int) -> set[int]:
+    """Those of ``blocks`` that have just now been on ``count`` of the site's articles."""
     if not blocks:
-        return False
-    return (
+        return set()
+    return set(
         conn.execute(
-            select(copy_block.c.block)
-            .where(
+            select(copy_block.c.block).where(
                 copy_block.c.site_id == site_id,
                 copy_block.c.block.in_(sorted(blocks)),
                 copy_block.c.articles == count,
             )
-            .limit(1)
-        ).first()
-        is not None
+        ).scalars()
     )
 
 
