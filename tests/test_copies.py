@@ -433,3 +433,20 @@ def test_parse_snapshots_clusters_real_pages_and_the_cli_shows_them(
     done = scrapy("copies", "--json", db_url=db_url, cwd=tmp_path)
     [rebuilt] = [json.loads(line) for line in done.stdout.splitlines()]
     assert rebuilt["members"] == cluster["members"]
+
+
+def test_with_the_hook_off_parse_snapshots_leaves_copies_to_the_rebuild(
+    db_url: str, tmp_path: Path
+) -> None:
+    archive = open_archive(url=db_url)
+    page = gzip.decompress((PAGES / "cts_s1.html.gz").read_bytes())
+    first = _page(archive, "cts", "https://news.cts.com.tw/a/1", page, NOW)
+    copy = _page(archive, "farm", "https://farm.example/n/2", page, NOW + HOUR)
+    parsed = scrapy("parse_snapshots", "-s", "COPIES_ENABLED=False", db_url=db_url, cwd=tmp_path)
+    assert parsed.returncode == 0, parsed.output
+    done = scrapy("copies", "--json", db_url=db_url, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "")
+    again = scrapy("copies", "--rebuild", db_url=db_url, cwd=tmp_path)
+    assert again.returncode == 0, again.output
+    done = scrapy("copies", "--article", str(first), db_url=db_url, cwd=tmp_path)
+    assert f"article {first}" in done.stdout and f"article {copy}" in done.stdout
