@@ -33,6 +33,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# Its pages are served on 127.0.0.1, which the archive refuses unless allowed
+# (docs/operators/private-targets.md): every crawl it starts inherits this.
+os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
 
 import pymysql  # noqa: E402
 import redis  # noqa: E402

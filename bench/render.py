@@ -19,6 +19,7 @@ import argparse
 import gzip
 import html as html_text
 import json
+import os
 import re
 import sys
 import tempfile
@@ -28,6 +29,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# Its pages are served on 127.0.0.1, which the archive refuses unless allowed
+# (docs/operators/private-targets.md): every crawl it starts inherits this.
+os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
 
 from tests.conftest import scrapy  # noqa: E402
 from tests.emulator import NOT_FOUND, EmulatorServer, Incoming, Reply, html  # noqa: E402

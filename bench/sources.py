@@ -12,6 +12,7 @@ more, one per 30 comments, YouTube one per video and one feed per channel).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import tempfile
@@ -20,6 +21,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# Its pages are served on 127.0.0.1, which the archive refuses unless allowed
+# (docs/operators/private-targets.md): every crawl it starts inherits this.
+os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
 
 from tests.conftest import scrapy  # noqa: E402
 from tests.dcard_server import DcardApp  # noqa: E402

@@ -147,11 +147,20 @@ BLOCK_PAGES_ENABLED = True
 # A Public Suffix List file for the cookie rules (middlewares/cookies.py); None = the copy
 # bundled with tldextract. Never downloaded: workers may reach nothing but the sites.
 COOKIES_PUBLIC_SUFFIX_LIST = None
+# A host name that did not resolve is not looked up again, nor its requests retried, for
+# the rest of the run, at most this long (a worker that never exits tries it again after).
+DNS_FAILURES_ENABLED = True
+DNS_FAILURES_KEEP_SECONDS = 600.0
 # Proxies shared by every site without a `proxy` of its own, used in turn. One with
 # credentials only from the environment variable of this name (comma-separated).
 ZEROARCHIVE_PROXIES: list[str] = []
 SITE_POLICY_CONCURRENCY = 2
 SITE_POLICY_ENABLED = True
+# Requests (saves, redirects, meta refreshes included) to hosts that are or resolve to
+# loopback, private, link-local, multicast or reserved addresses are refused; True allows
+# them for every site (one site: its `allow_private_targets: true`). Also read from the
+# environment variable of this name, as ZEROARCHIVE_DB_URL is (a lab or test deployment).
+ZEROARCHIVE_ALLOW_PRIVATE_TARGETS = False
 THROTTLE_BASE = 5.0
 THROTTLE_ENABLED = True
 THROTTLE_HTTP_CODES = [429]
@@ -163,6 +172,8 @@ USER_AGENT = "zeroarchive/0.1 (web archive for disinformation research)"
 ADDONS = {"zeroarchive.distributed.addon.DistributedAddon": 0}
 DOWNLOADER_MIDDLEWARES = {
     "middlewares.url_guard.UrlGuardDownloaderMiddleware": 40,
+    # Before all that send or make requests: it sees redirects and meta refreshes too.
+    "middlewares.private_targets.PrivateTargetsDownloaderMiddleware": 45,
     "middlewares.site_policy.SitePolicyDownloaderMiddleware": 50,
     # Before Scrapy's HttpProxyMiddleware (750), which turns credentials into a header.
     "middlewares.proxies.ProxyDownloaderMiddleware": 60,
@@ -178,6 +189,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.throttle.ThrottleDownloaderMiddleware": 560,
     # After retry and throttle in process_response order: a block page is not retried.
     "middlewares.block_pages.BlockPagesDownloaderMiddleware": 580,
+    # After retry in process_request order, so before it in process_exception order: a
+    # host name that did not resolve is marked not to be retried.
+    "middlewares.dns_failures.DnsFailuresDownloaderMiddleware": 590,
 }
 # Nobody needs a remote shell into an archiving crawler: the remote control and the telnet
 # console are left out of Scrapy's base list (so their *_ENABLED settings do nothing here),
@@ -188,9 +202,19 @@ _left_out = (
     "scrapy.extensions.remote_control.RemoteControl",
     "scrapy.extensions.telnet.TelnetConsole",
 )
+# Ours in the base list, so an EXTENSIONS of the operator's cannot drop it: no password of
+# a URL in the crawl's log (zeroarchive/crawl/masked_logs.py).
 EXTENSIONS_BASE = {
-    name: order for name, order in _scrapy_defaults.EXTENSIONS_BASE.items() if name not in _left_out
+    "zeroarchive.crawl.masked_logs.MaskedLogs": 0,
+    **{
+        name: order
+        for name, order in _scrapy_defaults.EXTENSIONS_BASE.items()
+        if name not in _left_out
+    },
 }
+# Every page a walk's page finds for it carries the walk's round (distributed mode counts
+# them: zeroarchive/distributed/walks.py).
+SPIDER_MIDDLEWARES = {"middlewares.walk_rounds.WalkRoundsSpiderMiddleware": 600}
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,
@@ -231,6 +255,9 @@ ZEROARCHIVE_REDIS_TIMEOUT = 30.0
 # --- Operations ------------------------------------------------------------------------
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
+# A crawl's start-up detail (Scrapy's banner, its lists of components and overridden
+# settings, Alembic's migration steps) at INFO; otherwise at DEBUG unless -L is given.
+ZEROARCHIVE_LOG_START_UP = False
 LOGSTATS_INTERVAL = 60.0
 # `scrapy monitor`: where it listens (any address but loopback needs MONITOR_TOKEN or
 # MONITOR_USERNAME/MONITOR_PASSWORD in the environment), how often it counts site stats
@@ -241,6 +268,10 @@ LOGSTATS_INTERVAL = 60.0
 # field in one selection set, cost (a list multiplies what is under it by its size),
 # seconds of work, requests at once, connections, the wait of a stopping server, log lines
 # a minute.
+# Save page now: without a login only a browser on this machine (loopback, no proxy headers)
+# may save; MONITOR_SAVE_PAGES_PER_HOUR bounds the pages one client saves in an hour (0 =
+# saving off); MONITOR_TRUSTED_PROXIES names the reverse proxies (addresses or CIDR
+# networks) whose X-Forwarded-For / Forwarded headers say who the client is.
 MONITOR_ALLOWED_HOSTS: list[str] = []
 MONITOR_CHART_DAYS = 28
 MONITOR_HOST = "127.0.0.1"
@@ -257,10 +288,14 @@ MONITOR_MAX_REPEATS = 5
 MONITOR_PORT = 8080
 MONITOR_REFRESH_SECONDS = 60
 MONITOR_REQUEST_SECONDS = 10.0
+MONITOR_SAVE_PAGES_PER_HOUR = 60
 MONITOR_SHUTDOWN_SECONDS = 3
 MONITOR_SITE_ARTICLES = 100
+MONITOR_TRUSTED_PROXIES: list[str] = []
 MONITOR_WORKERS = 4
 # `scrapy site_stats`: flag sites without a new article for this many days; snapshots due
 # for longer than this many seconds count as overdue.
 SITE_STATS_OVERDUE_SECONDS = 3600
 SITE_STATS_QUIET_DAYS = 3
+# A site whose latest walk began this long after its list pages last answered is flagged.
+SITE_STATS_UNANSWERED_SECONDS = 86400

@@ -23,3 +23,6 @@ for _name, _value in os.environ.items():
     ):
         globals()[_name] = _value
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO")
+if "LOG_LEVEL" in os.environ:
+    # A level asked for shows the start-up detail at it, as -L does (zeroarchive/core/quiet_log.py).
+    ZEROARCHIVE_LOG_START_UP = True

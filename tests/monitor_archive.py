@@ -156,3 +156,79 @@ def serving(app: Starlette, port: int) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+#: What a hostile archive holds (``build_hostile``): a password in URLs and in an ad-hoc
+#: site's name as sites of saved pages were once named, and names, URLs, titles and
+#: evidence with control characters, a terminal escape, a right-to-left override and CJK.
+SECRET = "s3cret-pw"
+HOSTILE_NAME = "自由\x01時報\x0b\x1b[31m\u202egpj.exe"
+ADHOC_NAME = f"saved:reader:{SECRET}@farm.example"
+SECRET_URL = f"https://reader:{SECRET}@news.ltn.com.tw/news/politics/breakingnews/994343"
+HOSTILE_TITLE = "停止禁食\x1b[2J\u202e!kcilc\x85"
+HOSTILE_EVIDENCE = f"redirect:https://reader:{SECRET}@farm.example/\x01\u202e"
+#: Raw control characters no output may carry as themselves (tab and newline aside).
+CONTROLS = ("\x01", "\x0b", "\x1b", "\x85")
+
+
+@dataclass(frozen=True)
+class Hostile:
+    built: Built
+    event_ids: tuple[int, ...]
+
+
+def build_hostile(db_url: str) -> Hostile:
+    """``build``'s archive made hostile, as stored data can be whatever wrote it (an old
+    save, an import, a sync): the news site renamed ``HOSTILE_NAME``, its snapshotted
+    article at ``SECRET_URL`` (snapshots and versions too, the versions titled
+    ``HOSTILE_TITLE`` and indexed for search), the content farm the ad-hoc site
+    ``ADHOC_NAME`` with a password in its URL, and a takedown event on each with
+    ``HOSTILE_EVIDENCE``."""
+    from zeroarchive.events.store import insert_event
+    from zeroarchive.search import open_index
+    from zeroarchive.search.reindex import reindex
+    from zeroarchive.storage.publications import newest_parser_version
+    from zeroarchive.storage.schema import article_event, article_snapshot, publication, site
+
+    built = build(db_url)
+    engine = open_archive(url=db_url).engine
+    ltn, farm = built.sites["ltn"], built.sites["farm"]
+    with engine.begin() as conn:
+        conn.execute(
+            update(site)
+            .where(site.c.site_id == ltn)
+            .values(name=HOSTILE_NAME, category="新聞\x01\u202e")
+        )
+        conn.execute(
+            update(site)
+            .where(site.c.site_id == farm)
+            .values(name=ADHOC_NAME, url=f"https://reader:{SECRET}@farm.example/")
+        )
+        conn.execute(
+            update(article).where(article.c.article_id == built.article_id).values(url=SECRET_URL)
+        )
+        conn.execute(
+            update(article)
+            .where(article.c.site_id == farm)
+            .values(url=f"https://reader:{SECRET}@farm.example/p/1", stop_reason="gone")
+        )
+        conn.execute(
+            update(article_snapshot)
+            .where(article_snapshot.c.article_id == built.article_id)
+            .values(final_url=SECRET_URL)
+        )
+        conn.execute(
+            update(publication)
+            .where(publication.c.article_id == built.article_id)
+            .values(canonical_url=SECRET_URL, title=HOSTILE_TITLE, author="記者\x1b[0m\u202e")
+        )
+        farm_article = conn.execute(
+            select(article.c.article_id).where(article.c.site_id == farm)
+        ).scalar_one()
+        for article_id, site_id in ((built.article_id, ltn), (farm_article, farm)):
+            insert_event(
+                conn, "deleted", article_id, site_id, NOW - HOUR, HOSTILE_EVIDENCE, None, NOW
+            )
+        event_ids = tuple(conn.execute(select(article_event.c.event_id)).scalars())
+    reindex(engine, open_index(engine), newest_parser_version(engine) or "")
+    return Hostile(built, event_ids)

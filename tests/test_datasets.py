@@ -5,15 +5,18 @@ written."""
 from __future__ import annotations
 
 import gzip
+import html
+import json
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import select
 
-from tests.conftest import FIXTURES, scrapy
+from tests.conftest import FIXTURES, REPO, scrapy
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.parser.run import ParseRunConfig, parse_pending
 from zeroarchive.publish.datasets import (
@@ -216,3 +219,76 @@ def test_an_export_of_nothing_still_names_every_column(db_url: str, tmp_path: Pa
     assert set(PUBLICATION_SCHEMA.names) | {"site_id", "month"} == set(frame.columns)
     glob = str(out / "**" / "*.parquet")
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}')").fetchall() == [(0,)]
+
+
+DOCS = REPO / "docs" / "reference" / "datasets.md"
+#: The docs' JSON lines types, as Python types.
+JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "integer": int,
+    "string": str,
+    "list": list,
+    "object": dict,
+    "boolean": bool,
+}
+
+
+def doc_columns(section: str) -> list[tuple[str, str, str]]:
+    """(column, Parquet type, JSON lines type) of the first table under ``## section``."""
+    text = DOCS.read_text("utf-8").split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 4:
+            found.append((cells[0].strip("`"), html.unescape(cells[1]), cells[2]))
+        elif found:
+            break
+    return found
+
+
+def parquet_type(value: pa.DataType) -> str:
+    if pa.types.is_list(value):
+        return f"list<{value.value_type}>"
+    return str(value)
+
+
+@pytest.mark.parametrize(
+    ("command", "section"),
+    [
+        ("export_publications", "Publications"),
+        ("export_snapshots", "Snapshots"),
+    ],
+)
+def test_json_lines_parquet_and_the_docs_name_the_same_columns(
+    archive: Archive, db_url: str, tmp_path: Path, command: str, section: str
+) -> None:
+    ids = fill(archive)
+    with archive.engine.begin() as conn:
+        # A row parsed before languages had one spelling.
+        conn.execute(publication.update().values(language="zh-TW"))
+    lines, folder = tmp_path / "out.jsonl", tmp_path / "ds"
+    for args in (("--out", str(lines)), ("--format", "parquet", "--out", str(folder))):
+        run = scrapy(command, *args, db_url=db_url, cwd=tmp_path)
+        assert run.returncode == 0, run.output
+    rows = [json.loads(line) for line in lines.read_text("utf-8").splitlines()]
+    documented = doc_columns(section)
+    assert len(documented) > 10
+    in_json = [name for name, _, kind in documented if kind != "—"]
+    assert all(list(row) == in_json for row in rows)
+    for name, _, kind in documented:
+        if kind != "—":
+            assert all(isinstance(row[name], JSON_TYPES[kind]) or row[name] is None for row in rows)
+    part = next(folder.rglob("*.parquet"))
+    in_files = [(f.name, parquet_type(f.type)) for f in pq.read_schema(part)]
+    assert in_files == [
+        (name, kind) for name, kind, _ in documented if kind not in ("—", "from the path")
+    ]
+    frame = pd.read_parquet(folder)
+    assert list(frame.columns) == [n for n, _ in in_files] + ["site_id", "month"]
+    assert {n for n, kind, _ in documented if kind == "from the path"} == {"site_id", "month"}
+    # The same rows, by the same names, whichever the format.
+    ltn_url = "https://news.ltn.com.tw/news/a/1"
+    assert {row["url"] for row in rows} == set(frame["url"]) == {ltn_url, "https://cna.tw/n/2"}
+    assert {row["site_id"] for row in rows} == set(ids.values())
+    if section == "Publications":
+        assert {row["language"] for row in rows} == set(frame["language"]) == {"zh-Hant-TW"}
+        assert {row["site"] for row in rows} == set(frame["site"]) == {"ltn", "cna"}

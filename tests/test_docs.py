@@ -38,7 +38,9 @@ README = REPO / "README.md"
 MAX_README_LINES = 250
 #: Folders whose code may read a ZEROARCHIVE_* environment variable or setting.
 CODE = ("zeroarchive", "spiders", "pipelines", "middlewares", "settings", "bench")
-#: Commands that take positional arguments, and how many (None: one or more).
+#: Commands that take positional arguments, and how many (None: one or more; ANY: zero or
+#: more, when an option can stand for them).
+ANY = -1
 POSITIONAL = {
     "crawl": 1,
     "load_sites": 1,
@@ -46,6 +48,7 @@ POSITIONAL = {
     "import_0archive": 1,
     "search": 1,
     "save": None,
+    "recheck": ANY,
 }
 
 
@@ -284,7 +287,9 @@ def scrapy_problems(argv: list[str]) -> list[str]:
     problems = [f"unknown option {a!r}" for a in args if a.startswith("-")]
     wanted = POSITIONAL.get(name, 0)
     count = len([a for a in args if not a.startswith("-")])
-    if (wanted is None and count == 0) or (wanted is not None and count != wanted):
+    if wanted == ANY:
+        pass
+    elif (wanted is None and count == 0) or (wanted is not None and count != wanted):
         problems.append(f"scrapy {name}: {count} positional arguments")
     if name == "crawl" and args:
         spider = args[0]

@@ -99,7 +99,8 @@ def test_save_archives_a_page_now_and_watches_it_only_when_asked(
             extra_env=env,
         )
         assert closed.returncode == 1, closed.output
-        assert "NOT saved http://127.0.0.1:9/gone" in closed.stdout
+        why = "the fetch failed: connection_refused"
+        assert f"NOT saved http://127.0.0.1:9/gone (saved:127.0.0.1:9): {why}" in closed.stdout
         assert "Traceback" not in closed.output
         # A platform URL that is no post is refused in one line, before anything is fetched.
         refused = scrapy(

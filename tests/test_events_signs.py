@@ -4,17 +4,21 @@ what must never be a sign."""
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import json
 import lzma
+from dataclasses import replace
 from pathlib import Path
 
+import lxml.html
+import pytest
 from sqlalchemy import select
 
-from zeroarchive.core.items import FetchedPage
+from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.core.schedule import DAY
 from zeroarchive.events.answers import last_snapshots, sort_answers
-from zeroarchive.events.signs import Probe, page_sign
+from zeroarchive.events.signs import Probe, _without_paths, page_sign, page_text
 from zeroarchive.sites.record import Site, SiteSpec, parse_config
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.rotation import split_ahead
@@ -23,6 +27,7 @@ from zeroarchive.storage.snapshots import snapshot_date
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SITE = Site(1, "farm", "https://farm.example/", "news", parse_config({"article": "/news/"}, "f"))
+ARTICLE = "https://farm.example/news/1"
 
 
 def page(body: bytes, article_type: str = "Article", moved_to: str | None = None) -> FetchedPage:
@@ -69,6 +74,28 @@ def test_redirects_to_the_front_or_a_list_page_are_signs_a_move_to_an_article_is
     assert page_sign(listed, SITE) == "redirect:https://farm.example/category/politics"
     moved = page(b"<p>story</p>", moved_to="https://farm.example/news/2")
     assert page_sign(moved, SITE) is None
+
+
+def test_what_a_page_only_claims_is_never_a_sign() -> None:
+    # Moved by its og:url or rel=canonical (answered at its own URL), not by the server.
+    for claimed in ("https://farm.example/", "https://farm.example/category/politics"):
+        claimed_only = replace(page(b"<p>story</p>", moved_to=claimed), final_url=ARTICLE)
+        assert page_sign(claimed_only, SITE) is None, claimed
+        answers = sort_answers([claimed_only], [], {1: SITE}, {})
+        assert (answers.pages, answers.gone) == ([claimed_only], [])
+
+
+def test_a_redirect_to_another_hosts_page_is_a_failure_to_its_root_a_sign() -> None:
+    moved_away = page(b"<p>story</p>", moved_to="https://new-farm.example/news/1")
+    assert page_sign(moved_away, SITE) is None
+    answers = sort_answers([moved_away], [], {1: SITE}, {})
+    assert (answers.pages, answers.gone) == ([], [])
+    assert answers.failures == [FailedFetch(1, 1, 0, "redirect_off_site")]
+    home = page(b"<p>group</p>", moved_to="https://group.example/")
+    assert page_sign(home, SITE) == "redirect:https://group.example/"
+    # Another host of the site is the site.
+    assert page_sign(page(b"<p>m</p>", moved_to="https://m.farm.example/news/1"), SITE) is None
+    assert page_sign(page(b"<p>m</p>", moved_to="https://m.farm.example/"), SITE) is not None
 
 
 def test_a_long_article_quoting_a_notice_is_no_notice_and_big5_notices_are_found() -> None:
@@ -197,6 +224,25 @@ def test_a_bare_notice_is_found_wherever_its_words_are_and_a_long_pages_body_is_
     buried = laid_out("某新聞網", "<div class='msg'>此文章已被刪除</div>", "")
     assert len(buried) > 16 * 1024
     assert page_sign(page(buried), SITE) is None
+
+
+@pytest.mark.parametrize("name", ["cna_s2.html.gz", "now_news_s1.html.gz", "tvbs_s1.html.gz"])
+def test_an_article_in_a_layout_like_its_sites_not_found_page_is_no_soft_404(name: str) -> None:
+    """Real articles (tests/fixtures/tw-news-2014) against a not-found page in their own
+    layout and title, as a site whose every page has one title answers: the article
+    without its paragraphs. Their first 4,000 characters are 90 % alike."""
+    raw = gzip.decompress((FIXTURES / "tw-news-2014/html" / name).read_bytes())
+    tree = lxml.html.document_fromstring(raw.decode("utf-8"))
+    for paragraph in tree.xpath("//p"):
+        paragraph.drop_tree()
+    notfound = lxml.html.tostring(tree, encoding="unicode").encode()
+    text = page_text(notfound, "utf-8")
+    probe = Probe(1, 0, text.title, text.text[:8000])
+    article, body = page_text(raw, "utf-8"), _without_paths(page_text(raw, "utf-8").text)
+    matcher = difflib.SequenceMatcher(None, body[:4000], _without_paths(probe.text)[:4000])
+    assert matcher.ratio() >= 0.9 and article.title == probe.title
+    assert page_sign(page(raw), SITE, probe) is None
+    assert page_sign(page(notfound), SITE, probe) == "soft-404"
 
 
 def test_an_unchanged_page_is_held_against_a_probe_taken_after_it_only() -> None:

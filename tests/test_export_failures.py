@@ -80,7 +80,7 @@ def test_a_failed_snapshot_export_leaves_no_file(
 def test_a_failed_publication_export_leaves_no_file(
     archive_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rows = [{"publication_id": n} for n in range(5)]
+    rows = [{"publication_id": n, "site_id": 1} for n in range(5)]
     monkeypatch.setattr(
         export_publications.PublicationStore,
         "iter_publications",

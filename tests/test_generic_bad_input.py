@@ -141,8 +141,8 @@ def test_canonical_and_redirects_file_the_snapshot_under_the_final_url(
 ) -> None:
     routes = {
         "/list/": list_page("/a/1", "/a/2", "/a/3", "/a/4"),
-        "/a/1": page("one", head='<link rel="canonical" href="/a/1-final">'),
-        "/a/1-final": page("one"),
+        "/a/1": page("one", head='<link rel="canonical" href="/a/1/final">'),
+        "/a/1/final": page("one"),
         "/a/2": redirect("/a/2b"),
         "/a/2b": page("two"),
         "/a/3": page("three", head='<meta property="og:url" content="http://elsewhere.example/x">'),
@@ -152,11 +152,11 @@ def test_canonical_and_redirects_file_the_snapshot_under_the_final_url(
         front = f'<meta property="og:url" content="{server.url("/")}">'
         server.routes["/a/4"] = page("four", head=front)
         run = load_and_crawl(db_url, tmp_path, [site("canon", server.url("/list/"))])
-        assert server.hits["/a/1-final"] == 0
+        assert server.hits["/a/1/final"] == 0
         assert server.hits["/a/2b"] == 1
 
     rows: dict[str, dict[str, Any]] = articles_by_url(db_url)
-    for source, target in (("/a/1", "/a/1-final"), ("/a/2", "/a/2b")):
+    for source, target in (("/a/1", "/a/1/final"), ("/a/2", "/a/2b")):
         moved, final = rows[server.url(source)], rows[server.url(target)]
         assert moved["redirect_to"] == final["article_id"], source
         assert (moved["next_snapshot_at"], moved["stop_reason"]) == (0, "moved"), source
@@ -170,7 +170,7 @@ def test_canonical_and_redirects_file_the_snapshot_under_the_final_url(
     assert "http://elsewhere.example/x" not in rows
     assert server.url("/") not in rows
     assert snapshot_article_ids(db_url) == sorted(
-        rows[server.url(path)]["article_id"] for path in ("/a/1-final", "/a/2b", "/a/3", "/a/4")
+        rows[server.url(path)]["article_id"] for path in ("/a/1/final", "/a/2b", "/a/3", "/a/4")
     )
     assert stat(run, "zeroarchive/canonical_redirects") == 2
     assert stat(run, "zeroarchive/snapshots_saved") == 4

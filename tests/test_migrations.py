@@ -109,3 +109,44 @@ def test_parse_inbox_migration_goes_down_and_up_again(db_url: str) -> None:
         inbox = conn.execute(text("SELECT article_id, snapshot_at FROM parse_inbox")).all()
     assert [tuple(row) for row in inbox] == [(5, 1_700_000_000)]
     engine.dispose()
+
+
+def test_ad_hoc_sites_lose_the_credentials_of_their_saved_urls(db_url: str) -> None:
+    engine = make_engine(db_url)
+    config = _alembic_config(engine)
+    command.upgrade(config, "0022")
+    row = {
+        "type": "news",
+        "config": '{"article": ".", "discover": false}',
+        "is_active": False,
+        "created_at": 1,
+        "updated_at": 1,
+        "last_crawl_at": 0,
+        "next_crawl_at": 0,
+    }
+    with engine.begin() as conn:
+        for site_id, name, url in (
+            (1, "saved:ann:s3cret@news.example", "https://ann:s3cret@news.example/"),
+            (2, "saved:news.example", "https://news.example/"),
+            (3, "saved:bob:s3cret@blog.example", "https://bob:s3cret@blog.example/"),
+            (
+                4,
+                "saved:ptt:https://c:s3cret@ptt.example/bbs/A/index.html",
+                "https://c:s3cret@ptt.example/bbs/A/index.html",
+            ),
+            (5, "cna", "https://www.cna.com.tw/"),
+        ):
+            conn.execute(site.insert().values(site_id=site_id, name=name, url=url, **row))
+    migrate(engine)
+    with engine.connect() as conn:
+        sites = dict(conn.execute(select(site.c.site_id, site.c.name)).all())
+        urls = conn.execute(select(site.c.url)).scalars().all()
+    assert sites == {
+        1: "saved:news.example #1",
+        2: "saved:news.example",
+        3: "saved:blog.example",
+        4: "saved:ptt:https://ptt.example/bbs/A/index.html",
+        5: "cna",
+    }
+    assert not any("s3cret" in url for url in urls)
+    engine.dispose()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from graphql import print_type
-from sqlalchemy import update
+from sqlalchemy import select, update
 from starlette.testclient import TestClient
 
 from tests.conftest import REPO, scrapy
@@ -31,10 +31,13 @@ from tests.monitor_archive import (
     Built,
     build,
 )
+from zeroarchive.core.schedule import DAY, STOP
 from zeroarchive.monitor.app import create_app
 from zeroarchive.monitor.config import MonitorConfig
+from zeroarchive.monitor.pages import when
 from zeroarchive.monitor.sites_api import build_schema
 from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.schema import article
 from zeroarchive.storage.schema import site as site_table
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
@@ -226,7 +229,11 @@ def test_dashboard(client: TestClient, built: Built) -> None:
     for folded in ("new 360d", "snapshots", "overdue", "blocked", "last list crawl"):
         assert f"<dt>{folded}</dt>" in html and folded not in heads
     # The site's name links to its page, its URL beside it.
-    assert re.search(r'<a href="/sites/\d+">ltn</a> <span class="site-url">https://news\.ltn', html)
+    # Each isolated (bidi), so a right-to-left name or override reorders nothing beside it.
+    assert re.search(
+        r'<a href="/sites/\d+"><bdi>ltn</bdi></a> <span class="site-url"><bdi dir="ltr">https://news\.ltn',
+        html,
+    )
     assert client.get("/sites").text.count('<tr class="site') == 4
     assert '<a href="/search">Search</a>' in html and '<a href="/events">Events</a>' in html
     assert '<a href="/sites" aria-current="page">Sites</a>' in html
@@ -260,7 +267,7 @@ def test_site_page_hides_credentials(client: TestClient, built: Built) -> None:
     # The most recently found first: today's two, yesterday's, then the one of 2 days ago.
     assert len(articles) == 9 and int(articles[3]) == built.article_id
     # A parsed article shows its latest title, its URL under it.
-    assert re.search(rf'<a href="/articles/{built.article_id}">[^<]*結束禁食', page.text)
+    assert re.search(rf'<a href="/articles/{built.article_id}"><bdi>[^<]*結束禁食', page.text)
     assert client.get("/sites/999").status_code == 404
     graph = graphql(client, "{ sites { items { url } } }")
     assert PROXY_PASSWORD not in str(graph)
@@ -289,13 +296,14 @@ def test_article_page_and_diff(client: TestClient, built: Built) -> None:
     links = re.findall(rf'href="/articles/{built.article_id}/snapshots/(\d+)"', page.text)
     assert [int(at) for at in links] == list(built.snapshots)
     # The latest version's title and text, read first.
-    assert re.search(r'<h1 id="title">[^<]*結束禁食', page.text)
+    assert re.search(r'<h1 id="title"><bdi>[^<]*結束禁食', page.text)
     latest = re.search(r'<article id="latest".*?</article>', page.text, re.S)
     assert latest and "結束禁食" in latest.group(0) and "停止禁食" not in latest.group(0)
     # One timeline: snapshot, version 1, the unchanged snapshot, the edit, version 2.
     kinds = re.findall(r'<li class="(snapshot|version)">', page.text)
     assert kinds == ["snapshot", "version", "snapshot", "snapshot", "version"]
-    assert f'<a href="/sites/{built.sites["ltn"]}">ltn</a>' in page.text  # up to the site
+    # Up to the site.
+    assert f'<a href="/sites/{built.sites["ltn"]}"><bdi>ltn</bdi></a>' in page.text
     assert len(re.findall(r"<tr class=\"version\" id=\"v\d+\">", page.text)) == 2
     assert 'id="diff"' not in page.text  # until two versions are chosen
     ids = [int(found) for found in re.findall(r'<option value="(\d+)"', page.text)][:2]
@@ -311,6 +319,59 @@ def test_article_page_and_diff(client: TestClient, built: Built) -> None:
     assert all("<mark>結束</mark>禁食" in new for _, new in changed)
     assert '<tr class="equal">' in compared.text  # unchanged lines face each other
     assert client.get("/articles/99999").status_code == 404
+
+
+def test_pages_say_when_an_article_is_looked_at_next_and_which_sites_do_not_answer(
+    db_url: str, built: Built
+) -> None:
+    engine = open_archive(url=db_url).engine
+    with engine.begin() as conn:
+        # The news article awaits the check that confirms a first 404.
+        conn.execute(
+            update(article)
+            .where(article.c.article_id == built.article_id)
+            .values(gone_at=NOW - 60, gone_evidence="404", next_snapshot_at=NOW + 540)
+        )
+        # The farm's article finished its plan; the long-tail watch looks again in a week.
+        conn.execute(
+            update(article)
+            .where(article.c.site_id == built.sites["farm"])
+            .values(next_snapshot_at=STOP, stop_reason="plan_complete", watch_at=NOW + 7 * DAY)
+        )
+        # Walks ran on the walled site; not one of its list pages ever answered.
+        conn.execute(
+            update(site_table)
+            .where(site_table.c.site_id == built.sites["walled"])
+            .values(last_crawl_at=NOW - 600)
+        )
+        farm_article = conn.execute(
+            select(article.c.article_id).where(article.c.site_id == built.sites["farm"])
+        ).scalar_one()
+    with make_client(db_url) as client:
+        suspected = client.get(f"/articles/{built.article_id}").text
+        status = re.search(r'<p id="status"[^>]*>(.*?)</p>', suspected, re.S)
+        assert status is not None
+        assert status.group(1) == (
+            # The evidence isolated: it may be a redirect's URL or a notice's words.
+            f"Suspected gone (<bdi>404</bdi>) since {when(NOW - 60)} UTC; checking again at "
+            f"{when(NOW + 540)} UTC to confirm."
+        )
+        check = re.search(r'<dd id="next-check">(.*?)</dd>', suspected)
+        assert check is not None and "(deletion check: looks gone (404)" in check.group(1)
+        watched = client.get(f"/articles/{farm_article}").text
+        check = re.search(r'<dd id="next-check">(.*?)</dd>', watched)
+        assert check is not None
+        assert check.group(1) == f"{when(NOW + 7 * DAY)} UTC (the long-tail watch)"
+        assert "never again" not in watched and 'id="status"' not in watched
+        site_page = client.get(f"/sites/{built.sites['farm']}").text
+        assert f"{when(NOW + 7 * DAY)} UTC (the long-tail watch)" in site_page
+        dashboard = client.get("/").text
+        row_of = {
+            int(found.group(1)): found.group(0)
+            for found in re.finditer(r'data-site-id="(\d+)">.*?</tr>', dashboard, re.S)
+        }
+        assert "flag-never-answered" in row_of[built.sites["walled"]]
+        assert "never-answered" not in row_of[built.sites["ltn"]]
 
 
 def test_archived_page_is_safe(client: TestClient, built: Built) -> None:

@@ -131,7 +131,7 @@ def test_monitor_in_chromium(served: tuple[str, Built], viewport: dict[str, int]
             expect(page.locator("#sites tr.site")).to_have_count(1)
             page.click("nav.main a:text-is('Sites')")
 
-            page.click("#sites a:text-is('ltn')")
+            page.click("#sites a:has(bdi:text-is('ltn'))")  # names are isolated in <bdi>
             expect(page).to_have_url(f"{base}/sites/{built.sites['ltn']}")
             expect(page.locator("h1")).to_contain_text("ltn")
             expect(page.locator("nav.crumbs")).to_have_text("Sites › ltn")
@@ -158,7 +158,7 @@ def test_monitor_in_chromium(served: tuple[str, Built], viewport: dict[str, int]
             )
             shoot(page, "snapshot")
 
-            page.click(f"nav.crumbs a:text-is('article {built.article_id}')")
+            page.click(f"nav.crumbs a:has(bdi:text-is('article {built.article_id}'))")
             versions = page.locator("#compare select[name=a] option")
             page.select_option("#compare select[name=a]", versions.nth(0).get_attribute("value"))
             page.select_option("#compare select[name=b]", versions.nth(1).get_attribute("value"))

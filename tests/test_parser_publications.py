@@ -243,7 +243,7 @@ def test_ptt_post_through_the_store(archive: Archive) -> None:
     assert json.loads(row.comments)[0]["user"] == "skyexers"
     assert row.author == "senyek9527"
     [made] = rows(archive, producer)
-    assert json.loads(made.languages) == ["zh-TW"]
+    assert json.loads(made.languages) == ["zh-Hant-TW"]
 
 
 def test_the_commands_parse_and_export(db_url: str, tmp_path: Path) -> None:

@@ -78,6 +78,7 @@ def add(
     body: str,
     published: int | None,
     at: int = NOW,
+    canonical_url: str | None = None,
 ) -> int:
     url = f"https://site{site_id}.example/a/{number}"
     archive.articles.add(site_id, "news", [url], NOW)
@@ -88,7 +89,9 @@ def add(
     )
     store = PublicationStore(archive.engine, PARSER_VERSION)
     store.register_parser({}, NOW)  # as parse_snapshots does before its first publication
-    parsed = Parsed(canonical_url=url, title=title, text=body, published_at=published)
+    parsed = Parsed(
+        canonical_url=canonical_url or url, title=title, text=body, published_at=published
+    )
     info = ArticleInfo(article_id, site_id, "news", url)
     hooks = (index_hook(index),)
     store.add_version(info, at, parsed, parsed.digest(), at, hooks)
@@ -303,6 +306,46 @@ def test_fold_chinese_finds_the_other_script(
     assert numbers(run(index, "统战", fold=True), articles) == [1]
 
 
+#: Taiwan's, Hong Kong's and the mainland's spellings of the same words.
+VARIANT_DOCS = [
+    (1, "台灣選情", "國防部長說台灣海峽情勢升溫，心裡着急。"),
+    (2, "臺灣選情", "國防部長說臺灣海峽情勢升溫，心裏著急。"),
+    (3, "台湾选情", "国防部长说台湾海峡情势升温，心里着急。"),
+    (4, "颱風消息", "颱風今天登陸，停班停課。"),
+]
+
+
+#: (query, the articles it finds with --fold-chinese)
+VARIANT_QUERIES = [
+    ("台湾", [1, 2, 3]),
+    ("臺灣", [1, 2, 3]),
+    ("台灣", [1, 2, 3]),
+    ("心裡著急", [1, 2, 3]),
+    ("臺 -颱風", [1, 2, 3]),
+    ("颱", [1, 2, 3, 4]),  # 颱 folds with 台 (Simplified writes both 台)
+    # More spellings than an engine is asked for: found by its pieces, judged on the text.
+    ("國防部長說臺灣海峽情勢", [1, 2, 3]),
+    ("国防部长说台湾海峡局势", []),
+]
+
+
+def test_fold_chinese_finds_every_spelling_from_any(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    index = open_index(archive.engine)
+    site_id = add_site(archive, "news", "https://news.example/")
+    articles = {
+        number: add(archive, index, site_id, number, title, body, NOW)
+        for number, title, body in VARIANT_DOCS
+    }
+    for query, expected in VARIANT_QUERIES:
+        hits = run(index, query, fold=True)
+        assert (query, numbers(hits, articles), hits.total) == (query, expected, len(expected))
+        for hit in hits.hits:
+            assert "«" in hit.snippet.marked()
+    assert numbers(run(index, "台灣"), articles) == [1]
+    assert numbers(run(index, "臺 -颱風"), articles) == [2]
+
+
 def test_filters_sites_dates_and_sort(
     searched_once: tuple[Archive, SearchIndex, dict[int, int]],
 ) -> None:
@@ -338,8 +381,29 @@ def test_snippet_marks_the_match_in_the_original_text(
     hit = run(index, "bnt").hits[0]
     assert "«ＢＮＴ»" in hit.snippet.marked()
     record = hit.as_json()
-    assert set(record) == {"article_id", "site", "url", "title", "published_at", "snippet", "score"}
+    assert set(record) == {
+        *("article_id", "site", "url", "canonical_url", "title", "published_at", "snippet"),
+        "score",
+    }
     assert record["site"] == "news" and record["published_at"] == NOW - 8 * DAY
+
+
+def test_a_hit_carries_the_url_archived_beside_the_one_the_page_claims(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A content farm's copy names the victim's article as its canonical URL: the hit must
+    say where the copy was archived."""
+    archive = open_archive(url=db_url)
+    index = open_index(archive.engine)
+    farm = add_site(archive, "farm", "https://farm.example/")
+    victim = "https://news.example/story/1"
+    add(archive, index, farm, 1, "轉載", "農場轉載的新聞全文", NOW, canonical_url=victim)
+    [hit] = run(index, "農場").hits
+    assert (hit.url, hit.canonical_url) == (f"https://site{farm}.example/a/1", victim)
+    record = hit.as_json()
+    assert (record["url"], record["canonical_url"]) == (hit.url, victim)
+    shown = scrapy("search", "農場", db_url=db_url, cwd=tmp_path)
+    assert f"· {hit.url}\n" in shown.stdout and f"names as its own: {victim}" in shown.stdout
 
 
 def test_versions_edited_out_are_found_with_their_spans(

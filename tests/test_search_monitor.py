@@ -15,7 +15,7 @@ from sqlalchemy import delete, update
 from starlette.testclient import TestClient
 
 from tests.conftest import scrapy
-from tests.monitor_archive import NOW, Built, build, serving
+from tests.monitor_archive import NOW, URL, Built, build, serving
 from tests.test_monitor import config, graphql
 from tests.test_monitor_browser import DESKTOP, browser_config, free_port, shoot
 from zeroarchive.monitor.app import create_app
@@ -32,7 +32,7 @@ query($q: String!, $all: Boolean, $first: Int, $after: String, $site: [String!],
   search(query: $q, allVersions: $all, first: $first, after: $after, site: $site,
          since: $since, until: $until) {
     totalCount totalCapped
-    edges { cursor node { articleId version site url title snippet score
+    edges { cursor node { articleId version site url canonicalUrl title snippet score
                           versions { from to } } }
     pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
   }
@@ -69,6 +69,11 @@ def test_graphql_search_connection(client: tuple[TestClient, Built]) -> None:
     assert edge["node"]["articleId"] == str(built.article_id)
     assert edge["node"]["site"] == "ltn" and edge["node"]["versions"] is None
     assert "«結束禁食»" in edge["node"]["snippet"]
+    # The URL archived, and the other the page names as its own (the real page's, as saved).
+    assert edge["node"]["url"] == URL
+    assert (
+        edge["node"]["canonicalUrl"] == "http://news.ltn.com.tw/news/politics/breakingnews/998126"
+    )
     assert search(http, "停止禁食")["totalCount"] == 0
     edited = search(http, "停止禁食", all=True)
     spans = edited["edges"][0]["node"]["versions"]

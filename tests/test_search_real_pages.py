@@ -17,7 +17,7 @@ import lzma
 import random
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -27,6 +27,7 @@ from tests.conftest import FIXTURES
 from zeroarchive.core.items import Parsed
 from zeroarchive.parser import PARSER_VERSION, parse_snapshot
 from zeroarchive.search import open_index
+from zeroarchive.search.fold import canonical, chinese_forms, variants
 from zeroarchive.search.index import SearchIndex, SearchRequest, index_hook
 from zeroarchive.search.query import parse_query
 from zeroarchive.search.text import CJK
@@ -77,6 +78,9 @@ class Stored:
     @functools.cached_property
     def folded(self) -> tuple[str, str]:
         return fold(self.title), fold(self.text)
+
+    def spelt(self, spelling: Callable[[str], str]) -> Stored:
+        return Stored(self.article_id, spelling(fold(self.title)), spelling(fold(self.text)))
 
     def holds(self, term: str) -> bool:
         """Whether the title or the text holds ``term`` as the search promises: a CJK
@@ -164,3 +168,22 @@ def test_every_publication_that_holds_a_query_is_found_and_no_other(
         if found != want or hits.total != len(want):
             wrong.append((raw, sorted(want - found), sorted(found - want), hits.total))
     assert not wrong, f"{len(wrong)} queries answered wrongly: {wrong[:10]}"
+    # --fold-chinese: each query respelt (a character's variants drawn at random), found
+    # wherever the texts hold it in any spelling.
+    rng = random.Random(40)
+    respelt = [
+        "".join(rng.choice(variants(char)) for char in raw) for raw in drawn[:100] + drawn[-20:]
+    ]
+    # The oracle: texts and query with every character as its class's canonical one.
+    spelt = [doc.spelt(canonical) for doc in stored]
+    widened = 0
+    for raw in respelt:
+        request = SearchRequest(parse_query(raw, chinese_forms), PARSER_VERSION, limit=len(stored))
+        hits = index.search(request)
+        found = {hit.article_id for hit in hits.hits}
+        want = expected(spelt, canonical(raw))
+        widened += want != expected(stored, raw)
+        if found != want or hits.total != len(want):
+            wrong.append((raw, sorted(want - found), sorted(found - want), hits.total))
+    assert not wrong, f"{len(wrong)} folded queries answered wrongly: {wrong[:10]}"
+    assert widened >= 40  # the folding finds what the spelling alone does not

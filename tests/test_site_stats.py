@@ -98,6 +98,24 @@ def test_site_stats_counts(db_url: str) -> None:
     # A longer quiet threshold clears the flag.
     longer = site_stats(engine, NOW, SiteStatsConfig(31, HOUR))
     assert not any(s.quiet for s in longer)
+    # Walks ran (ten minutes ago) on every site; only busy's list page ever answered.
+    assert {s.name: s.unanswered for s in stats.values()} == {
+        "busy": "",
+        "gone-quiet": "never",
+        "new-site": "never",
+        "off": "",  # inactive: not judged
+    }
+    # A list page that answered two days before the latest walk has stopped answering; a
+    # walk under way is not judged until it ends.
+    record_list_success(engine, ids["gone-quiet"], NOW - 2 * DAY)
+    with engine.begin() as conn:
+        conn.execute(
+            update(site).where(site.c.site_id == ids["new-site"]).values(walk_owner="w" + "1" * 15)
+        )
+    later = {s.name: s.unanswered for s in site_stats(engine, NOW, SiteStatsConfig(3, HOUR))}
+    assert (later["gone-quiet"], later["new-site"]) == ("stopped", "")
+    a_week = SiteStatsConfig(3, HOUR, unanswered_seconds=7 * DAY)
+    assert not any(s.unanswered == "stopped" for s in site_stats(engine, NOW, a_week))
 
 
 def test_new_per_day(db_url: str) -> None:
@@ -126,10 +144,16 @@ def test_site_stats_command(db_url: str, tmp_path: Path) -> None:
     assert busy["blocked"] == 1
     assert busy["new"] == {"3d": 2, "7d": 3, "28d": 6, "180d": 7, "360d": 8}
     assert rows["gone-quiet"]["quiet"] and not busy["quiet"]
+    assert (rows["gone-quiet"]["unanswered"], busy["unanswered"]) == ("never", "")
     table = scrapy("site_stats", "--quiet-days", "100000", db_url=db_url, cwd=tmp_path)
     assert table.returncode == 0, table.output
-    assert "4 site(s), 0 without a new article in 100000 day(s)" in table.stdout
+    assert (
+        "4 site(s), 0 without a new article in 100000 day(s), 2 whose list pages do not answer"
+        in table.stdout
+    )
     assert "busy" in table.stdout and "QUIET" not in table.stdout
+    flagged = [line for line in table.stdout.splitlines() if "NEVER-ANSWERED" in line]
+    assert sorted(line.split()[-1] for line in flagged) == ["gone-quiet", "new-site"]
     bad = scrapy("site_stats", "--quiet-days", "0", db_url=db_url, cwd=tmp_path)
     assert bad.returncode == 2, bad.output
 

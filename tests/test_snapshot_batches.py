@@ -49,10 +49,10 @@ def test_a_declared_charset_in_the_headers_is_read_whatever_the_names_case() -> 
 
 
 def test_a_canonical_claim_on_the_site_moves_the_page_and_is_counted() -> None:
-    body = b'<html><head><link rel="canonical" href="/a/2"></head><p>x</p></html>'
+    body = b'<html><head><link rel="canonical" href="/a/1/amp"></head><p>x</p></html>'
     counts: list[Count] = []
     page = settle(unsettled(body, {}), site(), counts)
-    assert page.moved_to == "https://farm.example/a/2"
+    assert page.moved_to == "https://farm.example/a/1/amp"
     assert page.encoding == "utf-8"
     assert counts == [("canonical_redirects", 1, 1)]
 
@@ -63,7 +63,7 @@ def test_a_server_redirect_moves_the_page() -> None:
 
 
 def test_without_the_sites_record_the_encoding_is_still_settled() -> None:
-    body = b'<link rel="canonical" href="/a/2"><p>x</p>'
+    body = b'<link rel="canonical" href="/a/1/amp"><p>x</p>'
     page = settle(unsettled(body, {}), None, [])
     assert (page.encoding, page.moved_to, page.unsettled_for) == ("utf-8", None, None)
 

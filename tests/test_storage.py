@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import logging
 import random
 import threading
 import time
@@ -204,6 +205,26 @@ def test_revisions_read_without_alembic_agree_with_alembic(blank_db_url: str) ->
         with engine.connect() as conn:
             by_alembic = MigrationContext.configure(conn).get_current_heads()
         assert current_revision(engine) == "+".join(sorted(by_alembic))
+    finally:
+        engine.dispose()
+
+
+def test_a_database_a_newer_release_migrated_is_run_on_unchanged(
+    blank_db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rolling upgrade's old workers: the schema is past what their code knows."""
+    engine = make_engine(blank_db_url)
+    try:
+        migrate(engine)
+        newer = "9999"
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM alembic_version"))
+            conn.execute(text("INSERT INTO alembic_version VALUES (:v)"), {"v": newer})
+        columns = schema_of(engine)
+        with caplog.at_level(logging.WARNING, logger="zeroarchive.storage.engine"):
+            assert migrate(engine) == (newer, newer)
+        assert current_revision(engine) == newer and schema_of(engine) == columns
+        assert "newer than this code knows" in caplog.text
     finally:
         engine.dispose()
 

@@ -2,15 +2,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands.search import day, site_ids
+from zeroarchive.commands import time_option
+from zeroarchive.commands.search import site_ids
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import open_archive
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def readable(cluster: Cluster) -> str:
     first = cluster.first
     lines = [
         f"cluster {cluster.cluster_id}: {len(cluster.members)} articles, first on "
-        f"{first.site} at {_when(first.first_seen_at)} UTC"
+        f"{shown(first.site)} at {_when(first.first_seen_at)} UTC"
     ]
     for member in cluster.members:
         published = (
@@ -33,7 +34,7 @@ def readable(cluster: Cluster) -> str:
         )
         lines.append(
             f"  {_when(member.first_seen_at)}  {member.similarity:.2f}  {member.script:9}  "
-            f"{member.site}  article {member.article_id}  {member.url}{published}"
+            f"{shown(member.site)}  article {member.article_id}  {shown(member.url)}{published}"
         )
     return "\n".join(lines)
 
@@ -76,8 +77,10 @@ class Command(ScrapyCommand):
         )
         parser.add_argument(
             "--since",
+            type=time_option(),
             metavar="YYYY-MM-DD",
-            help="clusters with a member first seen on or after this UTC day",
+            help="clusters with a member first seen at or after this UTC day (or time, or "
+            "unix seconds)",
         )
         parser.add_argument(
             "--min-similarity",
@@ -116,7 +119,12 @@ class Command(ScrapyCommand):
             raise UsageError(str(exc)) from None
         archive = open_archive(self.settings)
         if opts.rebuild:
-            if opts.article is not None or opts.site or opts.since or similarity is not None:
+            if (
+                opts.article is not None
+                or opts.site
+                or opts.since is not None
+                or similarity is not None
+            ):
                 raise UsageError("--rebuild recomputes every cluster; it takes no other option")
             from zeroarchive.copies.rebuild import rebuild
 
@@ -127,19 +135,19 @@ class Command(ScrapyCommand):
         from zeroarchive.copies.read import cluster_of, clusters
 
         if opts.article is not None:
-            if opts.site or opts.since:
+            if opts.site or opts.since is not None:
                 raise UsageError("--article shows one article's cluster: no --site or --since")
             found = cluster_of(archive.engine, opts.article, similarity)
             shown = [] if found is None else [found]
         else:
             ids = site_ids(archive, opts.site) if opts.site else ()
-            since = day(opts.since, "--since") if opts.since else None
+            since = opts.since
             shown = clusters(archive.engine, ids, since, similarity)  # type: ignore[assignment]
         count = 0
         for cluster in shown:
             count += 1
             if opts.json:
-                print(json.dumps(cluster.as_dict(), ensure_ascii=False))
+                print(json_line(cluster.as_dict()))
             else:
                 print(readable(cluster))
         sys.stdout.flush()

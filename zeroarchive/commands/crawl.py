@@ -10,6 +10,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
+from zeroarchive.core.quiet_log import quiet_start_up
 from zeroarchive.core.services import one_line_errors, should_wait, wait_for
 from zeroarchive.core.stats import PREFIX
 from zeroarchive.distributed.redis_client import reachable, redis_url_from
@@ -83,6 +84,12 @@ class Command(ScrapyCrawlCommand):
     3, except under scrapyd (or with ZEROARCHIVE_WAIT_FOR_SERVICES), where nobody would
     start the job again: there the run waits for them, with growing pauses.
     """
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        # Before Scrapy's banner: the crawler process is made after this.
+        quiet_start_up(self.settings)
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands import site_option
+from zeroarchive.commands import TIME_METAVAR, site_option, time_option
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import open_archive
 
 
@@ -19,7 +19,10 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "[--site NAME] [--since UNIX] [--kind deleted,edited,restored] [--json]"
+        return (
+            "[--site NAME | --article ID] [--since TIME] [--until TIME] "
+            "[--kind deleted,edited,restored] [--diff] [--json]"
+        )
 
     def short_desc(self) -> str:
         return "Takedowns, restorations and silent edits of archived articles, oldest first"
@@ -37,8 +40,24 @@ class Command(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--site", help="only this site (id or name)")
+        parser.add_argument("--article", type=int, metavar="ID", help="only this article's events")
         parser.add_argument(
-            "--since", type=int, help="only events detected at or after this unix time"
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="only events detected at or after this time (YYYY-MM-DD, "
+            "YYYY-MM-DDTHH:MM or unix seconds, UTC)",
+        )
+        parser.add_argument(
+            "--until",
+            type=time_option(until=True),
+            metavar=TIME_METAVAR,
+            help="only events detected before this time (a day: up to its end)",
+        )
+        parser.add_argument(
+            "--diff",
+            action="store_true",
+            help="print each edit's diff under it: removed text as [-...-], added as {+...+}",
         )
         parser.add_argument(
             "--kind",
@@ -49,11 +68,12 @@ class Command(ScrapyCommand):
             "--json",
             action="store_true",
             help="one JSON object per event: kind, article_id, site, url, detected_at, "
-            "evidence, before_snapshot_at, after_snapshot_at",
+            "evidence, before_snapshot_at, after_snapshot_at (and diff, with --diff)",
         )
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from zeroarchive.events.diff import inline
         from zeroarchive.events.store import KINDS, iter_events
 
         kinds = [kind.strip() for kind in opts.kind.split(",") if kind.strip()]
@@ -62,16 +82,32 @@ class Command(ScrapyCommand):
             raise UsageError(f"--kind takes {', '.join(KINDS)}, not {', '.join(unknown) or '-'}")
         archive = open_archive(self.settings)
         site_id = None if opts.site is None else site_option(archive, opts.site).site_id
-        shown = 0
-        for event in iter_events(archive.engine, site_id, kinds, opts.since):
-            shown += 1
+        if opts.since is not None and opts.until is not None and opts.since >= opts.until:
+            raise UsageError("--since must be before --until")
+        events = iter_events(
+            archive.engine,
+            site_id,
+            kinds,
+            opts.since,
+            until=opts.until,
+            article_id=opts.article,
+        )
+        listed = 0
+        for event in events:
+            listed += 1
             if opts.json:
-                print(json.dumps(event.as_json(), ensure_ascii=False))
+                record = event.as_json()
+                if opts.diff:
+                    record["diff"] = event.diff
+                print(json_line(record))
                 continue
             when = utc_minute(event.detected_at, "-")
-            print(
-                f"{when:16}  {event.kind:8}  {event.evidence[:40]:40}  "
-                f"{event.site[:20]:20}  {event.url}"
-            )
+            # The evidence last and whole: a URL or a notice's words are what it says.
+            site, url, evidence = shown(event.site), shown(event.url), shown(event.evidence)
+            print(f"{when:16}  {event.kind:8}  {site[:20]:20}  {url}  {evidence}")
+            if opts.diff and event.diff:
+                for field in ("title", "text"):
+                    if field in event.diff.get("fields", [field]) and event.diff.get(field):
+                        print(f"    {field}: {shown(inline(event.diff[field]))}")
         if not opts.json:
-            print(f"{shown} event(s)")
+            print(f"{listed} event(s)")

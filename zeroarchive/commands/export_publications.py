@@ -70,10 +70,14 @@ class Command(ScrapyCommand):
                 file=sys.stderr,
             )
             return
+        from zeroarchive.publish.columns import publication_export
+
+        names = site_names(archive)
         written = 0
         with open_text_output(out) as handle, progress:
             for record in progress.track(store.iter_publications(site_id=site_id)):
-                handle.write(json.dumps(record, ensure_ascii=False))
+                row = publication_export(record, names(int(record["site_id"])))
+                handle.write(json.dumps(row, ensure_ascii=False))
                 handle.write("\n")
                 written += 1
         print(f"{written} publication(s) written to {out}", file=sys.stderr)

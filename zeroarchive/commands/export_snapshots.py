@@ -9,7 +9,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands import site_option
+from zeroarchive.commands import TIME_METAVAR, site_option, time_option
 from zeroarchive.core.atomic import open_text_output
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
@@ -53,7 +53,13 @@ class Command(ScrapyCommand):
             "the snapshots' metadata (no pages) partitioned by site and month",
         )
         parser.add_argument("--site", help="only this site (id or name)")
-        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
+        parser.add_argument(
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="only snapshots at or after this time (unix seconds, YYYY-MM-DD or "
+            "YYYY-MM-DDTHH:MM, UTC)",
+        )
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -78,11 +84,20 @@ class Command(ScrapyCommand):
                 file=sys.stderr,
             )
             return
+        from zeroarchive.publish.columns import snapshot_export
+
+        names = site_names(archive)
         written = 0
         snapshots = iter_snapshots(archive.engine, site_id=site_id, since=opts.since)
         with open_text_output(out) as handle, progress:
             for exported in progress.track(snapshots):
-                handle.write(json.dumps(snapshot_record(exported), ensure_ascii=False))
+                record = {
+                    **snapshot_record(exported),
+                    "final_url": exported.snapshot.final_url,
+                    "raw_size": len(exported.snapshot.raw),
+                }
+                row = snapshot_export(record, names(exported.site_id))
+                handle.write(json.dumps(row, ensure_ascii=False))
                 handle.write("\n")
                 written += 1
         print(f"{written} snapshot(s) written to {out}", file=sys.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands import site_option
+from zeroarchive.commands import TIME_METAVAR, site_option, time_option
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.storage.archive import open_archive
@@ -40,8 +40,19 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
         parser.add_argument("--site", help="only this site (id or name)")
-        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
-        parser.add_argument("--until", type=int, help="only snapshots before this time")
+        parser.add_argument(
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="only snapshots at or after this time (unix seconds, YYYY-MM-DD or "
+            "YYYY-MM-DDTHH:MM, UTC)",
+        )
+        parser.add_argument(
+            "--until",
+            type=time_option(until=True),
+            metavar=TIME_METAVAR,
+            help="only snapshots before this time (a day: up to its end)",
+        )
         parser.add_argument("--wacz", action="store_true", help="also package a WACZ")
 
     @one_line_errors

@@ -7,6 +7,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.core.services import one_line_errors, safe_url
+from zeroarchive.core.shown import shown
 
 
 def site_ids(value: str) -> tuple[int, ...]:
@@ -111,7 +112,7 @@ class Command(ScrapyCommand):
             raise UsageError(f"cannot read the 0archive database {where}: {exc}") from None
 
         def say(line: str) -> None:
-            print(line, file=sys.stderr, flush=True)
+            print(shown(line), file=sys.stderr, flush=True)
 
         say(f"reading 0archive database {safe_url(args[0])}" + (" (dry run)" * opts.dry_run))
         try:

@@ -11,6 +11,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
 from zeroarchive.sites.record import SiteConfigError, parse_spec
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.sites import AmbiguousSite
@@ -61,13 +62,13 @@ class Command(ScrapyCommand):
                 site_id, action = archive.sites.upsert(spec, now)
             except (SiteConfigError, AmbiguousSite) as exc:
                 failed += 1
-                print(f"error: entry {position}: {exc}", file=sys.stderr)
+                print(shown(f"error: entry {position}: {exc}"), file=sys.stderr)
                 continue
             for warning in spec.warnings:
-                print(f"warning: entry {position}: {warning}", file=sys.stderr)
+                print(shown(f"warning: entry {position}: {warning}"), file=sys.stderr)
             counts[action] += 1
             kind = spec.type + (f", {spec.category}" if spec.category else "")
-            print(f"{action:9} #{site_id} {spec.name} ({kind})")
+            print(shown(f"{action:9} #{site_id} {spec.name} ({kind})"))
         print(
             f"{counts['added']} added, {counts['updated']} updated, "
             f"{counts['unchanged']} unchanged, {failed} failed"

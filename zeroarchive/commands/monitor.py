@@ -18,6 +18,7 @@ from zeroarchive.core.services import (
     reason,
     safe_url,
 )
+from zeroarchive.core.shown import mask_logs
 from zeroarchive.storage.engine import current_revision, db_url_from, head_revision, make_engine
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
@@ -97,6 +98,7 @@ class Command(ScrapyCommand):
             self.exitcode = 2
             return
         configure_logging(self.settings)
+        mask_logs()
         app = create_app(engine, config, stats_config)
         logger.info(
             "Monitor on http://%s:%s/ (%s)",

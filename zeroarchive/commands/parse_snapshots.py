@@ -2,15 +2,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from zeroarchive.commands import site_option
+from zeroarchive.commands import TIME_METAVAR, site_option, time_option
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.parser import DEFAULT_TIMEZONE, PARSER_VERSION
-from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.archive import Archive, open_archive
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from zeroarchive.storage.publications import VersionHook
 
 
 class Command(ScrapyCommand):
@@ -26,7 +32,13 @@ class Command(ScrapyCommand):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--site", help="only this site (id or name)")
-        parser.add_argument("--since", type=int, help="only snapshots at or after this time")
+        parser.add_argument(
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="only snapshots at or after this time (unix seconds, YYYY-MM-DD or "
+            "YYYY-MM-DDTHH:MM, UTC)",
+        )
         parser.add_argument(
             "--reparse",
             action="store_true",
@@ -44,7 +56,6 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
-        from zeroarchive.events.edits import edit_hook
         from zeroarchive.parser.run import ParseRunConfig, parse_pending
 
         if opts.reparse and opts.since is not None:
@@ -61,28 +72,7 @@ class Command(ScrapyCommand):
             workers=opts.workers,
             timezone=self.settings.get("PARSER_TIMEZONE") or DEFAULT_TIMEZONE,
         )
-        hooks = []
-        if self.settings.getbool("SEARCH_INDEX_ENABLED"):
-            from zeroarchive.search import open_index
-            from zeroarchive.search.index import index_hook
-
-            index = open_index(archive.engine)
-            missing = index.available()
-            if missing:
-                print(f"warning: not indexing for search: {missing}", file=sys.stderr)
-            else:
-                hooks.append(index_hook(index))
-        # Each new publication version is also checked for a silent edit (events/).
-        hooks.append(edit_hook)
-        if self.settings.getbool("COPIES_ENABLED"):
-            from zeroarchive.copies.hook import copies_hook
-            from zeroarchive.copies.index import CopiesConfig
-
-            try:
-                copies = CopiesConfig.from_settings(self.settings)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-            hooks.append(copies_hook(copies))
+        hooks = publication_hooks(archive, self.settings)
         resume = "run parse_snapshots again: it goes on where this run stopped"
         with Progress("parse_snapshots", unit="snapshot", resume=resume) as progress:
             stats = parse_pending(archive.engine, config, hooks=hooks, progress=progress)
@@ -98,3 +88,33 @@ class Command(ScrapyCommand):
         )
         if stats["parser/errors"]:
             self.exitcode = 1
+
+
+def publication_hooks(archive: Archive, settings: BaseSettings) -> list[VersionHook]:
+    """What each new publication version is handed to as a parse run adds it: the search
+    index (when on and available; a warning on stderr otherwise), the silent-edit check
+    (events/) and the copy index (copies/, when on)."""
+    from zeroarchive.events.edits import edit_hook
+
+    hooks: list[VersionHook] = []
+    if settings.getbool("SEARCH_INDEX_ENABLED"):
+        from zeroarchive.search import open_index
+        from zeroarchive.search.index import index_hook
+
+        index = open_index(archive.engine)
+        missing = index.available()
+        if missing:
+            print(f"warning: not indexing for search: {missing}", file=sys.stderr)
+        else:
+            hooks.append(index_hook(index))
+    hooks.append(edit_hook)
+    if settings.getbool("COPIES_ENABLED"):
+        from zeroarchive.copies.hook import copies_hook
+        from zeroarchive.copies.index import CopiesConfig
+
+        try:
+            copies = CopiesConfig.from_settings(settings)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        hooks.append(copies_hook(copies))
+    return hooks

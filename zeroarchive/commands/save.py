@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
+from zeroarchive.core.targets import allow_private_targets
+from zeroarchive.crawl.asked import AskedAnswers
 from zeroarchive.events.saving import NotSavable, save_targets
 from zeroarchive.storage.archive import open_archive
 
@@ -33,7 +37,10 @@ class Command(ScrapyCommand):
             "post, Dcard post, Facebook post or YouTube video is saved by its "
             "source's spider (a post under its board's, forum's, page's or group's site, "
             "'saved:<source>:<its URL>' when that is not in the table); a page of a site "
-            "whose config says 'render' is rendered by the browser."
+            "whose config says 'render' is rendered by the browser. A URL whose host is or "
+            "resolves to a loopback, private, link-local, multicast or reserved address is "
+            "refused, unless ZEROARCHIVE_ALLOW_PRIVATE_TARGETS or the site's "
+            "allow_private_targets allows it."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -51,23 +58,34 @@ class Command(ScrapyCommand):
         archive = open_archive(self.settings)
         asked_at = now()
         try:
-            targets = save_targets(archive, args, asked_at)
+            targets = save_targets(archive, args, asked_at, allow_private_targets(self.settings))
         except NotSavable as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(shown(str(exc))) from None
         sites = {target.site.site_id: target.site for target in targets}
+        ids = archive.articles.ids_of([target.url for target in targets])
+        asked = AskedAnswers(ids.values())
         assert self.crawler_process is not None
         for site in sites.values():
-            self.crawler_process.crawl(site.source.name, site=str(site.site_id), mode="snapshot")
+            crawler = self.crawler_process.create_crawler(site.source.name)
+            asked.watch(crawler)
+            self.crawler_process.crawl(crawler, site=str(site.site_id), mode="snapshot")
         self.crawler_process.start()
         if not opts.watch:
             # Pages of ad-hoc sites are watched after their snapshot unless saved without
             # --watch; a site in the table keeps its own watch config for its pages.
             archive.articles.stop_watch([t.url for t in targets if t.site.adhoc])
-        # One line per URL, and exit 1 when one was not saved (it failed, or another run
-        # held its site): the crawl's log says why.
+        # One line per URL, and exit 1 when one was not saved, with the reason.
         taken = archive.articles.last_snapshot_times([t.url for t in targets])
         for target in targets:
-            saved = taken[target.url] >= asked_at
-            print(f"{'saved' if saved else 'NOT saved'} {target.url} ({target.site.name})")
-            if not saved:
+            if taken[target.url] >= asked_at:
+                print(shown(f"saved {target.url} ({target.site.name})"))
+            else:
+                why = asked.why_not(ids.get(target.url, 0))
+                print(shown(f"NOT saved {target.url} ({target.site.name}): {why}"))
                 self.exitcode = 1
+        if self.exitcode == 0:
+            print(
+                "Its text shows in the monitor and exports once `scrapy parse_snapshots` has "
+                "run (`scrapy recheck URL` fetches, parses and says what changed).",
+                file=sys.stderr,
+            )

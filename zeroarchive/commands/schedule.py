@@ -22,6 +22,7 @@ from zeroarchive.core.services import (
     reason,
     wait_for,
 )
+from zeroarchive.core.shown import mask_logs
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.distributed.redis_client import reachable, redis_url_from
 from zeroarchive.sources import SOURCES
@@ -54,6 +55,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         configure_logging(self.settings)
+        mask_logs()  # a site's bad config is logged with its URLs
         url = redis_url_from(self.settings)
         if url is None:
             raise UsageError("scrapy schedule needs REDIS_URL (environment or setting)")

@@ -2,15 +2,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.commands import TIME_METAVAR, time_option
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import newest_parser_version
 
@@ -18,15 +19,6 @@ if TYPE_CHECKING:
     from zeroarchive.search.index import Hit
 
 MAX_LIMIT = 10_000
-
-
-def day(value: str, option: str) -> int:
-    """A YYYY-MM-DD day as the unix time of its start (UTC)."""
-    try:
-        date = dt.date.fromisoformat(value)
-    except ValueError:
-        raise UsageError(f"{option} takes a day as YYYY-MM-DD, not {value!r}") from None
-    return int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
 
 
 def site_ids(archive: Archive, names: list[str]) -> tuple[int, ...]:
@@ -47,10 +39,12 @@ def readable(hit: Hit, number: int) -> str:
         else "undated"
     )
     lines = [
-        f"{number}. {hit.title or '(no title)'}",
-        f"   {hit.site} · {when} · {hit.url}",
-        f"   {hit.snippet.marked()}",
+        f"{number}. {shown(hit.title or '(no title)')}",
+        f"   {shown(hit.site)} · {when} · {shown(hit.url)}",
     ]
+    if hit.canonical_url and hit.canonical_url != hit.url:
+        lines.append(f"   the page names as its own: {shown(hit.canonical_url)}")
+    lines.append(f"   {shown(hit.snippet.marked())}")
     if hit.versions is not None:
         spans = ", ".join(
             f"{utc_minute(s.start)} – {utc_minute(s.end) if s.end is not None else 'now'}"
@@ -66,7 +60,7 @@ class Command(ScrapyCommand):
 
     def syntax(self) -> str:
         return (
-            "QUERY [--site NAME]... [--since YYYY-MM-DD] [--until YYYY-MM-DD] "
+            "QUERY [--site NAME]... [--since TIME] [--until TIME] "
             "[--all-versions] [--sort relevance|date] [--limit N] [--fold-chinese] [--json]"
         )
 
@@ -99,10 +93,17 @@ class Command(ScrapyCommand):
             help="only this site (name or id); repeat for several",
         )
         parser.add_argument(
-            "--since", metavar="YYYY-MM-DD", help="published on or after this UTC day"
+            "--since",
+            type=time_option(),
+            metavar=TIME_METAVAR,
+            help="published on or after this time (YYYY-MM-DD, YYYY-MM-DDTHH:MM or unix "
+            "seconds, UTC)",
         )
         parser.add_argument(
-            "--until", metavar="YYYY-MM-DD", help="published on or before this UTC day"
+            "--until",
+            type=time_option(until=True),
+            metavar=TIME_METAVAR,
+            help="published before this time (a day: on or before it)",
         )
         parser.add_argument(
             "--all-versions",
@@ -126,13 +127,15 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--fold-chinese",
             action="store_true",
-            help="also find the other Chinese script's form (Simplified <-> Traditional)",
+            help="find every spelling of Chinese terms: Traditional, Simplified and Taiwan's "
+            "and Hong Kong's variants (台灣, 臺灣 and 台湾 alike)",
         )
         parser.add_argument(
             "--json",
             action="store_true",
-            help="one JSON object per hit, best first: article_id, site, url, title, "
-            "published_at, snippet, score (and versions with --all-versions)",
+            help="one JSON object per hit, best first: article_id, site, url (the URL "
+            "archived), canonical_url (the one the page claims), title, published_at, "
+            "snippet, score (and versions with --all-versions)",
         )
 
     @one_line_errors
@@ -143,8 +146,7 @@ class Command(ScrapyCommand):
 
         if not 1 <= opts.limit <= MAX_LIMIT:
             raise UsageError(f"--limit takes 1 to {MAX_LIMIT}, not {opts.limit}")
-        since = day(opts.since, "--since") if opts.since else None
-        until = day(opts.until, "--until") + 86400 if opts.until else None
+        since, until = opts.since, opts.until
         fold = None
         if opts.fold_chinese:
             from zeroarchive.search.fold import chinese_forms
@@ -186,7 +188,7 @@ class Command(ScrapyCommand):
             return
         for number, hit in enumerate(hits.hits, 1):
             if opts.json:
-                print(json.dumps(hit.as_json(), ensure_ascii=False))
+                print(json_line(hit.as_json()))
             else:
                 print(readable(hit, number))
         sys.stdout.flush()

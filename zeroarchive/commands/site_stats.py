@@ -1,16 +1,16 @@
 from __future__ import annotations
 
 import argparse
-import json
-import time
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from zeroarchive.core.clock import now as clock_now
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import open_archive
-from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStatsConfig, site_stats
+from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStats, SiteStatsConfig, site_stats
 
 
 class Command(ScrapyCommand):
@@ -40,17 +40,17 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         archive = open_archive(self.settings)
-        now = int(time.time())
+        now = clock_now()
         rows = site_stats(archive.engine, now, config)
         if opts.json:
             for row in rows:
-                print(json.dumps(row.as_json(), ensure_ascii=False))
+                print(json_line(row.as_json()))
             return
         new_heads = " ".join(f"{f'{d}d':>6}" for d in NEW_ARTICLE_DAYS)
         print(
             f"{'id':>5} {'articles':>8} {new_heads} {'snaps':>8} {'due':>6} {'overdue':>7} "
             f"{'failing':>7} {'blocked':>7} {'stopped':>7} {'del/ed':>7}  {'last list ok':16}  "
-            f"{'quiet':5}  "
+            f"{'flags':24}  "
             f"{'type':12} {'category':14} name"
         )
         for row in rows:
@@ -60,8 +60,22 @@ class Command(ScrapyCommand):
             print(
                 f"{row.site_id:>5} {row.articles:>8} {new} {row.snapshots:>8} {row.due:>6} "
                 f"{row.overdue:>7} {row.failing:>7} {row.blocked:>7} {row.stopped:>7} {events:>7}  "
-                f"{utc_minute(row.last_list_ok_at):16}  {'QUIET' if row.quiet else '':5}  "
-                f"{row.type:12} {row.category or '-':14} {row.name}"
+                f"{utc_minute(row.last_list_ok_at):16}  {flags(row):24}  "
+                f"{row.type:12} {shown(row.category or '-'):14} {shown(row.name)}"
             )
         quiet = sum(row.quiet for row in rows)
-        print(f"{len(rows)} site(s), {quiet} without a new article in {config.quiet_days} day(s)")
+        unanswered = sum(bool(row.unanswered) for row in rows)
+        print(
+            f"{len(rows)} site(s), {quiet} without a new article in {config.quiet_days} day(s), "
+            f"{unanswered} whose list pages do not answer"
+        )
+
+
+def flags(row: SiteStats) -> str:
+    """The flags of a row of the table: QUIET, NEVER-ANSWERED, STOPPED-ANSWERING."""
+    found = ["QUIET"] if row.quiet else []
+    if row.unanswered == "never":
+        found.append("NEVER-ANSWERED")
+    elif row.unanswered == "stopped":
+        found.append("STOPPED-ANSWERING")
+    return ",".join(found)

@@ -6,6 +6,7 @@ from scrapy.commands import ScrapyCommand
 
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
 from zeroarchive.storage.archive import open_archive
 
 
@@ -27,8 +28,8 @@ class Command(ScrapyCommand):
         print(f"{header}{'last crawl':20}  name  url")
         for row in rows:
             print(
-                f"{row.site_id:>5}  {row.type:12} {row.category or '-':14} "
+                f"{row.site_id:>5}  {row.type:12} {shown(row.category or '-'):14} "
                 f"{'yes' if row.is_active else 'no':6} {row.articles:>8}  "
-                f"{_when(row.last_crawl_at):20}  {row.name}  {row.url}"
+                f"{_when(row.last_crawl_at):20}  {shown(row.name)}  {shown(row.url)}"
             )
         print(f"{len(rows)} site(s)")

@@ -8,6 +8,7 @@ from scrapy.commands import ScrapyCommand
 
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import shown
 from zeroarchive.storage.archive import open_archive
 
 #: Exit codes: 1 = some rows were invalid (the rest synced), 2 = nothing was changed.
@@ -41,7 +42,7 @@ class Command(ScrapyCommand):
         )
 
     def _fail(self, message: str) -> None:
-        print(f"error: {message}; nothing changed", file=sys.stderr)
+        print(shown(f"error: {message}; nothing changed"), file=sys.stderr)
         self.exitcode = EXIT_NOTHING_DONE
 
     @one_line_errors
@@ -70,11 +71,11 @@ class Command(ScrapyCommand):
         archive = open_archive(self.settings)
         plan = plan_sync(records, archive.sites.specs(), config.labels)
         for error in plan.errors:
-            print(f"error: {error}", file=sys.stderr)
+            print(shown(f"error: {error}"), file=sys.stderr)
         for warning in plan.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+            print(shown(f"warning: {warning}"), file=sys.stderr)
         for change in plan.changes:
-            print(change.describe())
+            print(shown(change.describe()))
         if opts.dry_run:
             print(f"dry run, nothing written: {len(records)} rows; would be {plan.summary()}")
         else:

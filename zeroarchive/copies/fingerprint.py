@@ -1,7 +1,8 @@
 """What two bodies are compared on, and their MinHash LSH band keys (pure functions).
 
-A body is folded to Simplified script (OpenCC, through ``search.fold``), NFKC-normalised
-and case folded; each line keeps its letters and digits only, so markup, spacing and
+A body is NFKC-normalised, each Chinese character folded to its canonical (Simplified)
+form (``search.fold.canonical``: OpenCC's Traditional, Taiwan and Hong Kong variants
+joined) and case folded; each line keeps its letters and digits only, so markup, spacing and
 punctuation changes leave it as it was. Lines that are the site's boilerplate are left
 out, the rest joined, and cut into overlapping ``SHINGLE``-character shingles, hashed to
 32 bits. MinHash (datasketch's ``affine32`` permutations) estimates their Jaccard
@@ -11,6 +12,7 @@ body's candidates are found; a candidate is a copy when ``containment`` says so.
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 import unicodedata
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from datasketch import MinHash
 
-from zeroarchive.search.fold import chinese_forms
+from zeroarchive.search.fold import canonical, variants
 
 #: Characters per shingle: 5 CJK characters are rarer than a word, so two unrelated
 #: articles share few; an edit or a conversion slip touches at most five shingles.
@@ -63,29 +65,34 @@ def fold(text: str) -> Folded:
     >>> fold("臺灣的「疫苗」\\n\\n  <b>Vaccine</b> news!")
     Folded(lines=('台湾的疫苗', 'bvaccinebnews'), script=2)
     """
-    traditional, simplified = chinese_forms(text)
-    folded = unicodedata.normalize("NFKC", simplified).casefold()
+    folded = canonical(unicodedata.normalize("NFKC", text)).casefold()
     lines = tuple(line for line in (_NOT_WORD.sub("", raw) for raw in folded.split("\n")) if line)
-    return Folded(lines, _script(text, traditional, simplified))
+    return Folded(lines, _script(text))
 
 
-def _script(text: str, traditional: str, simplified: str) -> int:
-    """Which script the text is in: the conversion that changes fewer characters."""
-    to_traditional = _changed(text, traditional)
-    to_simplified = _changed(text, simplified)
-    if to_traditional == to_simplified:
+def _script(text: str) -> int:
+    """Which script the text is in: Traditional when more of its characters fold to
+    another (臺, 灣) than are the Simplified form of a character that has others (湾, 们)."""
+    traditional = simplified = 0
+    for char, count in collections.Counter(text).items():
+        if char < "\u3400":
+            continue
+        kind = _kind(char)
+        if kind == TRADITIONAL:
+            traditional += count
+        elif kind == SIMPLIFIED:
+            simplified += count
+    if traditional == simplified:
         return NO_SCRIPT
-    return TRADITIONAL if to_traditional < to_simplified else SIMPLIFIED
+    return TRADITIONAL if traditional > simplified else SIMPLIFIED
 
 
-def _changed(text: str, converted: str) -> int:
-    if len(text) != len(converted):
-        return sum(a != b for a, b in zip(text, converted, strict=False)) + abs(
-            len(text) - len(converted)
-        )
-    one = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    other = np.frombuffer(converted.encode("utf-32-le"), dtype=np.uint32)
-    return int(np.count_nonzero(one != other))
+@functools.lru_cache(maxsize=1 << 16)
+def _kind(char: str) -> int:
+    forms = variants(char)
+    if len(forms) < 2:
+        return NO_SCRIPT
+    return SIMPLIFIED if forms[0] == char else TRADITIONAL
 
 
 def block_hash(line: str) -> int:

@@ -1,4 +1,4 @@
-"""The copy tables (storage/schema.py, migration 0023) as the index reads and writes them,
+"""The copy tables (storage/schema.py, migration 0025) as the index reads and writes them,
 on a connection of the caller's transaction: the same SQL on SQLite and MariaDB, save the
 counters' upsert (``storage.dialect.add_counts``)."""
 

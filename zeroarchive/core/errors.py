@@ -50,10 +50,27 @@ class Unreachable(IgnoreRequest):
         self.url = url
 
 
+#: The kind of a request refused because its host is not on the public internet
+#: (middlewares/private_targets.py).
+PRIVATE_TARGET = "private_target"
+
+
+class PrivateTarget(IgnoreRequest):
+    """A request not sent: its host is, or resolves to, a loopback, private, link-local,
+    multicast or reserved address, and neither its site nor the archive allows that."""
+
+    def __init__(self, reason: str, url: str) -> None:
+        super().__init__(f"{PRIVATE_TARGET}: {reason}")
+        self.reason = reason
+        self.url = url
+
+
 def error_kind(failure: Failure) -> tuple[str, int | None]:
     """``(kind, http_status)`` of a request failure."""
     if failure.check(BlockedPage):
         return BLOCKED, None
+    if failure.check(PrivateTarget):
+        return PRIVATE_TARGET, None
     if failure.check(Unreachable):
         assert isinstance(failure.value, Unreachable)
         return failure.value.kind, None

@@ -40,8 +40,8 @@ class FetchedPage:
     headers: Mapping[str, Sequence[str]]
     encoding: str
     body: bytes = field(repr=False)
-    # The canonical URL the page belongs to, when it differs from the article's own URL
-    # (server redirect, og:url or rel=canonical).
+    # The canonical URL the page belongs to, when it differs from the article's own URL:
+    # the server's redirect, or a credible og:url / rel=canonical claim (crawl/canonical.py).
     moved_to: str | None = None
     # The DOM a browser built (scripts run), not the bytes the server sent.
     rendered: bool = False

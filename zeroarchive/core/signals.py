@@ -14,3 +14,8 @@ work_taken = object()
 #: Sent by the distributed scheduler when its closing worker put ``requests`` back in the
 #: shared queue unstarted (``owner`` as for ``work_taken``): queued again, not its.
 work_returned = object()
+
+#: Sent by the distributed scheduler when its worker answered list pages of walks to the
+#: end and queued what they found: ``pages`` (how many of each walk, by (site id, round)),
+#: ``ended`` (the walks whose last page this was), ``owner`` as for ``work_taken``.
+walk_pages_done = object()

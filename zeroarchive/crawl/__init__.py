@@ -4,8 +4,8 @@ one selection of due work for both modes (``due_work``) and its dispatch into th
 queues (``dispatch``), recording what a worker holds and taking up what a killed run held
 (``recovery``), writing the snapshot batches (``snapshot_batches``) in the crawl's writer
 process (``writer_process``), and the helpers of a polite fetch: rel=canonical and og:url
-(``canonical``), block pages (``blocks``), the browser (``browser``), logins (``login``)
-and one run per site (``runlock``).
+(``canonical``), block pages (``blocks``), the browser (``browser``), logins (``login``),
+one run per site (``runlock``), and a log that names no password (``masked_logs``).
 
 May import: ``storage``, ``events`` (the watch and the soft-404 probe), ``distributed``,
 ``sites``, ``sources``, ``core``.

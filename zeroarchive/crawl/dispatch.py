@@ -5,9 +5,11 @@ one selection of due work (zeroarchive/crawl/due_work.py, which the embedded mod
 pushes them to the right spider's shared queue.
 Articles and walks are pushed under a lease, so nothing is queued twice while in flight.
 Before each round it takes back lost work (zeroarchive/storage/leases.py): everything
-queued when redis lost its queues (restarted empty, flushed), and at once what a worker
-whose heartbeat is gone held (zeroarchive/distributed/heartbeat.py); a live worker's work
-is never taken back. Each recovery is logged once with its counts and counted per site.
+queued when redis lost its queues (restarted empty, flushed), every walk not done then
+(its pages' counter went too), and at once what a worker whose heartbeat is gone held
+(zeroarchive/distributed/heartbeat.py), its walks due again and its held entries back in
+the queue; a live worker's leases are never taken back. Each recovery is logged once
+with its counts and counted per site.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from scrapy.settings import BaseSettings
 
 from zeroarchive.core.owners import WORKER, queued_owner
 from zeroarchive.core.request_meta import META_KEY
-from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites, walk_round
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.distributed.heartbeat import alive
 from zeroarchive.distributed.queue import held_keys, push_requests, request_queue, requeue_held
@@ -148,14 +150,15 @@ class Dispatcher:
         for site_id in sorted(due.walk):
             site = due.sites[site_id]
             requests = list(spider.discovery_requests(site))
+            # The walk's name: every page of it carries it (middlewares/walk_rounds.py), the
+            # Bloom filter keeps list pages per round (each walk walks them again), redis
+            # counts the walk's pages under it, and the database knows it as last_crawl_at.
+            round_id = walk_round(now, due.last_walk.get(site_id, 0))
             for request in requests:
-                # The Bloom filter keeps list pages per round, so each round walks them again.
-                request.meta[META_KEY]["round"] = now
-                # The walk is begun when a worker takes these, done when they are answered.
-                request.meta[META_KEY]["walk_start"] = request.url
-            report.list_requests += push_requests(self.server, spider, requests)
+                request.meta[META_KEY]["round"] = round_id
+            report.list_requests += push_requests(self.server, spider, requests, begin_walks=True)
             # Only once queued: a redis cut before this leaves the walk due for next round.
-            begin_walk(self.archive, site, now, queued_owner())
+            begin_walk(self.archive, site, round_id, queued_owner())
             report.list_sites += 1
         while due.sites and len(queue) < self.config.high_water:
             claimed = claim_due(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from zeroarchive.core.schedule import next_list_crawl_at
 from zeroarchive.events.watch import promote_watch, validators
@@ -31,6 +31,8 @@ class DueSites:
     walk: frozenset[int]
     #: Names of sites skipped because their stored config is bad (each logged).
     bad: tuple[str, ...] = ()
+    #: When the last walk of each site began (``last_crawl_at``), by id.
+    last_walk: dict[int, int] = field(default_factory=dict)
 
 
 def due_sites(
@@ -47,6 +49,7 @@ def due_sites(
     sites: dict[int, Site] = {}
     walk: set[int] = set()
     bad: list[str] = []
+    last_walk: dict[int, int] = {}
     if snapshots:
         watch_checks(archive, site_types, now)
     rows = archive.sites.due_rows(tuple(site_types), now, lists=lists, snapshots=snapshots)
@@ -58,9 +61,10 @@ def due_sites(
             bad.append(row["name"])
             continue
         sites[site.site_id] = site
+        last_walk[site.site_id] = int(row["last_crawl_at"])
         if lists and site.is_active and row["next_crawl_at"] <= now:
             walk.add(site.site_id)
-    return DueSites(sites, frozenset(walk), tuple(bad))
+    return DueSites(sites, frozenset(walk), tuple(bad), last_walk)
 
 
 def watch_checks(archive: Archive, site_types: Sequence[str], now: int) -> dict[int, int]:
@@ -79,10 +83,22 @@ def watch_checks(archive: Archive, site_types: Sequence[str], now: int) -> dict[
     return promoted
 
 
+def walk_round(now: int, last_walk: int) -> int:
+    """The round of a walk begun at ``now``: its time, but always after the site's last
+    walk, so that no two walks of a site share one (rounds a second apart, a frozen clock).
+
+    >>> walk_round(1800000000, 1799999400)
+    1800000000
+    >>> walk_round(1800000000, 1800000000)
+    1800000001
+    """
+    return max(now, last_walk + 1)
+
+
 def begin_walk(archive: Archive, site: Site, now: int, owner: str) -> None:
-    """Record that a walk of the site's list pages starts at ``now``, held by ``owner``
-    (queued, or an embedded run: zeroarchive/core/owners.py), and when the next one is due
-    by its plan."""
+    """Record that a walk of the site's list pages starts at ``now`` (its round), held by
+    ``owner`` (queued, or an embedded run: zeroarchive/core/owners.py), and when the next
+    one is due by its plan."""
     archive.sites.mark_list_crawl(site.site_id, now, next_list_crawl_at(site.plan, now), owner)
 
 

@@ -179,9 +179,6 @@ class FeedWalkSpider(ArchiveSpider):
         request = failure.request  # type: ignore[attr-defined]
         kind, _ = error_kind(failure)
         count(self.crawler.stats, f"sitemaps/robots_txt_{kind}", request.meta[META_KEY]["site_id"])
-        if self.held is not None:
-            # No response_received when nothing came (DNS, timeout): the walk waits on it.
-            self.held.responded(request)
         logger.debug("No sitemaps from %s: %s", request.url, kind)
 
     # --- entries --------------------------------------------------------------------------

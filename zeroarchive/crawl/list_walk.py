@@ -79,8 +79,7 @@ class ListWalkSpider(ArchiveSpider):
 
     def list_meta(self, site: Site, walk: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         """Request meta of a list page: the site's meta carrying the walk's state."""
-        # A walk's first request is its start; the pages after it are not.
-        fields = {k: v for k, v in walk.items() if k not in ("site_id", "kind", "walk_start")}
+        fields = {k: v for k, v in walk.items() if k not in ("site_id", "kind")}
         return self.request_meta(site, "list", **{**fields, **extra})
 
     def walked(

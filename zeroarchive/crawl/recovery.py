@@ -1,19 +1,24 @@
 """What a spider records so lost work can be taken back, and taking it back when it starts.
 
 Distributed worker (``HeldWork``): the scheduler says what the worker took from the queue
-(``work_taken``) and put back (``work_returned``); the worker records in the database that
-it holds those snapshots and walks (owner: its heartbeat's name), and that a walk is done
-once its first page was answered. `scrapy schedule` takes back what a worker whose
+(``work_taken``), put back (``work_returned``) and answered to the end
+(``walk_pages_done``); the worker records in the database that it holds those snapshots
+and walks (owner: its heartbeat's name), that a walk is queued again once the pages of it
+that it held were answered (the next ones are in the shared queue, for any worker), and
+that a walk is done once its last page was answered (redis counts its pages:
+zeroarchive/distributed/walks.py). `scrapy schedule` takes back what a worker whose
 heartbeat is gone held (zeroarchive/crawl/dispatch.py).
 
 Embedded run (``take_up_dead_runs``): a run that starts takes the run lock of every site on
 which a run of this host holds leases or a walk; a lock it gets means that run is dead, so
-what it held is due again at once, before the due work is selected.
+what it held is due again at once, before the due work is selected. A run that stops
+before its end (not ``finished``) leaves its walks due again too.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,6 +32,7 @@ from zeroarchive.core.owners import host_prefix
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.stats import count
 from zeroarchive.crawl.runlock import SiteRunLocks
+from zeroarchive.distributed.walks import walk_pages
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.leases import (
     Released,
@@ -39,30 +45,19 @@ from zeroarchive.storage.leases import (
 
 logger = logging.getLogger(__name__)
 
-
-def walk_start_of(request: Request) -> tuple[int, str] | None:
-    """(site id, first URL) of a walk's first request: the dispatcher names its URL in
-    ``walk_start``, which a redirect keeps."""
-    meta = request.meta.get(META_KEY)
-    if not isinstance(meta, dict) or not isinstance(meta.get("site_id"), int):
-        return None
-    start = meta.get("walk_start")
-    return (int(meta["site_id"]), str(start)) if start else None
+Walk = tuple[int, int]
 
 
-def held_work(requests: Iterable[Request]) -> tuple[set[int], list[tuple[int, str]]]:
-    """(article ids of snapshot requests, (site id, url) of walk starts)."""
+def held_work(requests: Iterable[Request]) -> tuple[set[int], Counter[Walk]]:
+    """(article ids of snapshot requests, pages of each walk (site id, round))."""
     articles: set[int] = set()
-    starts: list[tuple[int, str]] = []
     for request in requests:
         meta = request.meta.get(META_KEY)
         if not isinstance(meta, dict):
             continue
         if meta.get("kind") == "snapshot" and isinstance(meta.get("article_id"), int):
             articles.add(meta["article_id"])
-        elif (start := walk_start_of(request)) is not None:
-            starts.append(start)
-    return articles, starts
+    return articles, walk_pages(requests)
 
 
 class HeldWork:
@@ -76,23 +71,18 @@ class HeldWork:
         self.lease = lease
         self.clock = clock
         self.owner: str | None = None
-        #: Per site whose walk this worker may hold, the URLs of its first requests not
-        #: answered yet (a URL, not a count: a 404 is both a response and a failure).
-        self.starts: dict[int, set[str]] = {}
-        # Sites whose list page was handled while another first request of the walk (its
-        # robots.txt sitemap lookup, say) still waited: that one's answer ends the walk.
-        self._handled: set[int] = set()
+        #: Pages of each walk this worker took and has not answered to the end yet.
+        self.pages: Counter[Walk] = Counter()
         self._failing = False
 
     def taken(self, requests: list[Request], owner: str, confirm: Callable[[], None]) -> None:
         """Record that ``owner`` holds these snapshots and walks, then ``confirm``."""
         self.owner = owner
-        articles, starts = held_work(requests)
-        if not (articles or starts):
+        articles, pages = held_work(requests)
+        if not (articles or pages):
             confirm()
             return
-        for site_id, url in starts:
-            self.starts.setdefault(site_id, set()).add(url)
+        self.pages.update(pages)
         self._write(
             "record the work it took",
             take,
@@ -101,18 +91,18 @@ class HeldWork:
             self.clock(),
             self.lease,
             articles,
-            {site_id for site_id, _ in starts},
+            set(pages),
         ).addCallback(lambda ok: confirm() if ok else None)
 
     def returned(self, requests: list[Request], owner: str) -> None:
         """At close, on the way out: written at once."""
-        articles, starts = held_work(requests)
-        if not (articles or starts):
+        articles, pages = held_work(requests)
+        self.pages.subtract(pages)
+        walks = self._let_go(pages)
+        if not (articles or walks):
             return
-        for site_id, url in starts:
-            self.starts.get(site_id, set()).discard(url)
         try:
-            give_back(self.archive.engine, owner, articles, {site_id for site_id, _ in starts})
+            give_back(self.archive.engine, owner, articles, walks)
         except SQLAlchemyError as exc:
             logger.warning(
                 "Could not record %d request(s) as queued again (their leases are taken "
@@ -121,26 +111,27 @@ class HeldWork:
                 exc,
             )
 
-    def responded(self, request: Request) -> None:
-        """A response (or a failure) came for ``request``; if it starts a walk, one fewer
-        of the walk's first requests waits (signal ``response_received``)."""
-        start = walk_start_of(request)
-        if start is not None:
-            self.starts.get(start[0], set()).discard(start[1])
-            if start[0] in self._handled:
-                self.walk_answered(start[0])
+    def walk_pages_done(self, pages: Counter[Walk], ended: list[Walk], owner: str) -> Any:
+        """Pages of walks were answered to the end, what they found queued: a walk whose
+        last page this was is done; one whose other pages are all in the queue is queued
+        again, no longer this worker's (signal ``walk_pages_done``)."""
+        self.pages.subtract(pages)
+        done = set(ended)
+        for walk in done:
+            self.pages.pop(walk, None)
+        queued = self._let_go(pages) - done
+        if done:
+            count(self.crawler.stats, "walks/done", n=len(done))
+            self._write("end its walks", end_walks, self.archive.engine, done)
+        if queued:
+            self._write("queue its walks again", give_back, self.archive.engine, owner, (), queued)
 
-    def walk_answered(self, site_id: int) -> Any:
-        """A list page of the site was handled: once every first request of a walk this
-        worker holds was answered, the walk is done (its further pages are in the shared
-        queue, for any worker)."""
-        if self.starts.get(site_id) and self.owner is not None:
-            self._handled.add(site_id)
-        if self.starts.get(site_id) != set() or self.owner is None:
-            return None
-        del self.starts[site_id]
-        self._handled.discard(site_id)
-        return self._write("end its walk", end_walks, self.archive.engine, [site_id], self.owner)
+    def _let_go(self, pages: Counter[Walk]) -> set[Walk]:
+        """The walks among ``pages`` of which this worker holds no page any more."""
+        gone = {walk for walk in pages if self.pages[walk] <= 0}
+        for walk in gone:
+            del self.pages[walk]
+        return gone
 
     def _write(self, what: str, function: Callable[..., Any], *args: Any) -> Any:
         deferred = threads.deferToThread(function, *args)
@@ -195,8 +186,13 @@ def take_up_dead_runs(
     return released
 
 
-def give_back_leftovers(archive: Archive, site_ids: list[int], now: int) -> Released:
+def give_back_leftovers(
+    archive: Archive, site_ids: list[int], now: int, *, finished: bool = True
+) -> Released:
     """A closing embedded run makes what it claimed and did not snapshot due again now,
-    and ends its walks (it holds these sites' locks, so every lease of its host on them is
-    its own)."""
-    return release_runs(archive.engine, site_ids, host_prefix(), now, recovery=False)
+    and ends its walks if it ``finished`` (its engine ran out of pages), else makes them
+    due again now: one stopped before its end (a signal, a close condition) left pages
+    unwalked. It holds these sites' locks, so every lease of its host on them is its own."""
+    return release_runs(
+        archive.engine, site_ids, host_prefix(), now, recovery=False, walks_done=finished
+    )

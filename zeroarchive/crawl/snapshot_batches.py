@@ -18,8 +18,13 @@ from typing import NamedTuple
 from zeroarchive.core.db_retry import call_with_retry
 from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.core.items import FailedFetch, FetchedPage
-from zeroarchive.crawl.canonical import declared_urls, moved_to
-from zeroarchive.events.answers import SortedAnswers, last_snapshots, sort_answers
+from zeroarchive.crawl.canonical import Claims, declared_urls, read_claims
+from zeroarchive.events.answers import (
+    REDIRECT_OFF_SITE,
+    SortedAnswers,
+    last_snapshots,
+    sort_answers,
+)
 from zeroarchive.events.probe import load_probes
 from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
 from zeroarchive.sites.record import Site
@@ -78,23 +83,48 @@ def settle(page: FetchedPage, site: Site | None, counts: list[Count]) -> Fetched
     """``page`` with what its spider left to the writer worked out: its encoding, from the
     bytes and the Content-Type (zeroarchive/core/encoding.py), and the canonical URL it
     belongs to if not its article's own (zeroarchive/crawl/canonical.py). A page whose
-    claims cannot be read is kept as fetched, logged and counted."""
+    claims cannot be read is kept as fetched, logged and counted; so is a claim that
+    cannot be used (``canonical/ignored/<why>``): the page stays its article's."""
     article_url = page.unsettled_for
     if article_url is None:
         return page
     encoding = page.encoding or "utf-8"
-    moved = None
+    claims = Claims(None)
     try:
         encoding = page.encoding or detect_encoding(page.body, _content_type(page))
         if site is not None:
             declared = declared_urls(page.body, encoding)
-            moved = moved_to(article_url, page.final_url, declared, site.url, site.config.url_rules)
+            claims = read_claims(article_url, page.final_url, declared, site)
     except Exception:
         logger.exception("Could not read the claims of %s; kept as fetched", page.final_url)
         counts.append(("errors/settle", page.site_id, 1))
-    if moved is not None:
+    if claims.ignored:
+        _log_ignored(page, claims.ignored)
+        counts.extend((f"canonical/ignored/{why}", page.site_id, 1) for _, why in claims.ignored)
+    if claims.moved_to is not None:
         counts.append(("canonical_redirects", page.site_id, 1))
-    return replace(page, encoding=encoding, moved_to=moved, unsettled_for=None)
+    return replace(page, encoding=encoding, moved_to=claims.moved_to, unsettled_for=None)
+
+
+#: (site id, why) of the ignored claims logged at INFO by this process: the first of each
+#: kind per site; the rest at DEBUG (some sites make the same claim on every page).
+_logged_ignored: set[tuple[int, str]] = set()
+
+
+def _log_ignored(page: FetchedPage, ignored: tuple[tuple[str, str], ...]) -> None:
+    first = {(page.site_id, why) for _, why in ignored} - _logged_ignored
+    _logged_ignored.update(first)
+    logger.log(
+        logging.INFO if first else logging.DEBUG,
+        "Article %d (%s): kept as its own page, ignoring its canonical claim(s) %s",
+        page.article_id,
+        page.final_url,
+        ", ".join(f"{_shown(value)} ({why})" for value, why in ignored),
+    )
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 100 else value[:100] + "...")
 
 
 def _content_type(page: FetchedPage) -> str | None:
@@ -147,6 +177,12 @@ def written_counts(answers: SortedAnswers, written: Written) -> list[Count]:
     for failure, (_, stop_reason) in zip(answers.failures, written.stopped, strict=True):
         if stop_reason:
             counts.append(("articles_stopped", failure.site_id, 1))
+        if failure.reason == REDIRECT_OFF_SITE:
+            counts.append((f"errors/{REDIRECT_OFF_SITE}", failure.site_id, 1))
+            logger.info(
+                "Article %d was redirected to another host's page; not stored, tried again",
+                failure.article_id,
+            )
     for answer, outcome in zip(answers.gone, written.gone, strict=True):
         counts.append((f"events/{outcome}", answer.site_id, 1))
         if outcome == "suspected":

@@ -32,7 +32,7 @@ from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.owners import queued_owner, run_owner
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import is_unreachable
-from zeroarchive.core.signals import work_returned, work_taken
+from zeroarchive.core.signals import walk_pages_done, work_returned, work_taken
 from zeroarchive.core.stats import count, site_metrics
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
 from zeroarchive.crawl.recovery import HeldWork, give_back_leftovers, take_up_dead_runs
@@ -137,7 +137,7 @@ class ArchiveSpider(scrapy.Spider):
             spider.held = HeldWork(spider.archive, crawler, spider.lease, now)
             crawler.signals.connect(spider.held.taken, work_taken)
             crawler.signals.connect(spider.held.returned, work_returned)
-            crawler.signals.connect(spider.held.responded, signals.response_received)
+            crawler.signals.connect(spider.held.walk_pages_done, walk_pages_done)
         return spider
 
     # --- hooks for source spiders -------------------------------------------------------
@@ -451,8 +451,6 @@ class ArchiveSpider(scrapy.Spider):
         """What every list page callback calls once the page is what it should be: counts
         it, and records for the monitor that the site's list pages answer."""
         count(self.crawler.stats, "list_pages", site.site_id)
-        if self.held is not None:
-            self.held.walk_answered(site.site_id)
         clock = time.monotonic()
         if clock - self._list_ok_at.get(site.site_id, -LIST_OK_EVERY) >= LIST_OK_EVERY:
             self._list_ok_at[site.site_id] = clock
@@ -465,15 +463,14 @@ class ArchiveSpider(scrapy.Spider):
         site_id = request.meta[META_KEY]["site_id"]
         count(self.crawler.stats, f"errors/{kind}", site_id)
         count(self.crawler.stats, "list_page_failures", site_id)
-        if self.held is not None:
-            self.held.responded(request)
-            self.held.walk_answered(site_id)
         _log_failure("List page %s failed: %s", request.url, kind, failure)
 
     def _on_closed(self, reason: str) -> None:
         if self.locks.held:
             try:
-                give_back_leftovers(self.archive, self.locks.held, now())
+                give_back_leftovers(
+                    self.archive, self.locks.held, now(), finished=reason == "finished"
+                )
             except SQLAlchemyError as exc:
                 logger.warning(
                     "Could not give back this run's unfinished leases (the next run takes "

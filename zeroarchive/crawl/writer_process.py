@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from zeroarchive.core.services import wait_for
+from zeroarchive.core.shown import mask_logs
 from zeroarchive.crawl.snapshot_batches import Answer, Count, Sites, write_batch
 from zeroarchive.storage.archive import open_archive
 
@@ -152,6 +153,8 @@ class _ToCrawl:
 def serve(connection: Connection) -> None:
     """The child: write each batch that comes, answer with its counts, until the crawl
     closes the connection."""
+    # Its lines reach the crawl's log formatted here, masked as the crawl's own are.
+    mask_logs()
     root = logging.getLogger()
     root.handlers = [logging.handlers.QueueHandler(_ToCrawl(connection))]  # type: ignore[arg-type]
     root.setLevel(logging.DEBUG)

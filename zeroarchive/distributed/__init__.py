@@ -1,8 +1,9 @@
 """Distributed mode: everything that lives in redis. The connection (``redis_client``),
 the shared request queue (``queue``) and the workers' scheduler over it (``scheduler``),
-the workers' heartbeats (``heartbeat``), the Bloom filter's sizing (``bloom``) and bits
-(``redis_bloom``), the dupefilter (``dupefilter``), and the add-on that switches them on
-when ``REDIS_URL`` is set (``addon``).
+the workers' heartbeats (``heartbeat``), each walk's pages not answered yet (``walks``),
+the Bloom filter's sizing (``bloom``) and bits (``redis_bloom``), the dupefilter
+(``dupefilter``), and the add-on that switches them on when ``REDIS_URL`` is set
+(``addon``).
 
 May import: ``core`` only: this package knows requests and redis, not sites or the
 database. Deciding what goes into the queue is ``crawl.dispatch``'s job.

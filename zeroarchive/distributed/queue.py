@@ -12,7 +12,9 @@ Differences from stock scrapy-redis's priority queue, each for a reason:
 - a worker's pop moves what it takes into a hash of its own (``<queue>:held:<owner>``)
   in the same atomic script, so a worker killed before it recorded what it took loses
   nothing: `scrapy schedule` puts a dead worker's held entries back (``requeue_held``).
-  The worker empties its hash once the database knows what it holds.
+  The worker empties its hash once the database knows what it holds (a snapshot) or once
+  the request is answered and what it found is queued (a list page: in the same script
+  that takes the page off its walk's counter, zeroarchive/distributed/walks.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from scrapy.http import Request
 from scrapy_redis.queue import PriorityQueue
 
 from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.distributed.walks import add_pages, finish_pages, walk_pages
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +129,19 @@ class SharedQueue(PriorityQueue):
         elif names:
             self.server.hdel(key, *names)
 
+    def finish(self, owner: str, requests: dict[bytes, Request]) -> list[tuple[int, int]]:
+        """``owner`` answered these taken requests (by entry) and queued what they found:
+        out of its held hash, and off their walks' counters, atomically; return the walks
+        whose last page they were."""
+        if not requests:
+            return []
+        return finish_pages(
+            self.server,
+            held_key(self.key, owner),
+            list(requests),
+            walk_pages(requests.values()),
+        )
+
     def push_nth_of_site(self, request: Request, nth: int) -> None:
         """Push ``request``, the ``nth`` (from 0) of its site in this push, behind the
         other sites' requests of the same priority that come before it in theirs."""
@@ -171,19 +187,23 @@ def request_queue(server: redis.Redis, spider: Spider) -> SharedQueue:
     return SharedQueue(server=server, spider=spider, key=QUEUE_KEY, serializer=JsonSerializer)
 
 
-def push_requests(server: redis.Redis, spider: Spider, requests: Iterable[Request]) -> int:
-    """Queue requests for ``spider``'s workers in one round trip, each site's interleaved
-    with the others'; return how many."""
-    pipe = server.pipeline(transaction=False)
+def push_requests(
+    server: redis.Redis, spider: Spider, requests: Iterable[Request], *, begin_walks: bool = False
+) -> int:
+    """Queue requests for ``spider``'s workers in one transaction, each site's interleaved
+    with the others', and count the walk pages among them on their walks' counters
+    (``begin_walks``: these are new walks' first pages); return how many."""
+    pushing = list(requests)
+    if not pushing:
+        return 0
+    pipe = server.pipeline(transaction=True)
     queue = request_queue(pipe, spider)
     of_site: Counter[object] = Counter()
-    pushed = 0
-    for request in requests:
+    for request in pushing:
         meta = request.meta.get(META_KEY)
         site = meta.get("site_id") if isinstance(meta, dict) else None
         queue.push_nth_of_site(request, of_site[site])
         of_site[site] += 1
-        pushed += 1
-    if pushed:
-        pipe.execute()
-    return pushed
+    add_pages(pipe, walk_pages(pushing), begin=begin_walks)
+    pipe.execute()
+    return len(pushing)

@@ -33,7 +33,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 import redis
@@ -47,7 +47,7 @@ from scrapy_redis.scheduler import Scheduler
 from zeroarchive.core.owners import worker_owner
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import FIRST_PAUSE, next_pause, reason, safe_url
-from zeroarchive.core.signals import work_returned, work_taken
+from zeroarchive.core.signals import walk_pages_done, work_returned, work_taken
 from zeroarchive.distributed.heartbeat import Heartbeat
 from zeroarchive.distributed.queue import (
     QUEUE_KEY,
@@ -56,6 +56,7 @@ from zeroarchive.distributed.queue import (
     request_queue,
 )
 from zeroarchive.distributed.redis_client import connect
+from zeroarchive.distributed.walks import walk_of, walk_pages
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,17 @@ def _requests_seen(dupefilter: Any, requests: Sequence[Request]) -> list[bool]:
         seen: list[bool] = dupefilter.requests_seen(requests)
         return seen
     return [not r.dont_filter and bool(dupefilter.request_seen(r)) for r in requests]
+
+
+def _in_progress(engine: Any) -> Container[Request]:
+    """The requests the engine has not finished with: downloading, or in their callback
+    and the pipelines of their items (Scrapy's slot, else the downloader's and scraper's
+    own sets)."""
+    slot = getattr(engine, "_slot", None)
+    if slot is not None and isinstance(getattr(slot, "inprogress", None), set):
+        return slot.inprogress
+    scraper = getattr(getattr(engine, "scraper", None), "slot", None)
+    return set(engine.downloader.active) | set(getattr(scraper, "active", ()))
 
 
 class RedisScheduler(Scheduler):
@@ -174,6 +186,9 @@ class RedisScheduler(Scheduler):
             if self.stats:
                 self.stats.inc_value("scheduler/redis/unpushed", unpushed)
         self._put_back_taken()
+        # The engine closes once nothing is in progress: what it handed out is answered.
+        with contextlib.suppress(redis.RedisError):
+            self._release_finished(closing=True)
         # What it took is back in the queue or done (or leased in the database, which
         # takes it back once this worker's heartbeat is gone).
         self._downloading.clear()
@@ -300,12 +315,12 @@ class RedisScheduler(Scheduler):
         say that this worker holds it.
 
         Each entry stays in this worker's held hash until a kill no longer loses it: a
-        snapshot or a walk's first request once the spider recorded it in the database
-        (``work_taken``'s ``confirm``), any other request (a later list page, a feed)
-        once it has left the downloader, its links found.
+        snapshot once the spider recorded it in the database (``work_taken``'s
+        ``confirm``); any other request, a walk's list pages above all, once it was
+        answered and what it found is queued (``_release_finished``).
         """
-        recorded: list[Request] = []
-        recorded_entries: list[bytes] = []
+        announced: list[Request] = []
+        snapshots: list[bytes] = []
         malformed: list[bytes] = []
         for entry, _score in self._taken:
             try:
@@ -320,43 +335,58 @@ class RedisScheduler(Scheduler):
             meta = request.meta.get(META_KEY)
             if not isinstance(meta, dict):
                 meta = {}
-            if meta.get("kind") == "snapshot" or meta.get("walk_start"):
-                recorded.append(request)
-                recorded_entries.append(entry)
-            else:
-                self._unrecorded.add(entry)
+            if meta.get("kind") == "snapshot":
+                announced.append(request)
+                snapshots.append(entry)
+                continue
+            if walk_of(request) is not None:
+                announced.append(request)
+            self._unrecorded.add(entry)
         self._release_held(malformed)
-        if not recorded:
+        if not announced:
             return
         confirmed: list[bool] = []
 
         def confirm() -> None:
             if not confirmed:
                 confirmed.append(True)
-                self._release_held(recorded_entries)
+                self._release_held(snapshots)
 
         receivers = self.crawler.signals.send_catch_log(
-            work_taken, requests=recorded, owner=self.owner, confirm=confirm
+            work_taken, requests=announced, owner=self.owner, confirm=confirm
         )
         if not receivers:
             confirm()  # nobody records them: nothing to wait for
 
-    def _release_finished(self) -> None:
-        """Release the entries of requests the downloader is done with.
+    def _release_finished(self, *, closing: bool = False) -> None:
+        """Let go of the entries of requests this worker is done with, and take the walk
+        pages among them off their walks' counters.
 
-        The engine hands a request to the downloader, which keeps it in ``active`` until
-        every way it can end has ended: downloaded, dropped by a middleware (IgnoreRequest,
-        robots.txt) or answered by one. Scrapy signals only the first
-        (``request_left_downloader``), so that signal left the others held for ever.
+        Done means answered to the end: the engine keeps a request in progress from its
+        download through its callback and the pipelines of what it yielded (a walk's next
+        page is found there), however it ends (downloaded, dropped by a middleware,
+        answered by one). Only once what they found is queued: a kill before that finds
+        them still held, and they are put back.
         """
         engine = self.crawler.engine
-        if not self._downloading or engine is None:
+        if not self._downloading or engine is None or self._pending or self._checked:
             return
-        active = engine.downloader.active
-        finished = [entry for request, entry in self._downloading if request not in active]
-        if finished:
-            self._downloading = [(r, e) for r, e in self._downloading if r in active]
-            self._release_held(finished)
+        busy = set() if closing else _in_progress(engine)
+        finished = {entry: request for request, entry in self._downloading if request not in busy}
+        if not finished:
+            return
+        try:
+            ended = self.queue.finish(self.owner, finished)
+        except redis.RedisError as exc:
+            # Left held and counted: put back only if this worker dies.
+            logger.debug("Could not let go of answered entries: %s", exc)
+            return
+        self._downloading = [(r, e) for r, e in self._downloading if e not in finished]
+        walks = walk_pages(finished.values())
+        if walks:
+            self.crawler.signals.send_catch_log(
+                walk_pages_done, pages=walks, ended=ended, owner=self.owner
+            )
 
     def _release_held(self, entries: list[bytes]) -> None:
         """A kill no longer loses these entries: out of the held hash."""

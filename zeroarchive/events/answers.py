@@ -10,12 +10,14 @@ from sqlalchemy.engine import Engine
 
 from zeroarchive.core.items import FailedFetch, FetchedPage
 from zeroarchive.core.schedule import DAY
-from zeroarchive.events.signs import Probe, page_sign, status_sign
+from zeroarchive.events.signs import Probe, off_site_redirect, page_sign, status_sign
 from zeroarchive.events.store import GoneAnswer
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.schema import article, article_snapshot
 
 NOT_MODIFIED = 304
+#: The failure kind of a page the server sent to another host's page.
+REDIRECT_OFF_SITE = "redirect_off_site"
 
 
 @dataclass
@@ -70,7 +72,8 @@ def sort_answers(
     last_at: Mapping[int, int] | None = None,
 ) -> SortedAnswers:
     """Sort one batch: a page or failure that says its article is gone becomes a
-    GoneAnswer (never a snapshot, never a move); a 304 a not-modified check.
+    GoneAnswer (never a snapshot, never a move); a 304 a not-modified check; a page the
+    server sent to another host's page a failure (``signs.off_site_redirect``).
 
     ``last_size`` and ``last_at`` (by article id, from ``last_snapshots``) let a page about
     the size of its article's last snapshot skip most of the search for a removal notice:
@@ -80,6 +83,10 @@ def sort_answers(
     last_at = last_at or {}
     for page in pages:
         site_record = sites.get(page.site_id)
+        if site_record is not None and off_site_redirect(page, site_record):
+            failure = FailedFetch(page.article_id, page.site_id, page.fetched_at, REDIRECT_OFF_SITE)
+            result.failures.append(failure)
+            continue
         evidence = (
             page_sign(
                 page,

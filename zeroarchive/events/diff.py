@@ -3,19 +3,24 @@
 Text is normalised first (Unicode NFKC, spaces collapsed), so a change of the raw page
 alone (counters, clocks, tokens, a reshuffled "related" block the parser leaves out) is
 no edit. The diff goes character by character through CJK text and word by word through
-Latin text (difflib on those tokens); long unchanged runs are shortened around the edit.
+Latin text (difflib on those tokens, past their common start and end, on a middle of
+``MAX_TOKENS`` at most); long unchanged runs are shortened around the edit.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from zeroarchive.core.sequence_diff import bounded_opcodes
+
 #: Unchanged text kept on each side of a change in a stored diff.
 CONTEXT = 40
+#: Tokens of a changed middle (past the common start and end) compared token by token;
+#: a longer one is stored as removed and added whole (a quadratic matcher otherwise).
+MAX_TOKENS = 5_000
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|\s+|.", re.DOTALL)
@@ -52,8 +57,8 @@ def diff(before: str, after: str) -> list[Op]:
     """
     old, new = tokens(normalise(before)), tokens(normalise(after))
     ops: list[Op] = []
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=len(old) > 2000)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    found = bounded_opcodes(old, new, MAX_TOKENS, autojunk=len(old) > 2000)
+    for tag, i1, i2, j1, j2 in found.codes:
         if tag == "equal":
             ops.append(("=", "".join(old[i1:i2])))
             continue
@@ -105,3 +110,14 @@ def edit_diff(before: tuple[str, str], after: tuple[str, str]) -> dict[str, Any]
         if name in fields:
             result[name] = [list(op) for op in diff(old, new)]
     return result
+
+
+def inline(ops: Sequence[Sequence[str]]) -> str:
+    """A diff on one line for a terminal or a feed: removed runs as ``[-…-]``, added ones as
+    ``{+…+}`` (wdiff's marks).
+
+    >>> inline([("=", "市長今天宣布調"), ("-", "漲"), ("+", "降"), ("=", "票價")])
+    '市長今天宣布調[-漲-]{+降+}票價'
+    """
+    marks = {"=": ("", ""), "-": ("[-", "-]"), "+": ("{+", "+}")}
+    return "".join(f"{marks[op][0]}{text}{marks[op][1]}" for op, text in ops)

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Engine
 
-from zeroarchive.events.signs import Probe, page_text
+from zeroarchive.events.signs import PROBE_TEXT_CHARS, Probe, page_text
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.schema import site_probe
 
@@ -66,10 +66,10 @@ def record_probe(
                 probed_at=at,
                 status=status,
                 title=text.title[:512] if text else "",
-                text=text.text[:8000] if text else "",
+                text=text.text[:PROBE_TEXT_CHARS] if text else "",
             )
         )
-    return Probe(site_id, at, text.title[:512], text.text[:8000]) if text else None
+    return Probe(site_id, at, text.title[:512], text.text[:PROBE_TEXT_CHARS]) if text else None
 
 
 def load_probes(engine: Engine, site_ids: Iterable[int]) -> dict[int, Probe]:

@@ -7,18 +7,24 @@ that site's source; any other URL is an open-web page. The site is the one in th
 that holds the URL (an article already archived keeps its site; a PTT post its board's
 site, a Dcard post its forum's, a Facebook post its page's or group's); else an ad-hoc,
 inactive site that is never walked (``_adhoc_spec``: ``saved:<host>`` for open-web pages,
-``saved:<source>:...`` for the platforms').
+``saved:<source>:...`` for the platforms'; never with the URL's ``user:password@``).
+
+A URL whose host is, or resolves to, a loopback, private, link-local, multicast or reserved
+address is refused (zeroarchive/core/targets.py) unless the archive allows such targets or
+the site it is filed under does (``allow_private_targets``, on its own host); the crawl checks every
+redirect and meta refresh of it again (middlewares/private_targets.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from sqlalchemy import select
 
+from zeroarchive.core.targets import TargetRefused, check_host, resolve, site_allows
 from zeroarchive.core.urls import UrlRejected, canonicalize_url, host_of, url_hash
 from zeroarchive.sites.record import ADHOC_PREFIX, Site, SiteConfigError, SiteSpec, parse_spec
 from zeroarchive.sources import Source, platform_of, source_named
@@ -51,12 +57,27 @@ class SaveTarget:
         return self.site.source
 
 
-def save_targets(archive: Archive, urls: Sequence[str], now: int) -> list[SaveTarget]:
+#: Resolves a host name to its addresses (tests give their own).
+Resolver = Callable[[str], Sequence[str]]
+
+
+def save_targets(
+    archive: Archive,
+    urls: Sequence[str],
+    now: int,
+    allow_private: bool = False,
+    resolver: Resolver = resolve,
+) -> list[SaveTarget]:
     """The site and article URL of each URL, ad-hoc sites added, the articles added and
     made due now. NotSavable for the first URL that cannot be saved, before anything is
-    added."""
+    added: one that is no URL, no page its source archives, or whose host is not public
+    (unless ``allow_private`` or its site's ``allow_private_targets``)."""
     sites = _sites(archive)
     chosen = [_choose(archive, sites, given) for given in urls]
+    if not allow_private:
+        for url, held, _ in chosen:
+            if held is None or not site_allows(held.url, held.config.allow_private_targets, url):
+                _check_target(url, resolver)
     targets = []
     for url, held, spec in chosen:
         targets.append(SaveTarget(held or _adhoc_site(archive, spec, now), url))
@@ -96,6 +117,18 @@ def _choose(
         if candidate.source is source and (source.name == "generic" or candidate.url == owner):
             return article_url, candidate, None
     return article_url, None, _adhoc_spec(source, url, owner)
+
+
+def _check_target(url: str, resolver: Resolver) -> None:
+    """NotSavable when the URL's host is not on the public internet; the message names
+    the host and its address, never the URL's credentials."""
+    try:
+        check_host(urlsplit(url).hostname or "", resolver)
+    except TargetRefused as exc:
+        raise NotSavable(
+            f"refused: {exc}; the archive fetches only public hosts (an operator may allow "
+            "others: ZEROARCHIVE_ALLOW_PRIVATE_TARGETS, or a site's allow_private_targets)"
+        ) from None
 
 
 def _origin(url: str) -> tuple[str, int | None]:
@@ -249,7 +282,8 @@ def _adhoc_spec(source: Source, url: str, owner: str | None) -> SiteSpec:
     ``saved:<source>:<its URL>``; a video's, or a Facebook post's whose URL names no page,
     stands for the host (never walked, so its URL is never read as a channel's or page's).
     """
-    parts = urlsplit(url)
+    parts = urlsplit(_without_credentials(url))
+    owner = _without_credentials(owner) if owner is not None else None
     # Snapshotted once, then under the site's watch; which of its pages are watched is the
     # articles' (a page saved without --watch has its watch cleared: stop_watch).
     config: dict[str, object] = {"discover": False, "schedule": {"steps": []}}
@@ -269,3 +303,15 @@ def _adhoc_spec(source: Source, url: str, owner: str | None) -> SiteSpec:
         return parse_spec({**raw, "config": config})
     except SiteConfigError as exc:
         raise NotSavable(str(exc)) from None
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` without its ``user:password@``: a site's name and URL are shown everywhere.
+
+    >>> _without_credentials("https://ann:s3cret@News.example:8443/a?b=1")
+    'https://News.example:8443/a?b=1'
+    >>> _without_credentials("https://news.example/a@b")
+    'https://news.example/a@b'
+    """
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))

@@ -1,7 +1,9 @@
 """Whether one answer says the article is gone, and why (the event's ``evidence``).
 
-Gone: a 404 or 410; a redirect to the site's front page or to a list page (a redirect to
-another article is a move, kept as one); a soft 404 (a 200 page like the site's answer to
+Gone: a 404 or 410; a server redirect to the site's front page, to a list page or to
+another host's root (a redirect to another article is a move, kept as one; to another
+host's page, a failure; a page's own ``og:url`` or ``rel=canonical`` claim is never a
+sign); a soft 404 (a 200 page like the site's answer to
 a made-up URL, ``SiteProbe``); a removal notice (``notices.page_notice``); a platform's
 own sign (a deleted PTT post, a deleted or hidden Dcard post, an unavailable Facebook
 post, a removed or private YouTube video). A 5xx, a timeout or a block page is never a
@@ -22,7 +24,7 @@ import lxml.html
 
 from zeroarchive.core.encoding import decode_body
 from zeroarchive.core.items import FetchedPage
-from zeroarchive.core.urls import UrlRejected, canonicalize_url
+from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.events.notices import might_be_notice, notice_phrase, page_notice
 from zeroarchive.sites.record import Site
 
@@ -48,6 +50,12 @@ SAME_SIZE_SHARE = 0.01
 #: A page this much like the site's not-found page (difflib ratio of their texts, equal
 #: titles) is that page.
 SOFT_404_SIMILARITY = 0.9
+#: ... unless it has more text than that page by this many characters, or this many
+#: characters the not-found page lacks: an article in a layout of menus and links, on a
+#: site whose every page has the same title, is 90 % like the site's not-found page.
+SOFT_404_EXTRA = 200
+#: How much of the probe's text is kept (``probe.record_probe``).
+PROBE_TEXT_CHARS = 8000
 
 _YOUTUBE_STATUS = re.compile(
     r'"playabilityStatus"\s*:\s*\{\s*"status"\s*:\s*"([A-Z_]+)"\s*(?:,\s*"reason"\s*:\s*"([^"]*)")?'
@@ -262,14 +270,56 @@ def _heading(body: bytes, encoding: str) -> str:
 
 
 def redirect_sign(page: FetchedPage, site: Site) -> str | None:
-    """``redirect:<url>`` when the page was redirected to the site's front page or to a
-    URL that is not an article of the site (a list page); None for a move to an article."""
-    if page.moved_to is None:
+    """``redirect:<url>`` when the server redirected the page to the site's front page, to
+    a URL of the site that is not an article of it (a list page), or to another host's
+    root; None for a move to an article, for a redirect to another host's page (a failure:
+    ``off_site_redirect``), and for a move the page only claims (``og:url``,
+    ``rel=canonical``): a page that answers with its content is never gone for what it
+    says of itself."""
+    target = server_redirect(page, site)
+    if target is None:
         return None
-    target = page.moved_to
+    if not is_on_site(target, site.url):
+        return f"redirect:{page.final_url}" if urlsplit(target).path in ("", "/") else None
     if target in front_pages(site) or (site.config.article and not site.config.is_article(target)):
         return f"redirect:{page.final_url}"
     return None
+
+
+def off_site_redirect(page: FetchedPage, site: Site) -> bool:
+    """Whether the server sent the page to another host's page (not its root): not the
+    article, nor a sign that it is gone (a site that moved, a consent or login wall), so
+    the fetch failed, and is tried again later.
+
+    >>> from zeroarchive.sites.record import SiteConfig
+    >>> farm = Site(1, "farm", "https://farm.example/", "news", SiteConfig())
+    >>> def fetched(url):
+    ...     return FetchedPage(1, 1, "Article", 0, 200, url, {}, "utf-8", b"", moved_to=url)
+    >>> off_site_redirect(fetched("https://new.example/news/1"), farm)
+    True
+    >>> off_site_redirect(fetched("https://new.example/"), farm)
+    False
+    >>> off_site_redirect(fetched("https://m.farm.example/news/1"), farm)
+    False
+    """
+    target = server_redirect(page, site)
+    return (
+        target is not None
+        and not is_on_site(target, site.url)
+        and urlsplit(target).path not in ("", "/")
+    )
+
+
+def server_redirect(page: FetchedPage, site: Site) -> str | None:
+    """Where the server redirected the page (its ``moved_to``), None when it did not: a
+    ``moved_to`` that is not the answer's own URL is only the page's claim."""
+    if page.moved_to is None:
+        return None
+    try:
+        redirected = canonicalize_url(page.final_url, site.config.url_rules) == page.moved_to
+    except UrlRejected:
+        redirected = False
+    return page.moved_to if redirected else None
 
 
 def front_pages(site: Site) -> frozenset[str]:
@@ -286,7 +336,8 @@ def front_pages(site: Site) -> frozenset[str]:
 
 def is_soft_404(text: PageText, probe: Probe) -> bool:
     """Whether a page is the site's not-found page: the same title, and text that differs
-    from the probe's answer by little more than the URL it names.
+    from the probe's answer by little more than the URL it names: 90 % alike, and no more
+    than ``SOFT_404_EXTRA`` characters of its own (an article's body is more).
 
     >>> probe = Probe(1, 0, "Not here", "Not here Sorry, /x-1 is not here. Home")
     >>> is_soft_404(PageText("Not here", "Not here Sorry, /news/123 is not here. Home"), probe)
@@ -299,8 +350,13 @@ def is_soft_404(text: PageText, probe: Probe) -> bool:
     mine, theirs = _without_paths(text.text), _without_paths(probe.text)
     if not mine and not theirs:
         return True
+    if len(probe.text) < PROBE_TEXT_CHARS and len(mine) > len(theirs) + SOFT_404_EXTRA:
+        return False
     matcher = difflib.SequenceMatcher(None, mine[:4000], theirs[:4000], autojunk=False)
-    return matcher.quick_ratio() >= SOFT_404_SIMILARITY and matcher.ratio() >= SOFT_404_SIMILARITY
+    if matcher.quick_ratio() < SOFT_404_SIMILARITY or matcher.ratio() < SOFT_404_SIMILARITY:
+        return False
+    matched = sum(block.size for block in matcher.get_matching_blocks())
+    return len(mine[:4000]) - matched <= SOFT_404_EXTRA
 
 
 def _without_paths(text: str) -> str:

@@ -141,16 +141,7 @@ def record_gone(bind: Engine | Connection, answers: Sequence[GoneAnswer]) -> lis
     with transaction(bind) as conn:
         sites = _sites(conn, {answer.site_id for answer in answers})
         for answer in answers:
-            row = conn.execute(
-                select(
-                    article.c.created_at,
-                    article.c.first_snapshot_at,
-                    article.c.last_snapshot_at,
-                    article.c.gone_at,
-                    article.c.gone_evidence,
-                    article.c.deleted_at,
-                ).where(article.c.article_id == answer.article_id)
-            ).one()
+            row = _gone_row(conn, answer.article_id)
             values: dict[str, Any]
             if row.deleted_at:
                 outcome = "still_deleted"
@@ -164,22 +155,7 @@ def record_gone(bind: Engine | Connection, answers: Sequence[GoneAnswer]) -> lis
                 }
             elif answer.at - row.gone_at >= CONFIRM_AFTER:
                 outcome = "deleted"
-                evidence = row.gone_evidence or answer.evidence
-                insert_event(
-                    conn,
-                    "deleted",
-                    answer.article_id,
-                    answer.site_id,
-                    answer.at,
-                    evidence,
-                    row.last_snapshot_at,
-                    answer.at,
-                )
-                values = {
-                    "deleted_at": answer.at,
-                    "stop_reason": f"deleted:{evidence}"[:64],
-                    **keep_checking(sites[answer.site_id], row, answer.at),
-                }
+                values = _confirm(conn, sites[answer.site_id], row, answer)
             else:
                 outcome = "waiting"
                 values = {"next_snapshot_at": row.gone_at + CONFIRM_AFTER}
@@ -190,6 +166,64 @@ def record_gone(bind: Engine | Connection, answers: Sequence[GoneAnswer]) -> lis
             )
             outcomes.append(outcome)
     return outcomes
+
+
+def confirm_asked(
+    bind: Engine | Connection, answers: Sequence[GoneAnswer], asked_at: int
+) -> list[bool]:
+    """Confirm at once the deletions a person asked about (`scrapy recheck`): an answer
+    that is the second sign, the first having come before ``asked_at``, is a ``deleted``
+    event now; ``CONFIRM_AFTER`` is the schedule's rule, not the person's. Whether each
+    was confirmed (a first sign, or an article already deleted, is left as it is)."""
+    confirmed = []
+    with transaction(bind) as conn:
+        sites = _sites(conn, {answer.site_id for answer in answers})
+        for answer in answers:
+            row = _gone_row(conn, answer.article_id)
+            if row.deleted_at or not 0 < row.gone_at < asked_at:
+                confirmed.append(False)
+                continue
+            values = _confirm(conn, sites[answer.site_id], row, answer)
+            conn.execute(
+                update(article)
+                .where(article.c.article_id == answer.article_id)
+                .values(failure_count=0, lease_until=0, **values)
+            )
+            confirmed.append(True)
+    return confirmed
+
+
+def _gone_row(conn: Connection, article_id: int) -> Any:
+    return conn.execute(
+        select(
+            article.c.created_at,
+            article.c.first_snapshot_at,
+            article.c.last_snapshot_at,
+            article.c.gone_at,
+            article.c.gone_evidence,
+            article.c.deleted_at,
+        ).where(article.c.article_id == article_id)
+    ).one()
+
+
+def _confirm(conn: Connection, site_record: Site, row: Any, answer: GoneAnswer) -> dict[str, Any]:
+    """The ``deleted`` event of a confirmed deletion; the article's new values."""
+    evidence = row.gone_evidence or answer.evidence
+    insert_event(
+        conn,
+        "deleted",
+        answer.article_id,
+        answer.site_id,
+        answer.at,
+        evidence,
+        row.last_snapshot_at,
+        answer.at,
+    )
+    return {
+        "deleted_at": answer.at,
+        "stop_reason": f"deleted:{evidence}"[:64],
+        **keep_checking(site_record, row, answer.at),
+    }
 
 
 def record_answered(
@@ -278,10 +312,13 @@ def iter_events(
     limit: int | None = None,
     newest_first: bool = False,
     batch: int = 1000,
+    until: int | None = None,
+    article_id: int | None = None,
 ) -> Iterator[Event]:
     """Events oldest first (by detection time, then id), or newest first; only those of
-    ``site_id``, of ``kinds``, detected at or after ``since``, past the cursor ``after``
-    ((detected_at, event_id) of the last one seen), up to ``limit``."""
+    ``site_id`` (or of ``article_id``), of ``kinds``, detected at or after ``since`` and
+    before ``until``, past the cursor ``after`` ((detected_at, event_id) of the last one
+    seen), up to ``limit``."""
     cursor = after
     left = limit
     while left is None or left > 0:
@@ -302,6 +339,10 @@ def iter_events(
             query = query.where(article_event.c.site_id == site_id)
         if since is not None:
             query = query.where(article_event.c.detected_at >= since)
+        if until is not None:
+            query = query.where(article_event.c.detected_at < until)
+        if article_id is not None:
+            query = query.where(article_event.c.article_id == article_id)
         if cursor is not None:
             at, event_id = cursor
             if newest_first:

@@ -18,13 +18,17 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from zeroarchive.monitor import deadline, events_page, graphql_api, pages, save_page, search_page
 from zeroarchive.monitor.auth import AuthMiddleware
-from zeroarchive.monitor.config import MonitorConfig, is_loopback
+from zeroarchive.monitor.clients import SCOPE_KEY, ClientMiddleware
+from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.monitor.guard import GuardMiddleware
+from zeroarchive.monitor.params import BadInput
 from zeroarchive.monitor.refusals import Refusals
 from zeroarchive.monitor.sites_api import Context, build_schema, list_sizes
 from zeroarchive.monitor.stats_cache import StatsCache, StatsView
@@ -66,15 +70,25 @@ def create_app(
     # Set when the server is told to stop: every request's deadline passes at once.
     stopping = threading.Event()
     deadline.guard_engine(engine)
-    # Saving fetches pages and writes: only behind a login or on loopback alone.
-    saver = saver or save_page.Saver(engine, config.requires_auth or is_loopback(config.host))
+    # Pages and GraphQL queries alike: each runs in a thread of its own, at most this many.
+    workers = threading.BoundedSemaphore(config.limits.workers)
+    # Saving fetches pages and writes: behind a login, or from this machine alone.
+    saver = saver or save_page.Saver(
+        engine,
+        config.requires_auth,
+        pages_per_hour=config.save_pages_per_hour,
+        allow_private=config.allow_private_targets,
+    )
     graphql = graphql_api.GraphQLEndpoint(
         build_schema(),
-        lambda: Context(engine=engine, stats=stats, hist={}, saver=saver),
+        lambda scope: Context(
+            engine=engine, stats=stats, hist={}, saver=saver, client=scope.get(SCOPE_KEY)
+        ),
         lambda: list_sizes(stats),
         config.limits,
         refusals,
         stopping,
+        workers,
     )
 
     @contextlib.asynccontextmanager
@@ -97,7 +111,13 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    middleware = [Middleware(GuardMiddleware, config=config, refusals=refusals)]
+    async def bad_input(request: Request, exc: Exception) -> Response:
+        return refusals.plain(request.scope, 400, str(exc))
+
+    middleware = [
+        Middleware(ClientMiddleware, trusted=config.trusted_proxies),
+        Middleware(GuardMiddleware, config=config, refusals=refusals),
+    ]
     if config.requires_auth:
         middleware.append(
             Middleware(
@@ -119,6 +139,7 @@ def create_app(
         ],
         middleware=middleware,
         lifespan=lifespan,
+        exception_handlers={BadInput: bad_input},
     )
     app.state.engine = engine
     app.state.stats = stats
@@ -126,5 +147,6 @@ def create_app(
     app.state.charts = charts
     app.state.refusals = refusals
     app.state.stopping = stopping
+    app.state.workers = workers
     app.state.saver = saver
     return app

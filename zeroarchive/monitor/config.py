@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from zeroarchive.core.targets import allow_private_targets
+from zeroarchive.monitor.clients import Network, trusted_networks
 from zeroarchive.monitor.query_limits import QueryLimits
 
 if TYPE_CHECKING:
@@ -128,6 +130,12 @@ class MonitorConfig:
     limits: Limits
     #: Host names clients may use besides the loopback names (``Host`` header, no port).
     allowed_hosts: tuple[str, ...] = ()
+    #: Proxies whose ``X-Forwarded-For`` and ``Forwarded`` headers are believed.
+    trusted_proxies: tuple[Network, ...] = ()
+    #: Pages one client may save in an hour (save page now).
+    save_pages_per_hour: int = 60
+    #: Saves may reach loopback, private and link-local hosts (ZEROARCHIVE_ALLOW_PRIVATE_TARGETS).
+    allow_private_targets: bool = False
 
     @classmethod
     def from_settings(
@@ -149,6 +157,9 @@ class MonitorConfig:
                 host_name(name) for name in settings.getlist("MONITOR_ALLOWED_HOSTS")
             ),
             limits=Limits.from_settings(settings),
+            trusted_proxies=trusted_networks(settings.getlist("MONITOR_TRUSTED_PROXIES")),
+            save_pages_per_hour=settings.getint("MONITOR_SAVE_PAGES_PER_HOUR"),
+            allow_private_targets=allow_private_targets(settings),
         )
         config.check()
         return config
@@ -162,6 +173,8 @@ class MonitorConfig:
             raise ValueError("MONITOR_CHART_DAYS must be 1-400")
         if self.site_articles < 1:
             raise ValueError("MONITOR_SITE_ARTICLES must be at least 1")
+        if self.save_pages_per_hour < 0:
+            raise ValueError("MONITOR_SAVE_PAGES_PER_HOUR must be 0 (saving off) or more")
         if bool(self.username) != bool(self.password):
             raise ValueError(f"basic auth needs both {USERNAME_ENV} and {PASSWORD_ENV}")
         if not is_loopback(self.host) and not self.requires_auth:

@@ -4,7 +4,8 @@ progress handler that interrupts the statement; MariaDB: ``SET STATEMENT
 max_statement_time``), GraphQL resolvers check it before they start, and a server told
 to stop makes every deadline pass at once (on MariaDB it also kills the statements still
 running: ``stop_running``). The threads are daemons: a stopping server
-never waits for one."""
+never waits for one. The thread's deadline itself is ``zeroarchive.core.deadline``, which
+work below the monitor (snippets, diffs) checks in its loops."""
 
 from __future__ import annotations
 
@@ -12,51 +13,33 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from zeroarchive.core.deadline import TimeUp, check, deadline, expired
+from zeroarchive.core.deadline import until as deadline_until
+
 T = TypeVar("T")
 # SQLite calls the progress handler every this many virtual machine steps (~1 ms).
 PROGRESS_STEPS = 10_000
-_local = threading.local()
 #: Per engine, the server thread ids of MariaDB connections running a statement under a
 #: deadline (``stop_running`` kills them when the server stops).
 _RUNNING: dict[int, set[int]] = {}
 _RUNNING_LOCK = threading.Lock()
-
-
-class TimeUp(Exception):
-    """The request's time is up (or the server is stopping)."""
-
-
-def expired() -> bool:
-    until: float | None = getattr(_local, "until", None)
-    if until is None:
-        return False
-    stopping: threading.Event = _local.stopping
-    return stopping.is_set() or time.monotonic() >= until
-
-
-def check() -> None:
-    """Raise TimeUp when this thread's deadline has passed."""
-    if expired():
-        raise TimeUp("the request ran out of time")
-
-
-@contextmanager
-def deadline(seconds: float, stopping: threading.Event) -> Iterator[None]:
-    """Run the block in this thread with a deadline ``seconds`` from now, or until
-    ``stopping`` is set (the server is stopping), whichever comes first."""
-    _local.until = time.monotonic() + seconds
-    _local.stopping = stopping
-    try:
-        yield
-    finally:
-        _local.until = None
+__all__ = [
+    "TimeUp",
+    "bounded",
+    "check",
+    "deadline",
+    "expired",
+    "guard_engine",
+    "run_in_daemon",
+    "run_with_deadline",
+    "stop_running",
+]
 
 
 def _progress() -> int:
@@ -75,7 +58,7 @@ def guard_engine(engine: Engine) -> None:
     def _before(
         _conn: Any, cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool
     ) -> tuple[str, Any]:
-        until: float | None = getattr(_local, "until", None)
+        until = deadline_until()
         if until is None:
             return statement, parameters
         check()

@@ -9,8 +9,9 @@ from typing import Any
 from ariadne import ObjectType
 from graphql import GraphQLError, GraphQLResolveInfo
 
+from zeroarchive.core.shown import masked_url
 from zeroarchive.events.store import KINDS, Event, iter_events
-from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.params import BadInput, cursor_numbers, number, quoted
 from zeroarchive.storage.sites import MAX_ID
 
 MAX_FIRST = 500
@@ -55,13 +56,9 @@ def encode_cursor(event: Event) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[int, int]:
-    try:
-        at, event_id = base64.urlsafe_b64decode(cursor.encode()).decode().split(":")
-        if max(len(at), len(event_id)) > 18:
-            raise ValueError("a number no column holds")
-        return int(at), int(event_id)
-    except (ValueError, UnicodeDecodeError):
-        raise GraphQLError(f"after: not a cursor from this API: {cursor!r}") from None
+    """(detected at, event id) of a cursor; BadInput for no cursor of ours."""
+    at, event_id = cursor_numbers(cursor, "after", "", 2, urlsafe=True)
+    return at, event_id
 
 
 @events_query.field("events")
@@ -83,11 +80,9 @@ def resolve_events(
     site_id = None
     if site is not None:
         try:
-            site_id = int(site)
-            if not 0 < site_id <= MAX_ID:
-                raise ValueError(site)
-        except (TypeError, ValueError):
-            raise GraphQLError(f"site must be a site id, got {site!r}") from None
+            site_id = number(str(site), "site", 1, MAX_ID)
+        except BadInput:
+            raise GraphQLError(f"site must be a site id, got {quoted(str(site))}") from None
     cursor = decode_cursor(after) if after else None
     engine = info.context.engine
     items = list(
@@ -103,14 +98,15 @@ for _field, _attr in {
     "kind": "kind",
     "articleId": "article_id",
     "siteId": "site_id",
-    "site": "site",
     "detectedAt": "detected_at",
-    "evidence": "evidence",
     "beforeSnapshotAt": "before_snapshot_at",
     "afterSnapshotAt": "after_snapshot_at",
 }.items():
     event_type.set_field(_field, lambda obj, _info, _a=_attr: getattr(obj, _a))
 event_type.set_field("url", lambda event, _info: masked_url(event.url))
+event_type.set_field("site", lambda event, _info: masked_url(event.site))
+# A redirect's evidence names where it went.
+event_type.set_field("evidence", lambda event, _info: masked_url(event.evidence))
 
 
 @event_type.field("diff")

@@ -20,13 +20,16 @@ from graphql import (
     validate,
 )
 from graphql.error import GraphQLSyntaxError
+from graphql.pyutils import Undefined
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Scope
 
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.config import Limits
 from zeroarchive.monitor.guard import BodyTooLarge
+from zeroarchive.monitor.params import BadInput
 from zeroarchive.monitor.query_limits import ListSizes, QueryRefused, check_query
 from zeroarchive.monitor.refusals import Refusals, escaped
 
@@ -39,12 +42,19 @@ OUT_OF_TIME = "the request ran out of time (MONITOR_REQUEST_SECONDS)"
 
 def _deadline_middleware(next_: Callable[..., Any], root: Any, info: Any, **args: Any) -> Any:
     deadline.check()
+    # An explicit null for an argument with a default (``first: null``) means the default:
+    # the resolvers, typed as the schema's defaults are, never see a None there.
+    field = info.parent_type.fields.get(info.field_name)  # none for __typename
+    for name, value in args.items():
+        default = field.args[name].default_value if field is not None else None
+        if value is None and default not in (None, Undefined):
+            args[name] = default
     return next_(root, info, **args)
 
 
 def _message(error: GraphQLError) -> str:
     original = error.original_error
-    if original is None or isinstance(original, GraphQLError):
+    if original is None or isinstance(original, GraphQLError | BadInput):
         return error.message
     if isinstance(original, deadline.TimeUp) or deadline.expired():
         return OUT_OF_TIME
@@ -62,11 +72,12 @@ class GraphQLEndpoint:
     def __init__(
         self,
         schema: GraphQLSchema,
-        context: Callable[[], Any],
+        context: Callable[[Scope], Any],
         sizes: Callable[[], ListSizes],
         limits: Limits,
         refusals: Refusals,
         stopping: threading.Event,
+        running: threading.BoundedSemaphore,
     ) -> None:
         self.schema = schema
         self.context = context
@@ -74,7 +85,8 @@ class GraphQLEndpoint:
         self.limits = limits
         self.refusals = refusals
         self.stopping = stopping
-        self.running = threading.BoundedSemaphore(limits.workers)
+        #: MONITOR_WORKERS, shared with the pages (pages.timed).
+        self.running = running
 
     async def handle(self, request: Request) -> Response:
         scope, refuse = request.scope, self.refusals.graphql
@@ -124,11 +136,11 @@ class GraphQLEndpoint:
         except QueryRefused as exc:
             return refuse(scope, 400, f"the query is over a limit: {exc}")
         if not self.running.acquire(blocking=False):
-            return refuse(scope, 503, f"busy: {self.limits.workers} queries are running")
+            return refuse(scope, 503, f"busy: {self.limits.workers} requests are running")
 
         def work() -> tuple[int, dict[str, Any], bool]:
             try:
-                return self._run(document, variables, operation)
+                return self._run(document, variables, operation, self.context(scope))
             except RecursionError:
                 return 400, {"errors": [{"message": "the query is nested too deep"}]}, False
             finally:
@@ -153,7 +165,11 @@ class GraphQLEndpoint:
         return JSONResponse(answer, status_code=status)
 
     def _run(
-        self, document: DocumentNode, variables: dict[str, Any] | None, operation: str | None
+        self,
+        document: DocumentNode,
+        variables: dict[str, Any] | None,
+        operation: str | None,
+        context: Any,
     ) -> tuple[int, dict[str, Any], bool]:
         """(status, answer, out of time) of a checked query, in the request's thread."""
         errors = validate(self.schema, document, max_errors=MAX_VALIDATION_ERRORS)
@@ -162,7 +178,7 @@ class GraphQLEndpoint:
         result = execute_sync(
             self.schema,
             document,
-            context_value=self.context(),
+            context_value=context,
             variable_values=variables,
             operation_name=operation,
             middleware=[_deadline_middleware],
@@ -176,7 +192,7 @@ class GraphQLEndpoint:
                 error.original_error
                 for error in result.errors
                 if error.original_error is not None
-                and not isinstance(error.original_error, GraphQLError)
+                and not isinstance(error.original_error, GraphQLError | BadInput)
             ]
             if unexpected:
                 logger.error(

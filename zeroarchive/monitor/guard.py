@@ -1,6 +1,8 @@
 """The monitor's front gate, before auth and routing: a ``Host`` that names this monitor
-(a DNS-rebinding page's names another), and a body no bigger than the limit (413 on its
-``Content-Length``; a body sent in chunks is cut where it passes the limit)."""
+(a DNS-rebinding page's names another), no load by another site's page (403: an
+``<img>`` on any page the researcher opens must not start a diff or a search here), and a
+body no bigger than the limit (413 on its ``Content-Length``; a body sent in chunks is cut
+where it passes the limit)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from zeroarchive.monitor.config import MonitorConfig
+from zeroarchive.monitor.params import is_digits
 from zeroarchive.monitor.refusals import Refusals
 
 
@@ -34,11 +37,21 @@ class GuardMiddleware:
             response = self.refusals.plain(scope, 400, f"this monitor is not {host!r}")
             await response(scope, receive, send)
             return
+        # A browser says where a request comes from and what it is for; a link followed to
+        # the monitor (a document) is served, a picture, script, frame or fetch is not.
+        # Clients that send no fetch metadata (scripts, curl, older browsers) are served.
+        site = headers.get("sec-fetch-site", "")
+        destination = headers.get("sec-fetch-dest", "document")
+        if site in ("cross-site", "same-site") and destination != "document":
+            why = f"a load by another site's page (Sec-Fetch-Dest: {destination})"
+            response = self.refusals.plain(scope, 403, why)
+            await response(scope, receive, send)
+            return
         limit = self.config.limits.body_bytes
         length = headers.get("content-length", "0")
-        if not length.isdigit() or len(length) > 15 or int(length) > limit:
-            why = f"the body is over {limit} bytes" if length.isdigit() else "bad Content-Length"
-            response = self.refusals.plain(scope, 413 if length.isdigit() else 400, why)
+        if not is_digits(length) or int(length) > limit:
+            why = f"the body is over {limit} bytes" if is_digits(length) else "bad Content-Length"
+            response = self.refusals.plain(scope, 413 if is_digits(length) else 400, why)
             await response(scope, receive, send)
             return
         received = 0

@@ -1,6 +1,7 @@
 """What the monitor never shows: passwords in URLs (a site's proxies, its own URL), the
 session cookies a site is given and where its cookies file lives, and any config value
-whose key names a secret (password, token, secret, API key, auth)."""
+whose key names a secret (password, token, secret, API key, auth). URLs are masked by
+zeroarchive.core.shown.masked_url, the one rule of every output."""
 
 from __future__ import annotations
 
@@ -8,28 +9,10 @@ import json
 import re
 from typing import Any
 
-# Everything between "//" and the authority's last "@": a user, a password, or both. A
-# password may hold "@", "/", "?" or "#" unescaped (people write them so), so after a ":"
-# that does not start a port the userinfo runs to the last "@" before a space.
-_USERINFO = re.compile(r"(?<=//)(?:[^\s/?#@:]*:(?![0-9]*(?:[/?#\s]|$))\S*@|[^\s/?#@]*@)")
+from zeroarchive.core.shown import MASK, masked_url
+
 # Config keys whose values are secrets whatever they look like.
 _SECRET_KEY = re.compile(r"cookie|passw|secret|token|api_?key|auth", re.I)
-MASK = "***"
-
-
-def masked_url(text: str) -> str:
-    """``text`` with the credentials of every URL in it masked.
-
-    >>> masked_url("http://bob:s3cret@proxy.example:3128")
-    'http://***@proxy.example:3128'
-    >>> masked_url("https://news.example/a/1?x=@y")
-    'https://news.example/a/1?x=@y'
-    >>> masked_url("http://bob:p@ss/w#rd@proxy.example:3128 and socks5://u:x@y@h:1")
-    'http://***@proxy.example:3128 and socks5://***@h:1'
-    >>> masked_url("https://medium.com:443/@someone/post")
-    'https://medium.com:443/@someone/post'
-    """
-    return _USERINFO.sub(f"{MASK}@", text)
 
 
 def _masked(value: Any) -> Any:

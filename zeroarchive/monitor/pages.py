@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup
+import jinja2
+from markupsafe import Markup, escape
 from sqlalchemy.exc import DBAPIError, NoResultFound
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
@@ -19,17 +21,20 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from zeroarchive.core.clock import utc_minute
-from zeroarchive.core.schedule import STOP
+from zeroarchive.core.shown import html_safe, masked_url
+from zeroarchive.events.next_check import ArticleState, NextCheck, next_check
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
 from zeroarchive.monitor.archived import safe_page
 from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.diff import side_by_side
-from zeroarchive.monitor.masking import masked_config, masked_url
+from zeroarchive.monitor.masking import masked_config
+from zeroarchive.monitor.params import optional_number
 from zeroarchive.monitor.stats_cache import StatsView
 from zeroarchive.monitor.timeline import latest, timeline
 from zeroarchive.sources import site_type_names
 from zeroarchive.storage.browse import (
+    ArticleRow,
     find_article,
     find_sites,
     latest_titles,
@@ -83,14 +88,65 @@ def when(ts: int | None) -> str:
     return utc_minute(ts)
 
 
-def next_snapshot(ts: int) -> str:
-    return "never again" if ts == STOP else when(ts)
+def article_check(row: ArticleRow) -> NextCheck:
+    """When the article is looked at next, and why (zeroarchive/events/next_check.py)."""
+    return next_check(
+        ArticleState(
+            next_snapshot_at=row.next_snapshot_at,
+            watch_at=row.watch_at,
+            gone_at=row.gone_at,
+            gone_evidence=row.gone_evidence,
+            deleted_at=row.deleted_at,
+            stop_reason=row.stop_reason,
+            redirect_to=row.redirect_to,
+            failure_count=row.failure_count,
+        )
+    )
 
 
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+def _finalize(value: Any) -> Any:
+    """Every ``{{ value }}`` of every template, before HTML escaping: no control character
+    reaches a page as itself (escaped as in zeroarchive.core.shown)."""
+    # Most values are numbers, times and ASCII words: the checks of C are enough for them.
+    if type(value) is str and not (value.isascii() and value.isprintable()):
+        return html_safe(value)
+    return value
+
+
+def shown_url(url: str | None) -> Markup:
+    """A URL shown to a person: credentials masked, controls escaped, isolated left to
+    right (an override or right-to-left text in it reorders nothing around it).
+
+    >>> shown_url("https://u:pw@h.example/\\u202ea<b>\\x01")
+    Markup('<bdi dir="ltr">https://***@h.example/\\u202ea&lt;b&gt;\\\\x01</bdi>')
+    """
+    # Concatenated, not Markup.format: that formats in Python, a tenth of the dashboard.
+    return Markup(f'<bdi dir="ltr">{escape(html_safe(masked_url(url or "")))}</bdi>')
+
+
+def shown(text: Any) -> Markup:
+    """Text from the web or the sites' table (a site's name, a title, evidence) shown
+    inline: credentials masked, controls escaped, isolated in its own direction.
+
+    >>> shown("saved:u:pw@farm.example\\u202e"), shown(None)
+    (Markup('<bdi>saved:***@farm.example\\u202e</bdi>'), Markup('<bdi></bdi>'))
+    """
+    return Markup(f"<bdi>{escape(html_safe(masked_url('' if text is None else str(text))))}</bdi>")
+
+
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=jinja2.select_autoescape(),
+        finalize=_finalize,
+    )
+)
 templates.env.filters["when"] = when
-templates.env.filters["next_snapshot"] = next_snapshot
+templates.env.filters["next_check"] = article_check
+# Plain masked text, for where markup cannot go (a title, an attribute, an option).
 templates.env.filters["masked_url"] = masked_url
+templates.env.filters["shown_url"] = shown_url
+templates.env.filters["shown"] = shown
 
 
 def current_nav(path: str) -> str:
@@ -124,21 +180,38 @@ def _not_found(request: Request, what: str) -> Response:
     return render(request, "not_found.html", {"what": what}, status=404)
 
 
-def timed(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
-    """A page under MONITOR_REQUEST_SECONDS: its statements are cut at the deadline (or
-    when the server stops) and the page answers 503 in one log line."""
+def timed(handler: Callable[[Request], Response]) -> Callable[[Request], Awaitable[Response]]:
+    """A page as a GraphQL query is run: in a thread of its own, one of MONITOR_WORKERS
+    (503 at once when every one is busy), under MONITOR_REQUEST_SECONDS. At the deadline
+    (or when the server stops) its statements are cut, its long loops (diffs, snippets)
+    stop at their next check, and the client has its 503, in one log line. The worker is
+    given back when the thread ends, not at the 503: the cap counts threads that run."""
 
     @functools.wraps(handler)
-    def run(request: Request) -> Response:
+    async def run(request: Request) -> Response:
         state = request.app.state
-        with deadline.deadline(state.config.limits.request_seconds, state.stopping):
+        workers: threading.BoundedSemaphore = state.workers
+        if not workers.acquire(blocking=False):
+            why = f"busy: {state.config.limits.workers} requests are running"
+            return state.refusals.plain(request.scope, 503, why, **{"Retry-After": "1"})
+
+        def work() -> Response:
             try:
                 return handler(request)
-            except (deadline.TimeUp, DBAPIError):
-                if not deadline.expired():
-                    raise
-                why = "the page ran out of time (MONITOR_REQUEST_SECONDS)"
-                return state.refusals.plain(request.scope, 503, why)
+            except DBAPIError:
+                if deadline.expired():
+                    raise deadline.TimeUp("the request ran out of time") from None
+                raise
+            finally:
+                workers.release()
+
+        try:
+            return await deadline.run_with_deadline(
+                work, state.config.limits.request_seconds, state.stopping
+            )
+        except deadline.TimeUp:
+            why = "the page ran out of time (MONITOR_REQUEST_SECONDS)"
+            return state.refusals.plain(request.scope, 503, why)
 
     return run
 
@@ -152,11 +225,15 @@ def flags(row: SiteStats) -> list[str]:
         found.append("failing")
     if row.blocked:
         found.append("blocked")
+    if row.unanswered == "never":
+        found.append("never-answered")
+    elif row.unanswered == "stopped":
+        found.append("stopped-answering")
     return found
 
 
 def _dashboard_label(row: SiteStats) -> str:
-    return f"new articles per day of {row.name}"
+    return f"new articles per day of {masked_url(row.name)}"
 
 
 class Charts:
@@ -193,7 +270,7 @@ def dashboard(request: Request) -> Response:
     chosen_active = request.query_params.get("active", "")
     if chosen_active not in ACTIVE_CHOICES:
         chosen_active = ""
-    urls = {site.site_id: masked_url(site.url) for site in find_sites(request.app.state.engine)}
+    urls = {site.site_id: site.url for site in find_sites(request.app.state.engine)}
     rows = [
         row
         for row in view.sites
@@ -209,7 +286,7 @@ def dashboard(request: Request) -> Response:
                 (
                     row,
                     flags(row),
-                    charts.of(view, row.site_id, f"new articles per day of {row.name}"),
+                    charts.of(view, row.site_id, _dashboard_label(row)),
                     urls.get(row.site_id, ""),
                 )
                 for row in rows
@@ -266,11 +343,8 @@ def article_page(request: Request) -> Response:
     versions = publication_versions(engine, article_id)
     by_id = {version.publication_id: version for version in versions}
     diff = None
-    try:
-        old_id = int(request.query_params.get("a", ""))
-        new_id = int(request.query_params.get("b", ""))
-    except ValueError:
-        old_id = new_id = 0
+    old_id = optional_number(request.query_params, "a", 0)
+    new_id = optional_number(request.query_params, "b", 0)
     if old_id in by_id and new_id in by_id:
         diff = side_by_side(by_id[old_id].text, by_id[new_id].text)
     elif len(versions) >= 2:

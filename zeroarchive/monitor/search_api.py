@@ -5,7 +5,6 @@ version the archive has run."""
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +15,8 @@ from graphql import GraphQLError, GraphQLResolveInfo
 from markupsafe import Markup, escape
 from sqlalchemy.engine import Engine
 
-from zeroarchive.monitor.masking import masked_url
+from zeroarchive.core.shown import html_safe, masked_url
+from zeroarchive.monitor.params import cursor_numbers
 from zeroarchive.search import open_index
 from zeroarchive.search.index import (
     MAX_TOTAL,
@@ -74,7 +74,10 @@ type SearchHit {
     version: Int!
     siteId: ID!
     site: String!
+    "The URL archived (the article's)."
     url: String!
+    "The URL the page names as its own (canonical link, og:url), when it names one."
+    canonicalUrl: String
     title: String!
     publishedAt: Int
     "The text around the first match, matches between « and »."
@@ -100,15 +103,11 @@ def cursor(offset: int) -> str:
 
 
 def offset_after(value: str | None) -> int:
+    """The offset after a cursor's hit (0 without one); BadInput for no cursor of ours."""
     if not value:
         return 0
-    try:
-        kind, _, number = base64.b64decode(value, validate=True).decode().partition(":")
-        if kind == "offset" and number.isdigit():
-            return int(number) + 1
-    except (binascii.Error, UnicodeDecodeError):
-        pass
-    raise GraphQLError(f"after: not a cursor of this search: {value[:40]!r}")
+    [offset] = cursor_numbers(value, "after", "offset", 1, urlsafe=False)
+    return offset + 1
 
 
 def day(value: str | None, name: str) -> int | None:
@@ -196,9 +195,13 @@ def run_search(
 
 
 def snippet_html(snippet: Snippet) -> Markup:
-    """The snippet as HTML, matches in <mark>."""
+    """The snippet as HTML, matches in <mark>, control characters escaped.
+
+    >>> snippet_html(Snippet(("a\\x1b<", "b", "c")))
+    Markup('a\\\\x1b&lt;<mark>b</mark>c')
+    """
     return Markup("").join(
-        Markup("<mark>{}</mark>").format(piece) if i % 2 else escape(piece)
+        Markup("<mark>{}</mark>").format(html_safe(piece)) if i % 2 else escape(html_safe(piece))
         for i, piece in enumerate(snippet.pieces)
     )
 
@@ -267,8 +270,9 @@ for _field, _value in {
     "publicationId": lambda h: h.publication_id,
     "version": lambda h: h.version,
     "siteId": lambda h: h.site_id,
-    "site": lambda h: h.site,
+    "site": lambda h: masked_url(h.site),
     "url": lambda h: masked_url(h.url),
+    "canonicalUrl": lambda h: None if h.canonical_url is None else masked_url(h.canonical_url),
     "title": lambda h: h.title,
     "publishedAt": lambda h: h.published_at,
     "snippet": lambda h: h.snippet.marked(),

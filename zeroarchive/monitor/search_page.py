@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from zeroarchive.monitor.pages import render, templates, timed
+from zeroarchive.monitor.params import optional_number
 from zeroarchive.monitor.search_api import run_search, snippet_html
 from zeroarchive.search.index import SORTS
 
@@ -20,10 +21,6 @@ PER_PAGE = 20
 MAX_PAGE = 500
 
 templates.env.filters["snippet_html"] = snippet_html
-
-
-def _int(value: str | None, default: int) -> int:
-    return int(value) if value and value.isdigit() and len(value) < 6 else default
 
 
 def search_page(request: Request) -> Response:
@@ -41,7 +38,7 @@ def search_page(request: Request) -> Response:
         "fold": fold,
         "sort": sort,
     }
-    page = min(max(_int(params.get("page"), 1), 1), MAX_PAGE)
+    page = optional_number(params, "page", 1, 1, MAX_PAGE)
     context: dict[str, Any] = {"form": form, "sorts": SORTS, "page": page, "error": None}
     context["result"] = None
     status = 200

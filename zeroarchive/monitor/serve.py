@@ -32,6 +32,9 @@ def make_server(app: Starlette, config: MonitorConfig) -> MonitorServer:
             log_config=None,
             access_log=False,
             server_header=False,
+            # uvicorn would believe X-Forwarded-For from any loopback peer: clients.py reads
+            # it, from MONITOR_TRUSTED_PROXIES only.
+            proxy_headers=False,
             limit_concurrency=config.limits.connections,
             timeout_graceful_shutdown=config.limits.shutdown_seconds,
         ),

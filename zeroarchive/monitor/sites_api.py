@@ -13,8 +13,9 @@ from graphql import GraphQLError, GraphQLResolveInfo, GraphQLSchema
 from sqlalchemy.engine import Engine
 
 from zeroarchive.core.schedule import DAY
+from zeroarchive.core.shown import masked_url
 from zeroarchive.monitor import search_api
-from zeroarchive.monitor.masking import masked_url
+from zeroarchive.monitor.params import BadInput, row_id
 from zeroarchive.monitor.query_limits import ListSizes
 from zeroarchive.monitor.stats_cache import StatsCache
 from zeroarchive.storage.browse import (
@@ -117,16 +118,17 @@ class Context:
     hist: dict[int, dict[int, list[int]]]  # days -> site id -> counts
     #: Save page now (save_page.Saver), for the ``save`` mutation.
     saver: Any = None
+    #: Who asks (clients.Client), for the ``save`` mutation.
+    client: Any = None
 
 
 def _number(value: Any, name: str) -> int:
     """An id argument as a number; one no row can have (-1) when it is out of a signed
     64-bit column's range, so a huge id finds nothing instead of failing in the driver."""
     try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise GraphQLError(f"{name} must be a number, got {str(value)[:40]!r}") from None
-    return number if 0 <= number < 2**63 else -1
+        return row_id(value, name)
+    except BadInput as exc:
+        raise GraphQLError(str(exc)) from None
 
 
 def _context(info: GraphQLResolveInfo) -> Context:
@@ -168,6 +170,12 @@ def resolve_site_id(site: SiteInfo, _: GraphQLResolveInfo) -> str:
 @site_type.field("url")
 def resolve_site_url(site: SiteInfo, _: GraphQLResolveInfo) -> str:
     return masked_url(site.url)
+
+
+@site_type.field("name")
+def resolve_site_name(site: SiteInfo, _: GraphQLResolveInfo) -> str:
+    # Ad-hoc sites of saved pages were named after a URL's userinfo and host.
+    return masked_url(site.name)
 
 
 @site_type.field("airtableId")

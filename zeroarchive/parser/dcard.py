@@ -87,7 +87,7 @@ def parse_dcard(raw: bytes, encoding: str, url: str, _tz: ZoneInfo | None = None
         else url,
         title=title,
         text=text,
-        language="zh-TW",
+        language="zh-Hant-TW",
         published_at=_time(post.get("createdAt")),
         modified_at=_time(post.get("updatedAt")),
         author=_author(post),

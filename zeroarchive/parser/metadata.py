@@ -11,6 +11,8 @@ from urllib.parse import urljoin
 
 from lxml.html import HtmlElement
 
+from zeroarchive.core.language import normalise_language
+
 logger = logging.getLogger(__name__)
 
 _ARTICLE_TYPES = frozenset(
@@ -99,24 +101,6 @@ def page_metadata(tree: HtmlElement, base_url: str) -> PageMetadata:
     if not language and meta.get("og:locale"):
         language = meta["og:locale"][0].replace("_", "-")
     return PageMetadata(meta, jsonld, canonical, normalise_language(language))
-
-
-def normalise_language(value: str | None) -> str | None:
-    """A BCP-47-ish language tag, or None.
-
-    >>> normalise_language(" zh_TW ")
-    'zh-TW'
-    >>> normalise_language("EN-us")
-    'en-US'
-    >>> normalise_language("") is None
-    True
-    """
-    if not value or not value.strip():
-        return None
-    parts = value.strip().replace("_", "-").split("-")
-    head = parts[0].lower()
-    tail = [p.upper() if len(p) == 2 else p.title() for p in parts[1:] if p]
-    return "-".join([head, *tail])
 
 
 def split_keywords(values: list[str]) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """Datasets for researchers: publications and snapshot metadata as Parquet, in a directory
 partitioned by site and month (hive style: ``site_id=12/month=2025-01/part-0.parquet``)
-that ``pandas.read_parquet(DIR)``, polars, DuckDB and R's arrow read whole.
+that ``pandas.read_parquet(DIR)``, polars, DuckDB and R's arrow read whole. Its columns
+are the JSON lines exports' (``columns``).
 
 Rows are written as they come, a few thousand per file, so memory stays bounded whatever
 the archive's size. The dataset is built in a hidden directory beside ``out`` and renamed
@@ -22,52 +23,62 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zeroarchive.publish.columns import (
+    PUBLICATION_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    publication_export,
+    snapshot_export,
+)
+
 #: Rows kept per partition before they are written as one file.
 ROWS_PER_FILE = 5000
 
-PUBLICATION_SCHEMA = pa.schema(
-    [
-        ("publication_id", pa.int64()),
-        ("article_id", pa.int64()),
-        ("site", pa.string()),
-        ("parser_version", pa.string()),
-        ("version", pa.int32()),
-        ("producer", pa.string()),
-        ("canonical_url", pa.string()),
-        ("title", pa.string()),
-        ("publication_text", pa.string()),
-        ("language", pa.string()),
-        ("author", pa.string()),
-        ("published_at", pa.timestamp("s", tz="UTC")),
-        ("first_seen_at", pa.timestamp("s", tz="UTC")),
-        ("last_seen_at", pa.timestamp("s", tz="UTC")),
-        ("last_updated_at", pa.timestamp("s", tz="UTC")),
-        ("hashtags", pa.list_(pa.string())),
-        ("urls", pa.list_(pa.string())),
-        ("keywords", pa.list_(pa.string())),
-        ("tags", pa.list_(pa.string())),
-        ("metadata", pa.string()),
-        ("comments", pa.string()),
-        ("comment_count", pa.int32()),
-        ("content_hash", pa.string()),
-        ("parsed_at", pa.timestamp("s", tz="UTC")),
-    ]
-)
+#: Parquet's types of the export columns (``columns``); ``site_id`` is in the path.
+_TYPES: dict[str, pa.DataType] = {
+    "publication_id": pa.int64(),
+    "article_id": pa.int64(),
+    "site": pa.string(),
+    "url": pa.string(),
+    "canonical_url": pa.string(),
+    "parser_version": pa.string(),
+    "version": pa.int32(),
+    "producer_id": pa.int64(),
+    "producer": pa.string(),
+    "title": pa.string(),
+    "publication_text": pa.string(),
+    "language": pa.string(),
+    "author": pa.string(),
+    # Parquet has no seconds: pyarrow writes timestamps in seconds as milliseconds.
+    "published_at": pa.timestamp("s", tz="UTC"),
+    "first_seen_at": pa.timestamp("s", tz="UTC"),
+    "last_seen_at": pa.timestamp("s", tz="UTC"),
+    "last_updated_at": pa.timestamp("s", tz="UTC"),
+    "hashtags": pa.list_(pa.string()),
+    "urls": pa.list_(pa.string()),
+    "keywords": pa.list_(pa.string()),
+    "tags": pa.list_(pa.string()),
+    "metadata": pa.string(),
+    "comments": pa.string(),
+    "comment_count": pa.int32(),
+    "content_hash": pa.string(),
+    "parsed_at": pa.timestamp("s", tz="UTC"),
+    "snapshot_at": pa.timestamp("s", tz="UTC"),
+    "status": pa.int16(),
+    "final_url": pa.string(),
+    "encoding": pa.string(),
+    "raw_size": pa.int64(),
+    "rendered": pa.bool_(),
+}
+#: In the partition path, not in the files.
+PARTITION_COLUMNS = ("site_id", "month")
 
-SNAPSHOT_SCHEMA = pa.schema(
-    [
-        ("article_id", pa.int64()),
-        ("site", pa.string()),
-        ("url", pa.string()),
-        ("snapshot_at", pa.timestamp("s", tz="UTC")),
-        ("status", pa.int16()),
-        ("final_url", pa.string()),
-        ("encoding", pa.string()),
-        ("content_hash", pa.string()),
-        ("raw_size", pa.int64()),
-        ("rendered", pa.bool_()),
-    ]
-)
+
+def _schema(columns: tuple[str, ...]) -> pa.Schema:
+    return pa.schema([(name, _TYPES[name]) for name in columns if name not in PARTITION_COLUMNS])
+
+
+PUBLICATION_SCHEMA = _schema(PUBLICATION_COLUMNS)
+SNAPSHOT_SCHEMA = _schema(SNAPSHOT_COLUMNS)
 
 
 def month_of(unix: int) -> str:
@@ -166,8 +177,8 @@ def _json_list(value: Any) -> list[str]:
 
 def publication_row(record: Mapping[str, Any], site_name: str) -> dict[str, Any]:
     """A publication record (``storage.publications.publication_record``) as a dataset row."""
-    row = {name: record.get(name) for name in PUBLICATION_SCHEMA.names}
-    row["site"] = site_name
+    row = publication_export(record, site_name)
+    del row["site_id"]
     for key in ("hashtags", "urls", "keywords", "tags"):
         row[key] = _json_list(record.get(key))
     # Nested and free-form: kept as JSON text, which every reader can parse further.
@@ -200,7 +211,7 @@ def write_snapshots(
         for record in records:
             site_id = int(record["site_id"])
             partition = Partition(site_id, month_of(int(record["snapshot_at"])))
-            row = {name: record.get(name) for name in SNAPSHOT_SCHEMA.names}
-            row["site"] = site_names(site_id)
+            row = snapshot_export(record, site_names(site_id))
+            del row["site_id"]
             writer.add(partition, row)
     return writer

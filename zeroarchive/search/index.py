@@ -22,12 +22,13 @@ from sqlalchemy import func, select, true
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql import ColumnElement, FromClause, Select
 
+from zeroarchive.core.deadline import check
 from zeroarchive.search.match import Matcher, Snippet
 from zeroarchive.search.plan import Plan, plan
 from zeroarchive.search.query import Query
 from zeroarchive.search.text import normalize
 from zeroarchive.storage.publications import AddedVersion, VersionHook
-from zeroarchive.storage.schema import article_event, publication, search_doc, site
+from zeroarchive.storage.schema import article, article_event, publication, search_doc, site
 
 logger = logging.getLogger(__name__)
 
@@ -73,18 +74,21 @@ class Hit:
     version: int
     site_id: int
     site: str
+    #: The URL archived (the article's); ``canonical_url`` is the one the page claims.
     url: str
     title: str
     published_at: int | None
     score: float
     snippet: Snippet
     versions: tuple[Span, ...] | None = None
+    canonical_url: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         record: dict[str, Any] = {
             "article_id": self.article_id,
             "site": self.site,
             "url": self.url,
+            "canonical_url": self.canonical_url,
             "title": self.title,
             "published_at": self.published_at,
             "snippet": self.snippet.marked(),
@@ -474,6 +478,7 @@ class SharedSearch:
                 )
             }
             for key in chunk:
+                check()  # a request's deadline: texts of megabytes take a while each
                 row = texts[key.publication_id]
                 title, body = normalize(row.title), normalize(row.publication_text)
                 if key.article_id in seen or not matcher.holds(title, body):
@@ -504,12 +509,15 @@ class SharedSearch:
             # The site's name as a subquery: joined, MariaDB read the sites first and each
             # one's publications by the site index (66 ms for 20 hits at 1,000,000).
             name = select(site.c.name).where(site.c.site_id == publication.c.site_id)
+            url = select(article.c.url).where(article.c.article_id == publication.c.article_id)
             rows = {
                 row.publication_id: row
                 for row in conn.execute(
-                    select(publication, name.scalar_subquery().label("site_name")).where(
-                        publication.c.publication_id.in_([f.publication_id for f in page])
-                    )
+                    select(
+                        publication,
+                        name.scalar_subquery().label("site_name"),
+                        url.scalar_subquery().label("article_url"),
+                    ).where(publication.c.publication_id.in_([f.publication_id for f in page]))
                 )
             }
         spans = {}
@@ -525,7 +533,8 @@ class SharedSearch:
                     version=row.version,
                     site_id=row.site_id,
                     site=row.site_name,
-                    url=row.canonical_url,
+                    url=row.article_url,
+                    canonical_url=row.canonical_url,
                     title=row.title,
                     published_at=row.published_at,
                     score=item.score,
@@ -554,6 +563,7 @@ class SharedSearch:
             spans = held[article_id]
             start: int | None = None
             for row in rows:
+                check()
                 holds = matcher.holds(normalize(row.title), normalize(row.publication_text))
                 if holds and start is None:
                     start = row.first_seen_at

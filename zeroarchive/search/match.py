@@ -12,6 +12,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from zeroarchive.core.deadline import check
+from zeroarchive.search.fold import variant_pattern
 from zeroarchive.search.query import Query, Term
 from zeroarchive.search.text import WORD, fold_with_origins, nfc, normalize
 
@@ -19,19 +21,27 @@ _WORD = re.compile(WORD)
 _SPACES = re.compile(r"\s+")
 #: Characters of original text shown either side of the first match.
 SNIPPET_CONTEXT = 80
+#: Characters of a body looked through at a time for a snippet's first match; each window
+#: takes in the last ``SNIPPET_OVERLAP`` of the one before, so that a match across an
+#: edge is whole in one of them.
+SNIPPET_WINDOW = 20_000
+SNIPPET_OVERLAP = 1_000
 MARK_OPEN, MARK_CLOSE = "«", "»"
 
 
-def term_pattern(form: str) -> re.Pattern[str]:
+def term_pattern(form: str, folded: bool = False) -> re.Pattern[str]:
     """The normalised form as a pattern: whole words where it begins or ends with a
-    letter or digit of a word-spaced script, as written elsewhere (CJK, punctuation).
+    letter or digit of a word-spaced script, as written elsewhere (CJK, punctuation);
+    ``folded``: each Chinese character as any of its variants (``--fold-chinese``).
 
     >>> bool(term_pattern("vaccine").search("vaccines work"))
     False
     >>> bool(term_pattern("疫苗").search("新冠疫苗接種"))
     True
+    >>> bool(term_pattern("台湾", folded=True).search("臺灣海峽"))
+    True
     """
-    pattern = re.escape(form)
+    pattern = variant_pattern(form) if folded else re.escape(form)
     if _WORD.match(form[0]):
         pattern = rf"(?<!{WORD}){pattern}"
     if _WORD.match(form[-1]):
@@ -61,6 +71,8 @@ class Matcher:
 
     @staticmethod
     def _compile(term: Term) -> list[re.Pattern[str]]:
+        if term.folded:
+            return [term_pattern(term.text, folded=True)]
         return [term_pattern(form) for form in term.forms]
 
     def holds(self, title: str, body: str) -> bool:
@@ -81,6 +93,37 @@ class Matcher:
             for found in pattern.finditer(folded)
             if found.end() > found.start()
         ]
+
+    def _first(self, folded: str) -> int | None:
+        """Where the first match in ``folded`` starts (each pattern searched once: a text
+        of a million matches makes no list of them)."""
+        starts = [
+            found.start()
+            for patterns in self._positive
+            for pattern in patterns
+            if (found := pattern.search(folded)) is not None
+        ]
+        return min(starts, default=None)
+
+    def _first_spans(self, text: str) -> list[tuple[int, int]]:
+        """The spans around the first match in ``text``, looked for a window at a time
+        (the deadline checked at each): normalising a window is C-speed, and only a few
+        hundred characters around where its first match must be are folded character by
+        character (NFKC keeps most texts' lengths), the whole window if it is not there.
+        Folding a whole text of megabytes took seconds a hit and hundreds of MB."""
+        for start in range(0, len(text), SNIPPET_WINDOW):
+            check()
+            low, high = max(start - SNIPPET_OVERLAP, 0), start + SNIPPET_WINDOW
+            window = normalize(text[low:high])
+            first_at = self._first(window)
+            if first_at is None:
+                continue
+            guess = low + first_at * (min(high, len(text)) - low) // max(len(window), 1)
+            around = max(low, guess - 4 * SNIPPET_CONTEXT), guess + 6 * SNIPPET_CONTEXT
+            spans = self._spans(text, *around) or self._spans(text, low, high)
+            if spans:
+                return spans
+        return []
 
     def _spans(self, text: str, low: int, high: int) -> list[tuple[int, int]]:
         """Where the terms match in ``text[low:high]`` (original characters); not at a cut
@@ -108,15 +151,7 @@ class Matcher:
     def snippet(self, title: str, body: str) -> Snippet:
         """Around the first match in the body (or the body's start), matches marked."""
         text = nfc(body) if body.strip() else nfc(title)
-        # Folding character by character is slow in Python: fold only a window around
-        # where the first match must be (NFKC keeps most texts' lengths), all if missed.
-        whole = normalize(text)
-        first_at = min((found.start() for found in self._find(whole)), default=0)
-        guess = first_at * len(text) // max(len(whole), 1)
-        low, high = max(0, guess - 4 * SNIPPET_CONTEXT), guess + 6 * SNIPPET_CONTEXT
-        spans = self._spans(text, low, high)
-        if not spans and first_at:
-            spans = self._spans(text, 0, len(text))
+        spans = self._first_spans(text)
         first = spans[0][0] if spans else 0
         start = max(0, first - SNIPPET_CONTEXT)
         end = min(len(text), first + 2 * SNIPPET_CONTEXT)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
+from zeroarchive.search.fold import chinese_forms, pieces
 from zeroarchive.search.query import Query, Term
 from zeroarchive.search.text import is_cjk, phrase_tokens, runs
 
@@ -56,6 +57,8 @@ def only_prefixes(term: TermPlan) -> bool:
 
 
 def _exact_term(term: Term) -> TermPlan | None:
+    if term.unlisted:
+        return None
     forms = []
     for form in term.forms:
         found = phrase_tokens(form)
@@ -77,8 +80,18 @@ def _loose_form(form: str) -> Form:
     return longer or phrases[:1]
 
 
-def _loose_term(term: Term) -> TermPlan:
-    return tuple(_loose_form(form) for form in term.forms if runs(form))
+def _loose_terms(term: Term) -> tuple[TermPlan, ...]:
+    if not term.unlisted:
+        return (tuple(_loose_form(form) for form in term.forms if runs(form)),)
+    # Too many spellings to ask for: each piece of each run with its spellings, ANDed.
+    found: list[TermPlan] = []
+    for run in runs(term.text):
+        if not is_cjk(run):
+            found.append(((_run_phrase(run),),))
+            continue
+        for piece in pieces(run):
+            found.append(tuple((_run_phrase(form),) for form in chinese_forms(piece)))
+    return tuple(found)
 
 
 def plan(query: Query) -> Plan:
@@ -90,6 +103,10 @@ def plan(query: Query) -> Plan:
     >>> found = plan(parse_query("covid-19 -x"))
     >>> found.exact, [[p.tokens for p in form] for form in found.positive[0]], found.excluded
     (False, [[('covid',), ('19',)]], ())
+    >>> from zeroarchive.search.fold import chinese_forms
+    >>> found = plan(parse_query("國防部長說台灣海峽", chinese_forms))
+    >>> found.exact, [len(term) for term in found.positive], found.positive[1][0]
+    (False, [60, 4], (Phrase(tokens=('湾海', '海峡'), prefix=False),))
     """
     exact = [_exact_term(term) for term in query.terms]
     if all(found is not None for found in exact):
@@ -98,5 +115,5 @@ def plan(query: Query) -> Plan:
             tuple(p for p, t in zip(exact, query.terms, strict=True) if p and t.exclude),
             exact=True,
         )
-    positive = tuple(_loose_term(t) for t in query.positive if t.searchable)
+    positive = tuple(p for t in query.positive if t.searchable for p in _loose_terms(t))
     return Plan(positive, (), exact=False)

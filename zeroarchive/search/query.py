@@ -31,6 +31,11 @@ class Term:
     text: str
     exclude: bool = False
     variants: tuple[str, ...] = ()
+    #: Chinese characters folded (``--fold-chinese``): the text holds the term where it
+    #: holds any spelling of it (``fold.variant_pattern``); ``variants`` are its spellings.
+    folded: bool = False
+    #: Folded, with more spellings than an engine is asked for (``fold.MAX_FORMS``).
+    unlisted: bool = False
 
     @property
     def forms(self) -> tuple[str, ...]:
@@ -82,7 +87,8 @@ def _split(raw: str) -> list[tuple[str, bool]]:
 
 
 def parse_query(raw: str, fold: Callable[[str], tuple[str, ...]] | None = None) -> Query:
-    """Parse ``raw``; ``fold`` gives a term's other forms (``--fold-chinese``).
+    """Parse ``raw``; ``fold`` gives a normalised term's every spelling, or none when
+    they are too many (``fold.chinese_forms``: ``--fold-chinese``).
 
     >>> [t.text for t in parse_query('Ｃｏｖｉｄ "台灣 海峽" -疫苗').terms]
     ['covid', '台灣 海峽', '疫苗']
@@ -104,8 +110,12 @@ def parse_query(raw: str, fold: Callable[[str], tuple[str, ...]] | None = None) 
         if not text or (text, exclude) in seen:
             continue
         seen.add((text, exclude))
-        variants = tuple(normalize(v) for v in fold(piece)) if fold else ()
-        terms.append(Term(text, exclude, tuple(v for v in variants if v and v != text)))
+        if fold is None:
+            terms.append(Term(text, exclude))
+            continue
+        spellings = fold(text)
+        variants = tuple(v for v in spellings if v != text)
+        terms.append(Term(text, exclude, variants, folded=True, unlisted=not spellings))
     if len(terms) > MAX_TERMS:
         raise QueryError(f"the query has too many terms ({len(terms)}; at most {MAX_TERMS})")
     query = Query(raw, tuple(terms))

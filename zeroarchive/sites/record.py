@@ -47,6 +47,7 @@ CONFIG_KEYS = (
     "proxy",
     "cookies_file",
     "robots",
+    "allow_private_targets",
     "url_rules",
     "schedule",
     "watch",
@@ -92,6 +93,9 @@ class SiteConfig:
     #: A browser session's cookies (cookies.txt or JSON) sent with this site's requests.
     cookies_file: str | None = None
     robots: bool = True
+    #: Its requests to its own host may reach loopback, private and link-local addresses
+    #: (zeroarchive/core/targets.py).
+    allow_private_targets: bool = False
     url_rules: UrlRules = field(default_factory=UrlRules)
     # Overrides of the site type's schedule plan (zeroarchive.core.schedule.plan_with_overrides).
     schedule: Mapping[str, Any] = field(default_factory=dict)
@@ -295,6 +299,9 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         proxies=_proxies(raw.get("proxy"), site),
         cookies_file=_cookies_file(raw.get("cookies_file"), site),
         robots=_flag(raw.get("robots", True), site, "robots"),
+        allow_private_targets=_flag(
+            raw.get("allow_private_targets", False), site, "allow_private_targets"
+        ),
         url_rules=rules,
         schedule=_schedule(raw.get("schedule"), site),
         watch=_watch(raw.get("watch", DEFAULT_WATCH), site),

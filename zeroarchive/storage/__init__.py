@@ -1,7 +1,8 @@
 """The database: the archive's tables (``schema``) and their migrations, one store per
 table (``sites``, ``articles``, ``snapshots``, ``publications``, ``site_stats``), who
 holds which lease and taking back what dead holders or lost queues held (``leases``), reading
-for people (``browse``), compression of raw pages, rotation of old months, imports of
+for people (``browse``), compression of raw pages, rotation of old months, fixity checks
+of what is stored (``fixity``, the snapshots' source ``snapshot_fixity``), imports of
 outside records (``imports``; a whole 0archive database, ``from_0archive``), and the
 ``Archive`` facade every stage opens (``archive``).
 ``snapshots.read_snapshot`` is the one way to get a snapshot's original bytes back.

@@ -172,6 +172,23 @@ class ArticleStore:
             found = {hashes[row.url_hash]: int(row.last_snapshot_at) for row in conn.execute(query)}
         return {url: found.get(url, 0) for url in urls}
 
+    def ids_of(self, urls: Sequence[str]) -> dict[str, int]:
+        """The article id of each of these (canonical) URLs that is in the archive."""
+        hashes = {url_hash(url): url for url in urls}
+        query = select(article.c.url_hash, article.c.article_id).where(
+            article.c.url_hash.in_(list(hashes))
+        )
+        with self.engine.connect() as conn:
+            return {hashes[row.url_hash]: int(row.article_id) for row in conn.execute(query)}
+
+    def urls_of(self, article_ids: Sequence[int]) -> dict[int, str]:
+        """The URL of each of these articles that is in the archive."""
+        query = select(article.c.article_id, article.c.url).where(
+            article.c.article_id.in_(list(article_ids))
+        )
+        with self.engine.connect() as conn:
+            return {int(row.article_id): row.url for row in conn.execute(query)}
+
     def stop_watch(self, urls: Sequence[str]) -> int:
         """Take these (canonical) articles off the long-tail watch (`scrapy save` without
         ``--watch``); how many there were."""

@@ -46,6 +46,10 @@ class ArticleRow:
     failure_count: int
     stop_reason: str | None
     redirect_to: int | None
+    watch_at: int
+    gone_at: int
+    gone_evidence: str | None
+    deleted_at: int
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,10 @@ _ARTICLE_COLUMNS = (
     article.c.failure_count,
     article.c.stop_reason,
     article.c.redirect_to,
+    article.c.watch_at,
+    article.c.gone_at,
+    article.c.gone_evidence,
+    article.c.deleted_at,
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+logger = logging.getLogger(__name__)
 
 
 def db_url_from(settings: BaseSettings | None = None) -> str:
@@ -88,14 +90,15 @@ def current_revision(engine: Engine) -> str | None:
         return "+".join(sorted(heads)) or None
 
 
-@functools.cache
-def head_revision() -> str:
-    """The newest schema revision(s) this code knows, joined with "+": the revisions no
-    other migration names as its ``down_revision``.
+#: This code runs on a database that a newer release migrated past what it knows (a
+#: rolling upgrade's old workers; docs/operators/upgrades.md). Releases before it did not.
+FORWARD_COMPATIBLE = True
 
-    Features add migrations that branch from the revision they need, so there may be
-    several heads; all of them are applied.
-    """
+
+@functools.cache
+def known_revisions() -> tuple[frozenset[str], frozenset[str]]:
+    """Every schema revision this code's migrations make, and those no other migration
+    names as its ``down_revision`` (the heads)."""
     revisions: set[str] = set()
     parents: set[str] = set()
     for script in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"):
@@ -103,7 +106,16 @@ def head_revision() -> str:
         revisions.add(names["revision"])
         down = names["down_revision"]
         parents.update(down if isinstance(down, tuple) else [down] if down else [])
-    return "+".join(sorted(revisions - parents))
+    return frozenset(revisions), frozenset(revisions - parents)
+
+
+def head_revision() -> str:
+    """The newest schema revision(s) this code knows, joined with "+".
+
+    Features add migrations that branch from the revision they need, so there may be
+    several heads; all of them are applied.
+    """
+    return "+".join(sorted(known_revisions()[1]))
 
 
 def _module_constants(script: Path) -> dict[str, Any]:
@@ -136,6 +148,16 @@ def migrate(engine: Engine) -> tuple[str | None, str]:
             raise RuntimeError(
                 "the database has no zeroarchive schema: run `scrapy migrate` against it first"
             )
+        return before, before
+    if before is not None and not set(before.split("+")) <= known_revisions()[0]:
+        # Migrated by a newer release: its migrations keep the older code working, and
+        # this process is replaced in turn. Alembic would refuse a revision it cannot find.
+        logger.warning(
+            "The database is at schema %s, newer than this code knows (%s): running on it "
+            "unchanged; upgrade this process (docs/operators/upgrades.md)",
+            before,
+            head_revision(),
+        )
         return before, before
     if before != head_revision():
         from alembic import command

@@ -3,9 +3,12 @@
 Due articles are leased when handed out (``ArticleStore.claim_due``) and a site's list walk
 when queued or begun (``Site.walk_owner``); the owner says who holds each
 (zeroarchive/core/owners.py). A snapshot written, or a failure recorded, ends an article's
-lease; a walk ends when its first page was answered (distributed) or its run closes
-(embedded). Recovery makes what a dead holder or a lost queue held due again at once and
-counts it per site (``Site.recoveries``, ``last_recovery_at``: `site_stats`, the monitor).
+lease. A walk ends when its last page was answered: in distributed mode its pages are
+counted in redis (zeroarchive/distributed/walks.py) and the walk is named by its site and
+round, the ``last_crawl_at`` it began at, so a page of an older walk of the site never
+ends or takes a newer one; an embedded run's walks end when it finishes. Recovery makes
+what a dead holder or a lost queue held due again at once and counts it per site
+(``Site.recoveries``, ``last_recovery_at``: `site_stats`, the monitor).
 """
 
 from __future__ import annotations
@@ -50,17 +53,26 @@ def _in_range(column: Any, prefix: str) -> ColumnElement[bool]:
     return and_(column >= low, column < high)
 
 
+def _walks_match(walks: Collection[tuple[int, int]]) -> ColumnElement[bool]:
+    """The Site rows of these walks (site id, round), while not done."""
+    return and_(
+        or_(*(and_(site.c.site_id == s, site.c.last_crawl_at == r) for s, r in sorted(walks))),
+        site.c.walk_owner.is_not(None),
+    )
+
+
 def take(
     engine: Engine,
     owner: str,
     now: int,
     lease: int,
     article_ids: Collection[int] = (),
-    site_ids: Collection[int] = (),
+    walks: Collection[tuple[int, int]] = (),
 ) -> None:
-    """A worker took these articles' snapshots and these sites' walks from the queue: they
-    are begun, held by ``owner`` (the lease runs from now). Work no longer queued (done
-    meanwhile, or released) is left alone."""
+    """A worker took these articles' snapshots and pages of these walks (site id, round)
+    from the queue: held by ``owner`` (an article's lease runs from now; a walk is its
+    last taker's until done). Work no longer queued (done meanwhile, or released) is left
+    alone."""
     with engine.begin() as conn:
         if article_ids:
             conn.execute(
@@ -72,18 +84,25 @@ def take(
                 )
                 .values(lease_owner=owner, lease_until=now + lease)
             )
-        if site_ids:
+        if walks:
             conn.execute(
                 update(site)
-                .where(site.c.site_id.in_(sorted(site_ids)), _in_range(site.c.walk_owner, QUEUED))
+                .where(
+                    _walks_match(walks),
+                    or_(_in_range(site.c.walk_owner, QUEUED), _in_range(site.c.walk_owner, WORKER)),
+                )
                 .values(walk_owner=owner)
             )
 
 
 def give_back(
-    engine: Engine, owner: str, article_ids: Collection[int] = (), site_ids: Collection[int] = ()
+    engine: Engine,
+    owner: str,
+    article_ids: Collection[int] = (),
+    walks: Collection[tuple[int, int]] = (),
 ) -> None:
-    """A closing worker put these back in the queue: queued again, no longer its."""
+    """``owner`` no longer holds these: put back in the queue unstarted (a closing worker),
+    or, for walks, their pages it held were answered and the next ones are queued."""
     queued = queued_owner()
     with engine.begin() as conn:
         if article_ids:
@@ -94,24 +113,21 @@ def give_back(
                 )
                 .values(lease_owner=queued)
             )
-        if site_ids:
+        if walks:
             conn.execute(
                 update(site)
-                .where(site.c.site_id.in_(sorted(site_ids)), site.c.walk_owner == owner)
+                .where(_walks_match(walks), site.c.walk_owner == owner)
                 .values(walk_owner=queued)
             )
 
 
-def end_walks(engine: Engine, site_ids: Collection[int], owner: str) -> int:
-    """The walks of these sites that ``owner`` held are done; return how many."""
-    if not site_ids:
+def end_walks(engine: Engine, walks: Collection[tuple[int, int]]) -> int:
+    """These walks (site id, round) had their last page answered: done; return how many
+    (a walk made due again since, or begun again, is another and stays)."""
+    if not walks:
         return 0
     with engine.begin() as conn:
-        result = conn.execute(
-            update(site)
-            .where(site.c.site_id.in_(sorted(site_ids)), site.c.walk_owner == owner)
-            .values(walk_owner=None)
-        )
+        result = conn.execute(update(site).where(_walks_match(walks)).values(walk_owner=None))
     return int(result.rowcount)
 
 
@@ -167,8 +183,9 @@ def release_owners(engine: Engine, owners: Collection[str], now: int) -> Release
 def release_in_flight(
     engine: Engine, site_types: Sequence[str], now: int, keep: Collection[str] = ()
 ) -> Released:
-    """The queues were lost: make every leased article and every walk of sites of these
-    types due again now, but for what the owners in ``keep`` (live workers) hold.
+    """The queues were lost: make every leased article of sites of these types due again
+    now, but for what the owners in ``keep`` (live workers) hold, and every walk not done:
+    its counter went with the queue, so no one could tell when its last page is answered.
 
     Leases are found by their owners (queued or a worker's) in ``ix_Article_lease_owner``:
     over the sites' subquery MariaDB scanned every article (1M: 44 s, not 0.1 s).
@@ -187,16 +204,22 @@ def release_in_flight(
     if keep:
         kept = sorted(keep)
         articles_held = and_(articles_held, not_(article.c.lease_owner.in_(kept)))
-        walks_held = and_(walks_held, not_(site.c.walk_owner.in_(kept)))
     return _release(engine, now, articles_held, walks_held)
 
 
 def release_runs(
-    engine: Engine, site_ids: Collection[int], prefix: str, now: int, *, recovery: bool = True
+    engine: Engine,
+    site_ids: Collection[int],
+    prefix: str,
+    now: int,
+    *,
+    recovery: bool = True,
+    walks_done: bool = False,
 ) -> Released:
     """Make what embedded runs (owners starting with ``prefix``) held on these sites due
     again now; the caller holds the sites' run locks, so no other live run holds any.
-    ``recovery`` False: a run closing gives back its own leftovers (not counted)."""
+    ``recovery`` False: a run closing gives back its own leftovers (not counted); its walks
+    are done if it finished (``walks_done``), else due again now."""
     if not site_ids:
         return Released()
     ids = sorted(site_ids)
@@ -206,6 +229,7 @@ def release_runs(
         and_(article.c.site_id.in_(ids), _in_range(article.c.lease_owner, prefix)),
         and_(site.c.site_id.in_(ids), _in_range(site.c.walk_owner, prefix)),
         recovery=recovery,
+        walks_done=walks_done,
     )
 
 
@@ -223,6 +247,7 @@ def _release(
     walks_held: ColumnElement[bool],
     *,
     recovery: bool = True,
+    walks_done: bool = False,
 ) -> Released:
     leased = and_(articles_held, article.c.lease_until > now)
     with engine.begin() as conn:
@@ -245,10 +270,11 @@ def _release(
             )
         walked = list(conn.execute(select(site.c.site_id).where(walks_held)).scalars())
         if walked:
-            # A walk given back by its own run was done (it ran to the end); one taken back
-            # from a dead holder or a lost queue is due again now.
+            # A walk given back by a run that finished was done (it ran to the end); one
+            # taken back from a dead holder or a lost queue, or left by a run stopped before
+            # its end, is due again now.
             values: dict[str, Any] = {"walk_owner": None}
-            if recovery:
+            if recovery or not walks_done:
                 values["next_crawl_at"] = now
             conn.execute(update(site).where(site.c.site_id.in_(walked)).values(**values))
             per_site.update(walked)

@@ -575,12 +575,14 @@ class PublicationStore:
     def iter_publications(
         self, site_id: int | None = None, batch: int = 200
     ) -> Iterator[dict[str, Any]]:
-        """Every publication version of this parser version, as a JSON-ready record."""
+        """Every publication version of this parser version, as a JSON-ready record, with
+        its producer's name and its article's ``url`` (the URL archived)."""
         last = 0
         while True:
             query = (
-                select(publication, producer.c.name.label("producer"))
+                select(publication, producer.c.name.label("producer"), article.c.url)
                 .join(producer, producer.c.producer_id == publication.c.producer_id)
+                .join(article, article.c.article_id == publication.c.article_id)
                 .where(
                     publication.c.parser_version == self.parser_version,
                     publication.c.publication_id > last,

@@ -175,6 +175,22 @@ legacy_id = Table(
     sqlite_with_rowid=False,
 )
 
+# Where an interrupted `scrapy verify` goes on (storage/fixity.py, migration 0023): per
+# scope of a pass, the source being walked, the last item checked in it, and the damage
+# found so far as JSON lines; no row once a pass is done.
+fixity_progress = Table(
+    "fixity_progress",
+    metadata,
+    Column("scope", String(64), primary_key=True),
+    Column("since", BigInteger, nullable=True),
+    Column("source", String(32), nullable=False),
+    Column("position", String(255), nullable=False),
+    Column("checked", BigInteger, nullable=False),
+    Column("damage", LongText, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
 # --- Publications (stage B, written only by the parser; see storage/publications.py) ---
 
 parser_info = Table(
@@ -352,7 +368,7 @@ site_probe = Table(
     Column("text", Text, nullable=False),
 )
 
-# --- Copies (zeroarchive/copies/, migration 0023) ---
+# --- Copies (zeroarchive/copies/, migration 0025) ---
 # One fingerprinted body per article (its latest publication version): when the article
 # was first seen, its script, its cluster (NULL: no copy known) and its similarity to the
 # cluster's first; ``bands`` keeps its LSH band keys (int32, little-endian) so that a new

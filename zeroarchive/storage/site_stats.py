@@ -40,15 +40,20 @@ NORMAL_STOPS = ("plan_complete", "moved")
 class SiteStatsConfig:
     quiet_days: int
     overdue_seconds: int
+    unanswered_seconds: int = DAY
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SiteStatsConfig:
         config = cls(
             quiet_days=settings.getint("SITE_STATS_QUIET_DAYS"),
             overdue_seconds=settings.getint("SITE_STATS_OVERDUE_SECONDS"),
+            unanswered_seconds=settings.getint("SITE_STATS_UNANSWERED_SECONDS"),
         )
-        if config.quiet_days < 1 or config.overdue_seconds < 0:
-            raise ValueError("SITE_STATS_QUIET_DAYS must be >= 1, SITE_STATS_OVERDUE_SECONDS >= 0")
+        if config.quiet_days < 1 or config.overdue_seconds < 0 or config.unanswered_seconds < 1:
+            raise ValueError(
+                "SITE_STATS_QUIET_DAYS and SITE_STATS_UNANSWERED_SECONDS must be >= 1, "
+                "SITE_STATS_OVERDUE_SECONDS >= 0"
+            )
         return config
 
 
@@ -71,6 +76,8 @@ class SiteStats:
     last_list_ok_at: int  # a list page answered
     last_new_article_at: int
     quiet: bool  # active, and no new article for quiet_days
+    # Its list pages "never" answered a finished walk, or "stopped" answering ("": they do).
+    unanswered: str = ""
     # The list walk: "queued", "begun" (a worker or run holds it) or "" (walked; owners.py).
     walk: str = ""
     recoveries: int = 0  # walks and leases taken back from dead holders or lost queues
@@ -87,6 +94,25 @@ class SiteStats:
         record = dict(self.__dict__)
         record["new"] = {f"{days}d": n for days, n in self.new.items()}
         return record
+
+
+def unanswered(
+    is_active: bool, walk: str, last_crawl_at: int, last_list_ok_at: int, after: int
+) -> str:
+    """Whether an active site's list pages have stopped answering: "never" (walks ran, not
+    one list page answered), "stopped" (the latest walk began ``after`` seconds or more
+    after the last answer), or "". A walk under way is not judged.
+
+    >>> [unanswered(True, "", 500, ok, 100) for ok in (0, 300, 450)]
+    ['never', 'stopped', '']
+    >>> unanswered(True, "begun", 500, 0, 100), unanswered(False, "", 500, 0, 100)
+    ('', '')
+    """
+    if not is_active or walk or not last_crawl_at:
+        return ""
+    if not last_list_ok_at:
+        return "never"
+    return "stopped" if last_crawl_at - last_list_ok_at >= after else ""
 
 
 def walk_state(owner: str | None) -> str:
@@ -264,6 +290,13 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 quiet=bool(row.is_active)
                 and row.created_at < quiet_since
                 and last_new < quiet_since,
+                unanswered=unanswered(
+                    bool(row.is_active),
+                    walk_state(row.walk_owner),
+                    int(row.last_crawl_at),
+                    int(row.last_list_ok_at),
+                    config.unanswered_seconds,
+                ),
                 walk=walk_state(row.walk_owner),
                 recoveries=int(row.recoveries),
                 last_recovery_at=int(row.last_recovery_at),

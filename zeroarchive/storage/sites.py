@@ -45,12 +45,13 @@ MAX_ID = 2**63 - 1
 
 
 def _as_id(key: str) -> int | None:
-    """``key`` as a site id when it is written in ASCII digits.
+    """``key`` as a site id when it is written in ASCII digits, at most 18 of them (more
+    cannot be an id, and ``int`` refuses 5,000).
 
-    >>> _as_id("12"), _as_id("x12"), _as_id("²")
-    (12, None, None)
+    >>> _as_id("12"), _as_id("x12"), _as_id("²"), _as_id("9" * 5000)
+    (12, None, None, None)
     """
-    return int(key) if key.isascii() and key.isdigit() else None
+    return int(key) if len(key) <= 18 and key.isascii() and key.isdigit() else None
 
 
 def _adhoc() -> Any:

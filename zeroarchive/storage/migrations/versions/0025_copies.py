@@ -3,8 +3,8 @@ learnt boilerplate, clusters of copies and the state of an interrupted rebuild
 (zeroarchive/copies/). Empty until parse_snapshots adds versions or `scrapy copies
 --rebuild` fills them.
 
-Revision ID: 0023
-Revises: 0022
+Revision ID: 0025
+Revises: 0024
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0023"
-down_revision = "0022"
+revision = "0025"
+down_revision = "0024"
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 

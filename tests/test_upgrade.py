@@ -1,0 +1,147 @@
+"""A rolling upgrade of a running fleet, as docs/operators/upgrades.md says to do it.
+
+The previous release's code (its commit, taken from this repository's history with `git
+archive`) runs a scheduler and two workers on its own schema in MariaDB and Redis; mid-crawl
+the scheduler is stopped, this code migrates the database and takes the scheduler's place,
+then each worker in turn is stopped and replaced, the other one still working on the new
+schema with the old code. Nothing may be lost and no process may fail. A previous release
+that cannot run on a newer schema (before ``FORWARD_COMPATIBLE``) has its workers stopped
+for the migration instead, as the docs say for it.
+"""
+
+from __future__ import annotations
+
+import io
+import signal
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import yaml
+from sqlalchemy import create_engine, text
+
+from tests.conftest import REPO, Process, scrapy, start_scrapy
+from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
+from tests.test_distributed import counts, env_for, news_site, start_worker, wait_until
+from zeroarchive.storage.engine import head_revision
+
+# The commit main stood at when this release's work began (the previous release as it ran
+# on the fleets): move it forward when a release is made.
+PREVIOUS_RELEASE = "999e6dd09a9afb57c2d4cf3c58458bf11ae3f8f5"
+
+
+def previous_release(into: Path) -> Path:
+    """The previous release's tree, extracted from the repository's history."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", PREVIOUS_RELEASE],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def old_scrapy(tree: Path, args: list[str], env: dict[str, str], log: Path) -> Process:
+    """``scrapy ARGS`` run by the previous release's code (a real interpreter of its own:
+    the tests' warm ones have this release's modules loaded)."""
+    with open(log, "wb") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", "scrapy", *args],
+            cwd=tree,
+            env={**env, "PYTHONPATH": str(tree)},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def stop(process: Process, log: Path) -> str:
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=120)
+    output = log.read_text(errors="replace")
+    assert process.returncode == 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    return output
+
+
+def revision(db_url: str) -> str:
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
+        value = "+".join(sorted(found))
+    engine.dispose()
+    return value
+
+
+def test_a_running_scheduler_and_two_workers_upgrade_one_by_one(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    old_tree = previous_release(tmp_path / "previous")
+    pages = tw_news_pages()
+    env = env_for(mariadb_url, redis_url)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    with ReplayServer(tw_news_routes()) as server:
+        sites = old_tree / "sites.yaml"
+        # Slow enough that the upgrade lands mid-crawl.
+        sites.write_text(yaml.safe_dump([news_site(server, delay=0.4)]), encoding="utf-8")
+        migrate = old_scrapy(old_tree, ["migrate"], env, logs / "old-migrate.log")
+        assert migrate.wait(timeout=120) == 0, (logs / "old-migrate.log").read_text()
+        loaded = old_scrapy(old_tree, ["load_sites", str(sites)], env, logs / "old-load.log")
+        assert loaded.wait(timeout=120) == 0, (logs / "old-load.log").read_text()
+
+        worker_args = ["crawl", "generic", "-s", "ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS=0.5"]
+        scheduler = old_scrapy(
+            old_tree, ["schedule", "--interval", "1"], env, logs / "old-schedule.log"
+        )
+        workers = [
+            old_scrapy(old_tree, worker_args, env, logs / f"old-worker-{n}.log") for n in (1, 2)
+        ]
+        wait_until(lambda: counts(mariadb_url)[1] >= 3, 120, "the first snapshots")
+        assert counts(mariadb_url)[2] < len(pages), "the upgrade must land mid-crawl"
+
+        # 1. The scheduler stops (its round finishes); 2. this release migrates.
+        stop(scheduler, logs / "old-schedule.log")
+        engine_code = (old_tree / "zeroarchive/storage/engine.py").read_text()
+        rolling = "FORWARD_COMPATIBLE = True" in engine_code
+        if not rolling:
+            for n, old in enumerate(workers, start=1):
+                stop(old, logs / f"old-worker-{n}.log")
+        run = scrapy("migrate", db_url=mariadb_url, cwd=tmp_path)
+        assert run.returncode == 0, run.output
+        assert revision(mariadb_url) == head_revision()
+        # 3. The new scheduler; 4. each worker in turn, the other working meanwhile.
+        new_scheduler = start_scrapy(
+            ["schedule", "--interval", "1"], env, tmp_path, logs / "new-schedule.log"
+        )
+        new_workers = []
+        try:
+            for n, old in enumerate(workers, start=1):
+                if rolling:
+                    stop(old, logs / f"old-worker-{n}.log")
+                new_workers.append(
+                    start_worker(
+                        mariadb_url,
+                        redis_url,
+                        tmp_path,
+                        logs / f"new-worker-{n}.log",
+                        "ZEROARCHIVE_IDLE_LIMIT=8",
+                    )
+                )
+            wait_until(lambda: counts(mariadb_url)[2] == len(pages), 180, "every article")
+            for n, worker in enumerate(new_workers, start=1):
+                worker.wait(timeout=120)
+                output = (logs / f"new-worker-{n}.log").read_text(errors="replace")
+                assert worker.returncode == 0, output[-3000:]
+                assert "Traceback" not in output, output[-3000:]
+            stop(new_scheduler, logs / "new-schedule.log")
+        finally:
+            for process in [new_scheduler, *new_workers, *workers]:
+                if process.poll() is None:
+                    process.kill()
+    articles, _, covered = counts(mariadb_url)
+    assert articles == covered == len(pages)
+    for n in (1, 2):
+        old_output = (logs / f"old-worker-{n}.log").read_text(errors="replace")
+        assert "zeroarchive/snapshots_saved" in old_output, "both old workers worked"
