@@ -43,6 +43,18 @@ SEARCH_INDEX_ENABLED = True
 # Publications indexed per transaction by `scrapy reindex`.
 SEARCH_REINDEX_BATCH = 500
 
+# --- Copies (scrapy copies; docs/researchers/copies.md) ------------------------------------
+# parse_snapshots fingerprints each new publication version and clusters its copies in the
+# same transaction; off, it does not (the clusters then lag until `scrapy copies --rebuild`).
+COPIES_ENABLED = True
+# Two bodies are copies when at least this share of the shorter one (its shingles, after
+# folding Chinese script and dropping the sites' boilerplate) is in the other.
+COPIES_MIN_SIMILARITY = 0.8
+# A line at either end of a site's articles is its boilerplate once this many articles had it.
+COPIES_BOILERPLATE_ARTICLES = 5
+# Articles fingerprinted per transaction by `scrapy copies --rebuild`.
+COPIES_REBUILD_BATCH = 500
+
 # --- WARC (scrapy export_warc, import_warc, rotate_snapshots --format warc) -------------
 # A WARC file is rolled once it holds this many bytes (the usual ~1 GB).
 WARC_EXPORT_ROLL_BYTES = 1024 * 1024 * 1024

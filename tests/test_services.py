@@ -39,6 +39,7 @@ COMMANDS = [
     ("export_warc", "--out", "warc"),
     ("import_warc", "crawl.warc.gz", "--site", "1"),
     ("parse_snapshots",),
+    ("copies",),
     ("rotate_snapshots", "--before", "2020-01"),
     ("monitor",),
     ("crawl", "generic"),

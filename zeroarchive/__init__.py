@@ -2,7 +2,8 @@
 
 The package's folders follow the data's one way through the archive:
 
-    sources -> sites -> crawl -> storage -> parser -> publications -> search, publish, monitor
+    sources -> sites -> crawl -> storage -> parser -> publications -> search, copies,
+    publish, monitor
 
 - ``core``: the shared vocabulary: clock, URLs and their identity, encodings, snapshot
   plans, error kinds, stats keys, the records passed between stages, services that are away.
@@ -15,6 +16,8 @@ The package's folders follow the data's one way through the archive:
 - ``parser``: stage B, publications from snapshots, and the parse run.
 - ``search``: full-text search over publications and their versions (SQLite FTS5,
   MariaDB Mroonga), fed by the parse run's hook.
+- ``copies``: the same story across sites and scripts (fingerprints, clusters, who had it
+  first), fed by the parse run's hook as search is.
 - ``publish``: the archive in other formats (WARC and WACZ out, WARC in).
 - ``monitor``: ``scrapy monitor``, the read-only web app and GraphQL API.
 - ``commands``: the ``scrapy`` commands, the top: they may import everything, nothing

@@ -92,8 +92,8 @@ class Command(ScrapyCommand):
 
 def publication_hooks(archive: Archive, settings: BaseSettings) -> list[VersionHook]:
     """What each new publication version is handed to as a parse run adds it: the search
-    index (when on and available; a warning on stderr otherwise) and the silent-edit
-    check (events/)."""
+    index (when on and available; a warning on stderr otherwise), the silent-edit check
+    (events/) and the copy index (copies/, when on)."""
     from zeroarchive.events.edits import edit_hook
 
     hooks: list[VersionHook] = []
@@ -108,4 +108,13 @@ def publication_hooks(archive: Archive, settings: BaseSettings) -> list[VersionH
         else:
             hooks.append(index_hook(index))
     hooks.append(edit_hook)
+    if settings.getbool("COPIES_ENABLED"):
+        from zeroarchive.copies.hook import copies_hook
+        from zeroarchive.copies.index import CopiesConfig
+
+        try:
+            copies = CopiesConfig.from_settings(settings)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        hooks.append(copies_hook(copies))
     return hooks

@@ -7,6 +7,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     Date,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -365,4 +366,70 @@ site_probe = Table(
     Column("status", SmallInteger, nullable=False),
     Column("title", String(512), nullable=False),
     Column("text", Text, nullable=False),
+)
+
+# --- Copies (zeroarchive/copies/, migration 0025) ---
+# One fingerprinted body per article (its latest publication version): when the article
+# was first seen, its script, its cluster (NULL: no copy known) and its similarity to the
+# cluster's first; ``bands`` keeps its LSH band keys (int32, little-endian) so that a new
+# version can take exactly its old rows out of ``copy_band``.
+copy_doc = Table(
+    "copy_doc",
+    metadata,
+    Column("article_id", Id, primary_key=True, autoincrement=False),
+    Column("publication_id", Id, nullable=False),
+    Column("site_id", Id, nullable=False),
+    Column("first_seen_at", BigInteger, nullable=False),
+    # 0: no Chinese script to tell, 1: Simplified, 2: Traditional.
+    Column("script", SmallInteger, nullable=False),
+    Column("bands", LargeBinary, nullable=False),
+    Column("cluster_id", Id, nullable=True),
+    Column("similarity", Float, nullable=True),
+    Index("ix_copy_doc_cluster", "cluster_id"),
+    Index("ix_copy_doc_site", "site_id", "cluster_id"),
+)
+
+# The LSH index: one row per band of each fingerprint, the band's number folded into its key.
+copy_band = Table(
+    "copy_band",
+    metadata,
+    Column("band_key", Integer, nullable=False),
+    Column("article_id", Id, nullable=False),
+    PrimaryKeyConstraint("band_key", "article_id"),
+    sqlite_with_rowid=False,
+)
+
+# Each site's paragraphs at either end of its articles, by hash, with how many articles had
+# them: those on many are the site's boilerplate, dropped before fingerprinting.
+copy_block = Table(
+    "copy_block",
+    metadata,
+    Column("site_id", Id, nullable=False),
+    Column("block", Integer, nullable=False),
+    Column("articles", Integer, nullable=False),
+    PrimaryKeyConstraint("site_id", "block"),
+    sqlite_with_rowid=False,
+)
+
+# A cluster's id never changes while it lives (a merge keeps the older one); ``first_article_id``
+# is its member first seen.
+copy_cluster = Table(
+    "copy_cluster",
+    metadata,
+    Column("cluster_id", Id, primary_key=True, autoincrement=True),
+    Column("first_article_id", Id, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Where an interrupted `scrapy copies --rebuild` goes on: its phase ("blocks", then
+# "fingerprints") and the last article done in it.
+copy_rebuild = Table(
+    "copy_rebuild",
+    metadata,
+    Column("scope", String(32), primary_key=True),
+    Column("parser_version", String(32), nullable=False),
+    Column("phase", String(16), nullable=False),
+    Column("last_article_id", BigInteger, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
 )

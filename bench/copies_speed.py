@@ -1,0 +1,347 @@
+"""Copies: what fingerprinting and clustering cost (issue 38, "Speed and scale").
+
+1. Builds ``--publications`` publications from the real articles of bench/copies_eval.py:
+   paragraphs of their sentences recombined (real text; ``bodies``), a tenth of them
+   copies of an earlier one (converted, cut, reordered with an ad, wrapped), over 50
+   sites; once in a SQLite file, once in MariaDB.
+2. ``scrapy copies --rebuild``'s code over them: publications per CPU second (this
+   process; on MariaDB the server's CPU is added), both passes counted.
+3. The index's size on disk against the text it covers (SQLite: dbstat pages of the copy
+   tables; MariaDB: their data and index length) .
+4. ``scrapy copies --article``'s query (``read.cluster_of``) for 300 articles, half of
+   them in a cluster: p50/p95 milliseconds.
+5. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) without
+   and with the copies hook, on SQLite: what the hook adds to a parse run.
+
+    python bench/copies_speed.py [--publications 20000] [--copies 3] [--skip-mariadb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import random
+import re
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sqlalchemy import create_engine, func, select, text  # noqa: E402
+
+from bench.copies_eval import ADS, converted, cut, originals, wrapped  # noqa: E402
+from bench.corpora import CORPORA  # noqa: E402
+from zeroarchive.copies.hook import copies_hook  # noqa: E402
+from zeroarchive.copies.read import cluster_of  # noqa: E402
+from zeroarchive.copies.rebuild import rebuild  # noqa: E402
+from zeroarchive.core.encoding import detect_encoding  # noqa: E402
+from zeroarchive.core.items import FetchedPage  # noqa: E402
+from zeroarchive.parser import PARSER_VERSION  # noqa: E402
+from zeroarchive.parser.run import ParseRunConfig, parse_pending  # noqa: E402
+from zeroarchive.sites.record import parse_spec  # noqa: E402
+from zeroarchive.storage.archive import close_archives, open_archive  # noqa: E402
+from zeroarchive.storage.publications import PublicationStore  # noqa: E402
+from zeroarchive.storage.schema import article, copy_doc, publication  # noqa: E402
+
+MARIADB = "mysql+pymysql://root@127.0.0.1:3306"
+START = 1_700_000_000
+SITES = 50
+TABLES = ("copy_doc", "copy_band", "copy_block", "copy_cluster")
+
+
+def bodies(count: int, seed: int = 38) -> list[str]:
+    """Bodies of real sentences: 3-8 paragraphs of 2-5 sentences drawn from all the
+    articles' sentences (so two bodies share a sentence now and then, as two articles on
+    one subject do, but rarely more), a tenth copies of an earlier body."""
+    rng = random.Random(seed)
+    pool = [
+        sentence.strip() + "。"
+        for o in originals()
+        for sentence in re.split(r"[。！？.!?]\s*", o.text.replace("\n", " "))
+        if len(sentence.strip()) > 15
+    ]
+    made: list[str] = []
+    for _ in range(count):
+        if made and rng.random() < 0.1:
+            source = rng.choice(made)
+            kind = rng.randrange(4)
+            if kind == 0:
+                made.append(converted(source))
+            elif kind == 1:
+                made.append(cut(source, 0.7))
+            elif kind == 2:
+                parts = source.split("\n")
+                made.append(
+                    "\n".join([*parts[len(parts) // 2 :], ADS[0], *parts[: len(parts) // 2]])
+                )
+            else:
+                made.append(wrapped(source, rng.randrange(6)))
+            continue
+        made.append(
+            "\n".join(
+                "".join(rng.sample(pool, rng.randint(2, 5))) for _ in range(rng.randint(3, 8))
+            )
+        )
+    return made
+
+
+def load(url: str, texts: list[str]) -> None:
+    """The publications, written in bulk (their parse is not what is measured)."""
+    archive = open_archive(url=url)
+    sites = []
+    for number in range(SITES):
+        spec = parse_spec(
+            {
+                "name": f"s{number}",
+                "url": f"https://s{number}.example/",
+                "type": "news",
+                "config": {"article": "/"},
+            }
+        )
+        sites.append(archive.sites.upsert(spec, START)[0])
+    PublicationStore(archive.engine, PARSER_VERSION).register_parser({}, START)
+    urls = [f"https://s{n % SITES}.example/a/{n}" for n in range(len(texts))]
+    for number in range(SITES):
+        archive.articles.add(sites[number], "Article", urls[number::SITES], START)
+    with archive.engine.begin() as conn:
+        ids = dict(conn.execute(select(article.c.url, article.c.article_id)).all())
+        for start in range(0, len(texts), 2000):
+            rows = []
+            for n in range(start, min(start + 2000, len(texts))):
+                at = START + n * 60
+                rows.append(
+                    {
+                        "article_id": ids[urls[n]],
+                        "parser_version": PARSER_VERSION,
+                        "version": 1,
+                        "producer_id": 0,
+                        "site_id": sites[n % SITES],
+                        "canonical_url": urls[n],
+                        "title": "",
+                        "publication_text": texts[n],
+                        "first_seen_at": at,
+                        "last_seen_at": at,
+                        "last_updated_at": at,
+                        "hashtags": "[]",
+                        "urls": "[]",
+                        "keywords": "[]",
+                        "tags": "[]",
+                        "metadata": "{}",
+                        "comments": "[]",
+                        "comment_count": 0,
+                        "content_hash": bytes(32),
+                        "parsed_at": at,
+                    }
+                )
+            conn.execute(publication.insert(), rows)
+    close_archives()
+
+
+def server_cpu() -> float:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if fields[0].endswith("(mariadbd") or fields[0].endswith("(mysqld"):
+            ticks = fields[1].split()
+            return (int(ticks[11]) + int(ticks[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+def sizes(url: str) -> tuple[int, int]:
+    """Bytes of the copy tables on disk, and of the text they cover."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        covered = int(
+            conn.execute(
+                select(func.sum(func.length(publication.c.publication_text))).where(
+                    publication.c.article_id.in_(select(copy_doc.c.article_id))
+                )
+            ).scalar()
+            or 0
+        )
+        if url.startswith("sqlite"):
+            # length() counts characters in SQLite: the bytes are what the text weighs.
+            covered = int(
+                conn.execute(
+                    text(
+                        "SELECT SUM(LENGTH(CAST(publication_text AS BLOB))) FROM publication"
+                        " WHERE article_id IN (SELECT article_id FROM copy_doc)"
+                    )
+                ).scalar()
+                or 0
+            )
+            index = int(
+                conn.execute(
+                    text(
+                        "SELECT SUM(pgsize) FROM dbstat WHERE name IN "
+                        "('copy_doc','copy_band','copy_block','copy_cluster',"
+                        "'ix_copy_doc_cluster','ix_copy_doc_site')"
+                        " OR name LIKE 'sqlite_autoindex_copy%'"
+                    )
+                ).scalar()
+                or 0
+            )
+        else:
+            for table in TABLES:
+                conn.execute(text(f"ANALYZE TABLE {table}"))
+            index = int(
+                conn.execute(
+                    text(
+                        "SELECT SUM(data_length + index_length) FROM information_schema.tables"
+                        " WHERE table_schema = DATABASE() AND table_name IN :names"
+                    ).bindparams(names=TABLES)
+                ).scalar()
+                or 0
+            )
+    engine.dispose()
+    return index, covered
+
+
+def latency(url: str, count: int = 300) -> tuple[float, float, int]:
+    archive = open_archive(url=url)
+    with archive.engine.connect() as conn:
+        clustered = list(
+            conn.execute(
+                select(copy_doc.c.article_id).where(copy_doc.c.cluster_id.is_not(None))
+            ).scalars()
+        )
+        alone = list(
+            conn.execute(
+                select(copy_doc.c.article_id).where(copy_doc.c.cluster_id.is_(None)).limit(5000)
+            ).scalars()
+        )
+    rng = random.Random(5)
+    asked = rng.sample(clustered, min(count // 2, len(clustered))) + rng.sample(
+        alone, min(count // 2, len(alone))
+    )
+    times = []
+    found = 0
+    for article_id in asked:
+        started = time.perf_counter()
+        cluster = cluster_of(archive.engine, article_id)
+        times.append((time.perf_counter() - started) * 1000)
+        found += cluster is not None
+    close_archives()
+    times.sort()
+    return statistics.median(times), times[int(0.95 * (len(times) - 1))], found
+
+
+def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
+    pages = sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz"))
+    raws = [gzip.decompress(path.read_bytes()) for path in pages]
+    results: dict[str, float] = {}
+    for label, hooked in [("without", False), ("with", True)] * rounds:
+        with tempfile.TemporaryDirectory() as folder:
+            archive = open_archive(url=f"sqlite:///{folder}/parse.db")
+            spec = parse_spec(
+                {
+                    "name": "b",
+                    "url": "https://news.example/",
+                    "type": "news",
+                    "config": {"article": "/a"},
+                }
+            )
+            site_id = archive.sites.upsert(spec, START)[0]
+            urls = [
+                f"https://news.example/a/{c}/{n}" for c in range(copies) for n in range(len(raws))
+            ]
+            archive.articles.add(site_id, "Article", urls, START)
+            with archive.engine.connect() as conn:
+                ids = dict(conn.execute(select(article.c.url, article.c.article_id)).all())
+            batch = [
+                FetchedPage(
+                    article_id=ids[f"https://news.example/a/{c}/{n}"],
+                    site_id=site_id,
+                    article_type="Article",
+                    fetched_at=START,
+                    status=200,
+                    final_url=f"https://news.example/a/{c}/{n}",
+                    headers={"Content-Type": ["text/html"]},
+                    encoding=detect_encoding(raw),
+                    body=raw,
+                )
+                for c in range(copies)
+                for n, raw in enumerate(raws)
+            ]
+            archive.snapshots.save(batch)
+            hooks = (copies_hook(),) if hooked else ()
+            cpu = time.process_time()
+            started = time.perf_counter()
+            parse_pending(archive.engine, ParseRunConfig(), now=START, hooks=hooks)
+            wall = time.perf_counter() - started
+            cpu = time.process_time() - cpu
+            for key, value in ((label, wall), (label + " cpu", cpu)):
+                results[key] = min(results.get(key, 1e9), value)
+            close_archives()
+    return results
+
+
+def measure(url: str, texts: list[str], label: str) -> None:
+    load(url, texts)
+    engine = create_engine(url)
+    server = server_cpu() if url.startswith("mysql") else 0.0
+    cpu = time.process_time()
+    started = time.perf_counter()
+    with open(os.devnull, "w") as quiet:
+        done, _ = rebuild(engine, stream=quiet)
+    wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu
+    server = (server_cpu() - server) if url.startswith("mysql") else 0.0
+    engine.dispose()
+    index, covered = sizes(url)
+    p50, p95, found = latency(url)
+    with create_engine(url).connect() as conn:
+        clusters = conn.execute(text("SELECT COUNT(*) FROM copy_cluster")).scalar()
+    print(
+        f"{label}: rebuild of {done} publications: {wall:.1f} s wall, {cpu:.1f} CPU s here"
+        f" + {server:.1f} server = {done / (cpu + server):.0f} publications per CPU second"
+        f" ({done / wall:.0f}/s wall); {clusters} clusters"
+    )
+    print(
+        f"{label}: index {index / 1e6:.1f} MB for {covered / 1e6:.1f} MB of text ="
+        f" {index / covered:.2f}x; --article query p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+        f" ({found} of the articles asked had a cluster)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--publications", type=int, default=20_000)
+    parser.add_argument("--copies", type=int, default=3)
+    parser.add_argument("--skip-mariadb", action="store_true")
+    parser.add_argument("--skip-parse", action="store_true")
+    args = parser.parse_args()
+    texts = bodies(args.publications)
+    print(f"{len(texts)} publications, {sum(map(len, texts)) / len(texts):.0f} characters each")
+    with tempfile.TemporaryDirectory() as folder:
+        measure(f"sqlite:///{folder}/copies.db", texts, "SQLite")
+    if not args.skip_mariadb:
+        name = "bench_copies_" + secrets.token_hex(4)
+        server = create_engine(MARIADB)
+        with server.begin() as conn:
+            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+        try:
+            measure(f"{MARIADB}/{name}?charset=utf8mb4", texts, "MariaDB")
+        finally:
+            with server.begin() as conn:
+                conn.execute(text(f"DROP DATABASE {name}"))
+    if not args.skip_parse:
+        cost = parse_overhead(args.copies)
+        print(
+            f"parse run ({args.copies} x the extraction benchmark's pages, SQLite): "
+            f"{cost['without']:.1f} s without the hook, {cost['with']:.1f} s with "
+            f"({cost['with'] / cost['without'] - 1:+.1%} wall, "
+            f"{cost['with cpu'] / cost['without cpu'] - 1:+.1%} CPU)"
+        )
+
+
+if __name__ == "__main__":
+    main()

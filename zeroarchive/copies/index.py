@@ -1,0 +1,308 @@
+"""Adding one article's body to the copy index: its fingerprint, its candidates, the
+exact check of each, and its cluster.
+
+A body's candidates are the articles that share an LSH band key with it; each is a copy
+when the exact containment of their shingles (the share of the smaller set the other
+holds, each body without its own site's boilerplate) reaches ``min_similarity``. The body
+joins the cluster of its copies; copies in two clusters merge them into the older one
+(the smaller id), and copies in none make a new one. A cluster's ``first`` is its member
+first seen; each member's similarity is its containment against the first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy.engine import Connection
+
+from zeroarchive.copies import store
+from zeroarchive.copies.fingerprint import (
+    MIN_SHINGLES,
+    Folded,
+    band_keys,
+    body,
+    containment,
+    edge_blocks,
+    fold,
+    keys_bytes,
+    keys_from_bytes,
+    line_blocks,
+    shingles,
+    signature,
+)
+from zeroarchive.copies.store import Doc
+
+#: Shingle sets kept per index object (a cluster's first is checked against each newcomer).
+_CACHE = 4096
+
+
+@dataclass(frozen=True)
+class Body:
+    """An article's latest body, as a rebuild hands it to ``add_many``."""
+
+    article_id: int
+    site_id: int
+    publication_id: int
+    text: str
+    first_seen: int
+
+
+@dataclass(frozen=True)
+class CopiesConfig:
+    """``COPIES_*`` settings."""
+
+    #: Containment at or above which two bodies are copies.
+    min_similarity: float = 0.8
+    #: A line at either end of articles is a site's boilerplate once this many had it.
+    boilerplate_articles: int = 5
+    #: Articles per transaction of ``scrapy copies --rebuild``.
+    rebuild_batch: int = 500
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_similarity <= 1:
+            raise ValueError(
+                f"COPIES_MIN_SIMILARITY must be above 0 and at most 1, not {self.min_similarity}"
+            )
+        if self.boilerplate_articles < 2:
+            raise ValueError(
+                "COPIES_BOILERPLATE_ARTICLES must be 2 or more (a line on one article is "
+                f"its own), not {self.boilerplate_articles}"
+            )
+        if self.rebuild_batch < 1:
+            raise ValueError(f"COPIES_REBUILD_BATCH must be 1 or more, not {self.rebuild_batch}")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any] | Any) -> CopiesConfig:
+        return cls(
+            min_similarity=float(settings.get("COPIES_MIN_SIMILARITY", cls.min_similarity)),
+            boilerplate_articles=int(
+                settings.get("COPIES_BOILERPLATE_ARTICLES", cls.boilerplate_articles)
+            ),
+            rebuild_batch=int(settings.get("COPIES_REBUILD_BATCH", cls.rebuild_batch)),
+        )
+
+
+class CopyIndex:
+    """Adds bodies to the copy tables of one archive (on the caller's connection)."""
+
+    def __init__(self, config: CopiesConfig | None = None) -> None:
+        self.config = config or CopiesConfig()
+        self._shingles: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        # Each site's boilerplate as last read; a line that becomes boilerplate through this
+        # object's learning drops its site's (other writers' lines show on a new object).
+        self._boilerplate: dict[int, frozenset[int]] = {}
+
+    def learn(self, conn: Connection, site_id: int, folded: Folded) -> set[int]:
+        """Count the body's edge lines towards its site's boilerplate; return those that
+        have just become boilerplate."""
+        blocks = edge_blocks(folded)
+        store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
+        reached = store.reached(conn, site_id, blocks, self.config.boilerplate_articles)
+        if reached:
+            self._boilerplate.pop(site_id, None)
+        return reached
+
+    def boilerplate(self, conn: Connection, site_id: int) -> frozenset[int]:
+        found = self._boilerplate.get(site_id)
+        if found is None:
+            found = store.boilerplate(conn, site_id, self.config.boilerplate_articles)
+            self._boilerplate[site_id] = found
+        return found
+
+    def recheck_site(self, conn: Connection, site_id: int, blocks: set[int]) -> None:
+        """Add again the site's clustered articles that hold one of ``blocks``, lines that
+        have just become its boilerplate: the copies those lines alone made are none.
+        (Only the few articles that counted a line towards boilerplate were fingerprinted
+        with it: each body after them is fingerprinted without it.)"""
+        self._shingles.clear()
+        for doc in store.clustered(conn, site_id):
+            text = store.publication_text(conn, doc.publication_id)
+            if text is not None and not blocks.isdisjoint(line_blocks(fold(text))):
+                self.add(
+                    conn,
+                    doc.article_id,
+                    site_id,
+                    doc.publication_id,
+                    text,
+                    doc.first_seen_at,
+                    learn=False,
+                )
+
+    def shingles_of(self, conn: Connection, site_id: int, folded: Folded) -> np.ndarray:
+        """The body's shingles without the lines its site has as boilerplate."""
+        return shingles(body(folded, self.boilerplate(conn, site_id)))
+
+    def add(
+        self,
+        conn: Connection,
+        article_id: int,
+        site_id: int,
+        publication_id: int,
+        text: str,
+        seen_at: int,
+        learn: bool = True,
+        now: int | None = None,
+        first_seen: int | None = None,
+    ) -> None:
+        """Fingerprint and cluster an article's body (its latest version, seen at
+        ``seen_at``; ``first_seen``: when the article was first seen, if the caller knows).
+        ``learn``: count its edge lines towards the site's boilerplate, once per article (a
+        rebuild counts them first). A body too short to compare is left out."""
+        old = store.get_doc(conn, article_id)
+        folded = fold(text)
+        if learn and old is None:
+            reached = self.learn(conn, site_id, folded)
+            if reached:
+                self.recheck_site(conn, site_id, reached)
+        mine = self.shingles_of(conn, site_id, folded)
+        if old is not None:
+            store.drop_bands(conn, article_id, keys_from_bytes(old.bands))
+        if len(mine) < MIN_SHINGLES:
+            if old is not None:
+                self._leave(conn, old)
+                store.drop_doc(conn, article_id)
+            return
+        self._remember(article_id, publication_id, mine)
+        keys = [int(key) for key in band_keys(signature(mine))]
+        candidates = store.sharing(conn, keys, article_id)
+        store.add_bands(conn, article_id, keys)
+        if first_seen is None:
+            first_seen = store.first_seen(conn, article_id, seen_at)
+        if old is not None:
+            first_seen = min(first_seen, old.first_seen_at)
+        doc = Doc(
+            article_id,
+            publication_id,
+            site_id,
+            first_seen,
+            folded.script,
+            keys_bytes(keys),
+            old.cluster_id if old is not None else None,
+            old.similarity if old is not None else None,
+        )
+        store.put_doc(conn, doc, replace=old is not None)
+        self._place(conn, doc, mine, candidates, int(time.time()) if now is None else now)
+
+    def add_many(self, conn: Connection, bodies: Sequence[Body], now: int | None = None) -> None:
+        """``add`` for articles that have no row yet, as a rebuild adds them: the same
+        clusters, in four statements for the batch besides those of the copies found
+        (each body's candidates are the articles before it, in the batch or before)."""
+        stamp = int(time.time()) if now is None else now
+        made: list[tuple[Doc, np.ndarray, list[int]]] = []
+        for one in bodies:
+            folded = fold(one.text)
+            mine = self.shingles_of(conn, one.site_id, folded)
+            if len(mine) < MIN_SHINGLES:
+                continue
+            self._remember(one.article_id, one.publication_id, mine)
+            keys = [int(key) for key in band_keys(signature(mine))]
+            doc = Doc(
+                one.article_id,
+                one.publication_id,
+                one.site_id,
+                one.first_seen,
+                folded.script,
+                keys_bytes(keys),
+                None,
+                None,
+            )
+            made.append((doc, mine, keys))
+        if not made:
+            return
+        before = store.sharing_by_key(conn, sorted({key for _, _, keys in made for key in keys}))
+        store.add_docs(conn, [doc for doc, _, _ in made], [keys for _, _, keys in made])
+        for doc, mine, keys in made:
+            candidates: set[int] = set()
+            for key in keys:
+                holders = before.setdefault(key, [])
+                candidates.update(holders)
+                holders.append(doc.article_id)
+            candidates.discard(doc.article_id)
+            if candidates:
+                self._place(conn, doc, mine, candidates, stamp)
+
+    def _place(
+        self, conn: Connection, doc: Doc, mine: np.ndarray, candidates: set[int], now: int
+    ) -> None:
+        """Check the candidates exactly, then put the article in its cluster."""
+        others = store.get_docs(conn, candidates)
+        copies = [
+            other
+            for other in others.values()
+            if containment(mine, self._doc_shingles(conn, other)) >= self.config.min_similarity
+        ]
+        self._cluster(conn, doc, copies, now)
+
+    def _remember(self, article_id: int, publication_id: int, value: np.ndarray) -> None:
+        self._shingles[(article_id, publication_id)] = value
+        self._shingles.move_to_end((article_id, publication_id))
+        while len(self._shingles) > _CACHE:
+            self._shingles.popitem(last=False)
+
+    def _doc_shingles(self, conn: Connection, doc: Doc) -> np.ndarray:
+        key = (doc.article_id, doc.publication_id)
+        found = self._shingles.get(key)
+        if found is not None:
+            self._shingles.move_to_end(key)
+            return found
+        text = store.publication_text(conn, doc.publication_id)
+        value = (
+            np.empty(0, np.uint32)
+            if text is None
+            else self.shingles_of(conn, doc.site_id, fold(text))
+        )
+        self._remember(doc.article_id, doc.publication_id, value)
+        return value
+
+    def _cluster(self, conn: Connection, doc: Doc, copies: list[Doc], now: int) -> None:
+        if not copies:
+            if doc.cluster_id is not None:
+                self._leave(conn, doc)
+            return
+        clusters = {other.cluster_id for other in copies if other.cluster_id is not None}
+        if doc.cluster_id is not None and doc.cluster_id not in clusters:
+            self._leave(conn, doc)
+        if clusters:
+            keep = min(clusters)
+            store.move_members(conn, clusters - {keep}, keep)
+        else:
+            keep = store.new_cluster(conn, doc.article_id, now)
+        joining = [doc] + [other for other in copies if other.cluster_id is None]
+        for member in joining:
+            store.set_membership(conn, member.article_id, keep, None)
+        self._settle(conn, keep, full=len(clusters) > 1)
+
+    def _settle(self, conn: Connection, cluster_id: int, full: bool) -> None:
+        """Name the cluster's first and fill in its members' similarity to it: every
+        member's when the first changed (or clusters merged), else the new members'."""
+        members = store.cluster_docs(conn, cluster_id)
+        first = members[0]
+        if store.cluster_first(conn, cluster_id) != first.article_id:
+            store.set_first(conn, cluster_id, first.article_id)
+            full = True
+        reference = self._doc_shingles(conn, first)
+        for member in members:
+            if member.article_id == first.article_id:
+                similarity = 1.0
+            elif full or member.similarity is None:
+                similarity = round(containment(reference, self._doc_shingles(conn, member)), 4)
+            else:
+                continue
+            if similarity != member.similarity:
+                store.set_membership(conn, member.article_id, cluster_id, similarity)
+
+    def _leave(self, conn: Connection, doc: Doc) -> None:
+        """Take the article out of its cluster; a cluster left with one member is gone."""
+        cluster_id = doc.cluster_id
+        if cluster_id is None:
+            return
+        store.set_membership(conn, doc.article_id, None, None)
+        if store.cluster_size(conn, cluster_id) < 2:
+            store.drop_cluster(conn, cluster_id)
+        else:
+            self._settle(conn, cluster_id, full=False)

@@ -1,0 +1,165 @@
+"""Clusters as ``scrapy copies`` shows them: each member with its site, archived URL, when
+it was first seen, its similarity to the first and whether its script was converted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from zeroarchive.copies.fingerprint import NO_SCRIPT
+from zeroarchive.storage.schema import article, copy_cluster, copy_doc, publication, site
+
+#: Clusters read per round trip when listing.
+_BATCH = 200
+
+
+@dataclass(frozen=True)
+class Member:
+    article_id: int
+    site: str
+    url: str
+    first_seen_at: int
+    #: When the page says it was published (None when it does not).
+    published_at: int | None
+    similarity: float
+    #: "same" or "converted": its script against the first's.
+    script: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "article_id": self.article_id,
+            "site": self.site,
+            "url": self.url,
+            "first_seen_at": self.first_seen_at,
+            "similarity": self.similarity,
+            "script": self.script,
+        }
+
+
+@dataclass(frozen=True)
+class Cluster:
+    cluster_id: int
+    #: First seen first; the first is the first.
+    members: tuple[Member, ...]
+
+    @property
+    def first(self) -> Member:
+        return self.members[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        first = self.first.as_dict()
+        return {
+            "cluster": self.cluster_id,
+            "first": {key: first[key] for key in ("article_id", "site", "url", "first_seen_at")},
+            "members": [member.as_dict() for member in self.members],
+        }
+
+
+def _members(engine: Engine, cluster_ids: Sequence[int]) -> dict[int, list[Any]]:
+    doc = copy_doc.c
+    query = (
+        select(
+            doc.cluster_id,
+            doc.article_id,
+            site.c.name,
+            article.c.url,
+            doc.first_seen_at,
+            publication.c.published_at,
+            doc.similarity,
+            doc.script,
+        )
+        .join(article, article.c.article_id == doc.article_id)
+        .join(site, site.c.site_id == doc.site_id)
+        .join(publication, publication.c.publication_id == doc.publication_id, isouter=True)
+        .where(doc.cluster_id.in_(cluster_ids))
+        .order_by(doc.cluster_id, doc.first_seen_at, doc.article_id)
+    )
+    found: dict[int, list[Any]] = {}
+    with engine.connect() as conn:
+        for row in conn.execute(query):
+            found.setdefault(int(row.cluster_id), []).append(row)
+    return found
+
+
+def _cluster(cluster_id: int, rows: list[Any], min_similarity: float | None) -> Cluster | None:
+    first_script = rows[0].script
+    members = []
+    for index, row in enumerate(rows):
+        similarity = 1.0 if index == 0 else float(row.similarity or 0.0)
+        if index and min_similarity is not None and similarity < min_similarity:
+            continue
+        converted = NO_SCRIPT not in (row.script, first_script) and row.script != first_script
+        members.append(
+            Member(
+                int(row.article_id),
+                row.name,
+                row.url,
+                int(row.first_seen_at),
+                None if row.published_at is None else int(row.published_at),
+                similarity,
+                "converted" if converted else "same",
+            )
+        )
+    if len(members) < 2:
+        return None
+    return Cluster(cluster_id, tuple(members))
+
+
+def cluster_of(
+    engine: Engine, article_id: int, min_similarity: float | None = None
+) -> Cluster | None:
+    """The cluster the article is in (None: no copy of it is known)."""
+    with engine.connect() as conn:
+        cluster_id = conn.execute(
+            select(copy_doc.c.cluster_id).where(copy_doc.c.article_id == article_id)
+        ).scalar()
+    if cluster_id is None:
+        return None
+    rows = _members(engine, [int(cluster_id)]).get(int(cluster_id))
+    return _cluster(int(cluster_id), rows, min_similarity) if rows else None
+
+
+def clusters(
+    engine: Engine,
+    site_ids: Sequence[int] = (),
+    since: int | None = None,
+    min_similarity: float | None = None,
+) -> Iterator[Cluster]:
+    """Every cluster, oldest id first; with ``site_ids``, those with a member on one of
+    them; with ``since``, those with a member first seen at or after it."""
+    doc = copy_doc.c
+    last = 0
+    while True:
+        query = (
+            select(copy_cluster.c.cluster_id)
+            .where(copy_cluster.c.cluster_id > last)
+            .order_by(copy_cluster.c.cluster_id)
+            .limit(_BATCH)
+        )
+        if site_ids:
+            query = query.where(
+                copy_cluster.c.cluster_id.in_(
+                    select(doc.cluster_id).where(doc.site_id.in_(site_ids), doc.cluster_id > last)
+                )
+            )
+        if since is not None:
+            query = query.where(
+                copy_cluster.c.cluster_id.in_(
+                    select(doc.cluster_id).where(doc.first_seen_at >= since, doc.cluster_id > last)
+                )
+            )
+        with engine.connect() as conn:
+            ids = [int(value) for value in conn.execute(query).scalars()]
+        if not ids:
+            return
+        members = _members(engine, ids)
+        for cluster_id in ids:
+            rows = members.get(cluster_id)
+            found = _cluster(cluster_id, rows, min_similarity) if rows else None
+            if found is not None:
+                yield found
+        last = ids[-1]
