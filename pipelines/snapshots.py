@@ -129,10 +129,9 @@ class SnapshotsPipeline:
             return item
         self.pending.append(item)
         self._answers_seen += 1
-        if isinstance(item, FetchedPage) or (
-            isinstance(item, MediaAnswer) and item.body is not None
-        ):
-            self.pending_bytes += len(item.body)
+        body = item.body if isinstance(item, FetchedPage | MediaAnswer) else None
+        if body is not None:
+            self.pending_bytes += len(body)
         if self.writer is None and self._wants_process and self._answers_seen >= PROCESS_AFTER:
             self.writer = WriterProcess(
                 self.archive.url, self.config.db_retry_seconds, self.config.media_dir

@@ -170,6 +170,7 @@ class Command(ScrapyCommand):
             for damage in run.damage:
                 report(damage)
         signal.signal(signal.SIGTERM, stop_on_sigterm)
+        assert self.settings is not None
         media_dir = self.settings.get("ZEROARCHIVE_MEDIA_DIR") or ""
         sources = fixity_sources(archive, site_id, run.since, media_dir)
         verify(archive.engine, run, sources, report, opts.limit)

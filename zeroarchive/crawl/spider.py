@@ -453,7 +453,8 @@ class ArchiveSpider(scrapy.Spider):
         stylesheet's own items."""
         from zeroarchive.media.fetch import answered
 
-        yield from answered(response, self.site_of(response.request), self)
+        request = response.request
+        yield from answered(response, None if request is None else self.site_of(request), self)
 
     def media_failed(self, failure: Failure) -> Iterator[Any]:
         """Errback of media requests: a record of why the item was not kept."""

@@ -176,7 +176,9 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
     raw_type = response.headers.get("Content-Type")
     content_type = None if raw_type is None else raw_type.decode("latin-1")
     body = response.body
-    base = (meta["article_id"], meta["site_id"], meta["snapshot_at"], kind, response.request.url)
+    # The URL the page named, not where a redirect ended: the record is of the page's item.
+    url = response.request.url if response.request is not None else response.url
+    base = (meta["article_id"], meta["site_id"], meta["snapshot_at"], kind, url)
     if not is_media(kind, body, content_type):
         yield MediaAnswer(*base, now(), content_type=content_type, reason=NOT_MEDIA)
         return

@@ -189,7 +189,11 @@ class MediaStore:
         self.blobs = blobs
 
     def put(
-        self, conn: Connection, chunks: Iterable[bytes], content_type: str | None, at: int
+        self,
+        conn: Connection,
+        chunks: Iterable[bytes | memoryview],
+        content_type: str | None,
+        at: int,
     ) -> Put:
         """Store the item whose bytes ``chunks`` gives, in ``conn``'s transaction. An item
         already held costs one index lookup, and its bytes are not written again."""
@@ -216,7 +220,7 @@ class MediaStore:
                 return Put(sha256, size, new=False)
             spool.flush()
             spool.seek(0)
-            self.blobs.keep(conn, sha256, spool)  # type: ignore[arg-type]
+            self.blobs.keep(conn, sha256, spool)
         return Put(sha256, size, new=True)
 
     def read(self, digest: bytes) -> Iterator[bytes]:
