@@ -418,3 +418,29 @@ def test_a_sites_media_list_replaces_its_default() -> None:
         parse_config({"media": ["screenshot"]}, "s")
     with pytest.raises(SiteConfigError, match="video_keep_days"):
         parse_config({"video_keep_days": 30}, "s")
+
+
+def test_media_ride_the_redis_queue(mariadb_url: str, redis_url: str, tmp_path: Path) -> None:
+    from tests.test_distributed import finish, load_sites, schedule_once, start_worker
+
+    with ReplayServer(media_routes(sites=1)) as server:
+        load_sites(mariadb_url, tmp_path, sites_of(server, one={}))
+        schedule_once(mariadb_url, redis_url, tmp_path)
+        log = tmp_path / "worker.log"
+        worker = start_worker(mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=3")
+        output = finish(worker, log)
+        hits = dict(server.hits)
+    rows = media_json(mariadb_url, tmp_path)
+    logo = [r for r in rows if str(r["url"]).endswith("/img/logo.png")]
+    assert len(logo) == 2 and all(r["stored"] for r in logo)
+    assert hits["/img/logo.png"] == 2
+    assert {r["reason"] for r in rows if str(r["url"]).endswith("/missing.png")} == {"failed:404"}
+    assert stat_of(output, "zeroarchive/media/new") == len(
+        {r["sha256"] for r in rows if r["stored"]}
+    )
+
+
+def stat_of(output: str, key: str) -> int:
+    from tests.test_distributed import stat as distributed_stat
+
+    return distributed_stat(output, key)
