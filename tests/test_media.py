@@ -444,3 +444,44 @@ def stat_of(output: str, key: str) -> int:
     from tests.test_distributed import stat as distributed_stat
 
     return distributed_stat(output, key)
+
+
+def test_a_changed_version_gets_its_own_set_and_an_unchanged_one_none(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'a.db'}"
+    t0 = 1_700_000_000
+    routes = media_routes(sites=1)
+    with ReplayServer(routes) as server:
+        loaded = scrapy(
+            "load_sites",
+            str(_sites_file(tmp_path, sites_of(server, one={"media": ["images"]}))),
+            db_url=db_url,
+            cwd=tmp_path,
+        )
+        assert loaded.returncode == 0, loaded.output
+        for hour, mode in ((0, "all"), (2, "snapshot")):
+            if hour:
+                routes["/s0/news/1"] = Route(
+                    200, (("Content-Type", HTML),), article(1, "<p>Edited.</p>")
+                )
+            run = scrapy(
+                "crawl",
+                "generic",
+                "-a",
+                f"mode={mode}",
+                db_url=db_url,
+                cwd=tmp_path,
+                extra_env={"ZEROARCHIVE_FAKE_NOW": str(t0 + hour * 3600)},
+            )
+            assert run.returncode == 0 and "Traceback" not in run.output, run.output
+        base = server.base_url
+    rows = media_json(db_url, tmp_path)
+    sets = {(r["article_id"], r["snapshot_at"]) for r in rows}
+    edited = {r["article_id"] for r in rows if str(r["url"]) == f"{base}/img/photo-1.png"}.pop()
+    other = ({r["article_id"] for r in rows} - {edited}).pop()
+    assert sorted(at for a, at in sets if a == edited) == [t0, t0 + 7200]
+    assert [at for a, at in sets if a == other] == [t0]
+    engine = open_archive(url=db_url).engine
+    from zeroarchive.storage.schema import article_snapshot
+
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(article_snapshot)).scalar() == 4
