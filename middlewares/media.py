@@ -12,10 +12,23 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
+from scrapy.settings import BaseSettings
 
+from zeroarchive.core.environment import from_environment
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.stats import count
+
+
+def media_enabled(settings: BaseSettings) -> bool:
+    """``ZEROARCHIVE_MEDIA_ENABLED``: the environment variable, else the setting.
+
+    >>> from scrapy.settings import Settings
+    >>> media_enabled(Settings({"ZEROARCHIVE_MEDIA_ENABLED": False}))
+    False
+    """
+    value = from_environment("ZEROARCHIVE_MEDIA_ENABLED", settings)
+    return value is not None and value.strip().lower() not in ("0", "false", "no", "off")
 
 
 class MediaSpiderMiddleware:
@@ -24,8 +37,8 @@ class MediaSpiderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MediaSpiderMiddleware:
-        if not crawler.settings.getbool("MEDIA_ENABLED"):
-            raise NotConfigured("MEDIA_ENABLED is off")
+        if not media_enabled(crawler.settings):
+            raise NotConfigured("ZEROARCHIVE_MEDIA_ENABLED is off")
         return cls(crawler)
 
     def _follow(self, response: Response, output: Any) -> Iterator[Any]:

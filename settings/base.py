@@ -210,8 +210,10 @@ SPIDER_MIDDLEWARES = {
     # Each stored page's images, stylesheets and videos (zeroarchive/media/).
     "middlewares.media.MediaSpiderMiddleware": 650,
 }
-# Off: no page's media is fetched, whatever its site's `media` says.
-MEDIA_ENABLED = True
+# Off: no page's media is fetched, whatever its site's `media` says. The environment
+# variable of the same name wins (a lab or test deployment whose saved pages name their
+# images on the live sites).
+ZEROARCHIVE_MEDIA_ENABLED = True
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,

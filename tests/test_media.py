@@ -16,7 +16,7 @@ from sqlalchemy import event, func, select, update
 
 from tests.conftest import scrapy
 from tests.replay import ReplayServer, Route
-from tests.test_generic import load_and_crawl, stat
+from tests.test_generic import Run, stat, write_sites
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.media.fetch import media_outputs
 from zeroarchive.media.find import find_media
@@ -37,6 +37,8 @@ PAGES = FIXTURES / "extraction-benchmark-dev" / "html"
 PNG = (FIXTURES / "media" / "dashboard.png").read_bytes()
 PNG2 = (FIXTURES / "media" / "site.png").read_bytes()
 ALL_KINDS = ("image", "style", "video")
+#: The suite turns media off (tests/conftest.py): these crawls serve their own images.
+MEDIA_ON = {"ZEROARCHIVE_MEDIA_ENABLED": "1"}
 
 
 def saved_page(digest: str) -> bytes:
@@ -241,6 +243,16 @@ def sites_of(server: ReplayServer, **configs: dict[str, object]) -> list[dict[st
     ]
 
 
+def load_and_crawl(db_url: str, tmp_path: Path, sites: list[dict[str, object]]) -> Run:
+    loaded = scrapy(
+        "load_sites", str(write_sites(tmp_path / "sites.yaml", sites)), db_url=db_url, cwd=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.output
+    run = scrapy("crawl", "generic", db_url=db_url, cwd=tmp_path, extra_env=MEDIA_ON)
+    assert run.returncode == 0 and "Traceback" not in run.output, run.output
+    return run
+
+
 def media_json(db_url: str, tmp_path: Path, *args: str) -> list[dict[str, object]]:
     run = scrapy("media", "--json", *args, db_url=db_url, cwd=tmp_path)
     assert run.returncode == 0, run.output
@@ -345,7 +357,7 @@ def test_site_filter_kind_filter_and_verify_of_the_directory_backend(tmp_path: P
             cwd=tmp_path,
         )
         assert loaded.returncode == 0, loaded.output
-        run = scrapy("crawl", "generic", *setting, db_url=db_url, cwd=tmp_path)
+        run = scrapy("crawl", "generic", *setting, db_url=db_url, cwd=tmp_path, extra_env=MEDIA_ON)
         assert run.returncode == 0 and "Traceback" not in run.output, run.output
     two = media_json(db_url, tmp_path, "--site", "two")
     assert two and {r["kind"] for r in two} == {"style"}
@@ -369,8 +381,6 @@ def test_site_filter_kind_filter_and_verify_of_the_directory_backend(tmp_path: P
 
 
 def _sites_file(tmp_path: Path, sites: list[dict[str, object]]) -> Path:
-    from tests.test_generic import write_sites
-
     return write_sites(tmp_path / "sites.yaml", sites)
 
 
@@ -427,7 +437,9 @@ def test_media_ride_the_redis_queue(mariadb_url: str, redis_url: str, tmp_path: 
         load_sites(mariadb_url, tmp_path, sites_of(server, one={}))
         schedule_once(mariadb_url, redis_url, tmp_path)
         log = tmp_path / "worker.log"
-        worker = start_worker(mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=3")
+        worker = start_worker(
+            mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=3", extra_env=MEDIA_ON
+        )
         output = finish(worker, log)
         hits = dict(server.hits)
     rows = media_json(mariadb_url, tmp_path)
@@ -470,7 +482,7 @@ def test_a_changed_version_gets_its_own_set_and_an_unchanged_one_none(tmp_path: 
                 f"mode={mode}",
                 db_url=db_url,
                 cwd=tmp_path,
-                extra_env={"ZEROARCHIVE_FAKE_NOW": str(t0 + hour * 3600)},
+                extra_env={**MEDIA_ON, "ZEROARCHIVE_FAKE_NOW": str(t0 + hour * 3600)},
             )
             assert run.returncode == 0 and "Traceback" not in run.output, run.output
         base = server.base_url
