@@ -7,8 +7,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import threading
 import tracemalloc
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -497,3 +499,47 @@ def test_a_changed_version_gets_its_own_set_and_an_unchanged_one_none(tmp_path: 
 
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(article_snapshot)).scalar() == 4
+
+
+class _Streaming(BaseHTTPRequestHandler):
+    """An image of unknown length: no Content-Length, the body until the connection ends."""
+
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self) -> None:
+        if not self.path.startswith("/stream.png"):
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.end_headers()
+        try:
+            self.wfile.write(PNG)
+            for _ in range(64):
+                self.wfile.write(b"\x00" * 65536)
+        except ConnectionError:
+            pass
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_an_item_too_large_while_it_streams_is_too_large(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'a.db'}"
+    streaming = ThreadingHTTPServer(("127.0.0.1", 0), _Streaming)
+    threading.Thread(target=streaming.serve_forever, daemon=True).start()
+    image = f"http://127.0.0.1:{streaming.server_port}/stream.png"
+    routes = media_routes(sites=1)
+    routes["/s0/news/1"] = Route(200, (("Content-Type", HTML),), article(1, f'<img src="{image}">'))
+    try:
+        with ReplayServer(routes) as server:
+            load_and_crawl(
+                db_url,
+                tmp_path,
+                sites_of(server, one={"media": ["images"], "media_max_bytes": 2**20}),
+            )
+    finally:
+        streaming.shutdown()
+        streaming.server_close()
+    rows = [r for r in media_json(db_url, tmp_path) if r["url"] == image]
+    assert [(r["stored"], r["reason"]) for r in rows] == [(False, "too-large")]
