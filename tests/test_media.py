@@ -543,3 +543,42 @@ def test_an_item_too_large_while_it_streams_is_too_large(tmp_path: Path) -> None
         streaming.server_close()
     rows = [r for r in media_json(db_url, tmp_path) if r["url"] == image]
     assert [(r["stored"], r["reason"]) for r in rows] == [(False, "too-large")]
+
+
+def test_a_pages_items_load_as_a_browser_loads_them_not_at_the_sites_delay() -> None:
+    from types import SimpleNamespace
+
+    from scrapy.http import Request
+
+    from middlewares.site_policy import MEDIA_CONNECTIONS, SitePolicyDownloaderMiddleware
+    from middlewares.site_policy import SitePolicyConfig as PolicyConfig
+
+    site = _site({"article": "/a/", "delay": 5, "cookies": {"session": "s3cret"}})
+    downloader = SimpleNamespace(per_slot_settings={}, slots={})
+    crawler = SimpleNamespace(
+        spider=SimpleNamespace(site_of=lambda request: site),
+        engine=SimpleNamespace(downloader=downloader),
+        stats=None,
+    )
+    middleware = SitePolicyDownloaderMiddleware(crawler, PolicyConfig(2))  # type: ignore[arg-type]
+    page = FetchedPage(1, 1, "news", 5, 200, "https://s.example/a/1", {}, "utf-8", article(1))
+    own, cdn = (
+        Request(url, meta=request.meta, headers=request.headers)
+        for url, request in zip(
+            ("https://s.example/img/a.png", "https://cdn.example/img/b.png"),
+            media_outputs(page, site, None, _Spider()),
+            strict=False,
+        )
+    )
+    middleware.process_request(own)
+    middleware.process_request(cdn)
+    middleware.process_request(Request("https://s.example/a/2"))
+    assert own.meta["download_slot"] == "media-s.example"
+    assert cdn.meta["download_slot"] == "media-cdn.example"
+    assert downloader.per_slot_settings["media-cdn.example"] == {
+        "delay": 0.0,
+        "concurrency": MEDIA_CONNECTIONS,
+    }
+    assert downloader.per_slot_settings["site-1"] == {"delay": 5.0, "concurrency": 2}
+    # The site's cookies go to its own host, never to another one's images.
+    assert own.cookies == {"session": "s3cret"} and not cdn.cookies
