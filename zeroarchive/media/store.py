@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import os
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,18 +253,10 @@ def _short(content_type: str | None) -> str | None:
     return None if content_type is None else content_type[:255]
 
 
-_stores: dict[tuple[int, str], MediaStore] = {}
-_stores_lock = threading.Lock()
-
-
 def media_store(engine: Engine, directory: str) -> MediaStore:
-    """The media store of an archive's engine with the backend ``directory`` names (one
-    per process and pair)."""
-    key = (id(engine), directory)
-    with _stores_lock:
-        if key not in _stores:
-            _stores[key] = MediaStore(engine, blobs_for(directory))
-        return _stores[key]
+    """The media store of an archive's engine with the backend ``directory`` names (empty:
+    the database)."""
+    return MediaStore(engine, blobs_for(directory))
 
 
 def media_records(
