@@ -631,3 +631,25 @@ def test_verify_reaches_items_by_the_site_and_time_of_the_snapshots_that_showed_
     assert [i.position for i in MediaFixity(store, None, 150).items(None)] == [png2]
     assert MediaFixity(store, ids[1], 300).count(None) == 0
     assert MediaFixity(store, None, None).count(None) == 2
+
+
+def test_an_html5_video_is_kept_when_the_site_asks_for_video(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'a.db'}"
+    # The first bytes of an MP4 file (an ISO BMFF ftyp box), then its data.
+    mp4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + bytes(range(256)) * 64
+    routes = media_routes(sites=1)
+    videos = '<video controls><source src="/v/clip.mp4" type="video/mp4"></video>'
+    videos += '<video src="/v/page.html"></video>'
+    routes["/s0/news/1"] = Route(200, (("Content-Type", HTML),), article(1, videos))
+    routes["/v/clip.mp4"] = Route(200, (("Content-Type", "video/mp4"),), mp4)
+    routes["/v/page.html"] = Route(
+        200, (("Content-Type", "video/mp4"),), b"<html><body>x</body></html>"
+    )
+    with ReplayServer(routes) as server:
+        load_and_crawl(db_url, tmp_path, sites_of(server, one={"media": ["video"]}))
+    rows = media_json(db_url, tmp_path, "--kind", "video")
+    by_path = {str(r["url"]).rsplit("/", 2)[-1]: r for r in rows}
+    assert by_path["clip.mp4"]["stored"] and by_path["clip.mp4"]["bytes"] == len(mp4)
+    assert by_path["clip.mp4"]["sha256"] == hashlib.sha256(mp4).hexdigest()
+    assert by_path["page.html"]["reason"] == "not-media"
+    assert {r["kind"] for r in media_json(db_url, tmp_path)} == {"video"}
