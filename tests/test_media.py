@@ -314,6 +314,19 @@ def test_a_crawl_keeps_each_image_form_once_and_records_every_refusal(
     assert stat(run, "zeroarchive/media/new") == len(stored)
     assert hits["/img/logo.png"] == 4  # og:image and <img> are one item of a page
     assert all(r["snapshot_at"] <= r["fetched_at"] for r in rows)
+    table = scrapy("media", "--site", "one", db_url=db_url, cwd=tmp_path)
+    lines = table.stdout.splitlines()
+    assert table.returncode == 0 and len(lines) == len(
+        [
+            r
+            for r in rows
+            if r["article_id"]
+            in {r["article_id"] for r in media_json(db_url, tmp_path, "--site", "one")}
+        ]
+    )
+    logo_line = next(line for line in lines if line.endswith("/img/logo.png"))
+    assert hashlib.sha256(PNG).hexdigest()[:16] in logo_line and " stored " in logo_line
+    assert any("failed:404" in line and line.endswith("/img/missing.png") for line in lines)
 
 
 def test_too_large_and_too_many_are_recorded_and_the_page_kept(db_url: str, tmp_path: Path) -> None:

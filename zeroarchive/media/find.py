@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 from urllib.parse import urljoin
 
+import lxml.etree
 import lxml.html
 
 #: Site config names of what to keep, and the kind of the records each gives.
@@ -126,9 +127,7 @@ def find_media(html: bytes | str, page_url: str, kinds: Iterable[str]) -> list[F
     video https://cdn.example/a/v.webm
     """
     wanted = set(kinds)
-    if (isinstance(html, bytes) and not html.strip()) or (
-        isinstance(html, str) and not html.strip()
-    ):
+    if not html.strip():
         return []
     try:
         root = lxml.html.fromstring(html)
