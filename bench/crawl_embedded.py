@@ -40,6 +40,9 @@ sys.path.insert(0, str(REPO))
 # Its pages are served on 127.0.0.1, which the archive refuses unless allowed
 # (docs/operators/private-targets.md): every crawl it starts inherits this.
 os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
+# The saved pages name their images on the live sites: media stay off, so the crawl is
+# compared with fetch-only on the same requests (media's own cost: bench/README.md).
+os.environ["ZEROARCHIVE_MEDIA_ENABLED"] = "0"
 
 from sqlalchemy import create_engine, func, select  # noqa: E402
 

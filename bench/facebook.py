@@ -31,6 +31,8 @@ sys.path.insert(0, str(REPO))
 # Its pages are served on 127.0.0.1, which the archive refuses unless allowed
 # (docs/operators/private-targets.md): every crawl it starts inherits this.
 os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
+# Its saved pages name their images on the live sites: media stay off (never the internet).
+os.environ["ZEROARCHIVE_MEDIA_ENABLED"] = "0"
 
 from tests.facebook_server import FacebookServer  # noqa: E402
 from tests.test_facebook import TAG, chromium_pids  # noqa: E402

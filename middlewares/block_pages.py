@@ -16,7 +16,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 
 from zeroarchive.core.errors import BlockedPage
-from zeroarchive.core.request_meta import site_id_of
+from zeroarchive.core.request_meta import archive_meta, site_id_of
 from zeroarchive.core.stats import count
 from zeroarchive.crawl.blocks import block_reason
 
@@ -35,7 +35,8 @@ class BlockPagesDownloaderMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         site_id = site_id_of(request)
-        if site_id is None or not 200 <= response.status < 300:
+        # A media item is judged by its own bytes (zeroarchive/media/fetch.py: not-media).
+        if site_id is None or not 200 <= response.status < 300 or is_media_request(request):
             return response
         site: Any = None
         site_of = getattr(self.crawler.spider, "site_of", None)
@@ -53,3 +54,7 @@ class BlockPagesDownloaderMiddleware:
         count(self.crawler.stats, f"blocked/{reason}", site_id)
         logger.warning("Block page (%s) instead of %s: not archived", reason, response.url)
         raise BlockedPage(reason, response.url)
+
+
+def is_media_request(request: Request) -> bool:
+    return archive_meta(request).get("kind") == "media"

@@ -2,6 +2,11 @@
 a time), its user agent and cookies (its ``cookies``, and a browser session's from its
 ``cookies_file``), and may opt out of robots.txt.
 
+A page's media items (zeroarchive/media/) are fetched as a browser loads them after the
+page: a slot per host of its own (``media-<host>``), without the site's delay, at most
+``MEDIA_CONNECTIONS`` at once; the site's ``delay`` paces its pages, and one page's items
+come at once, as one reader's view does. Its ``cookies`` go to its own host only.
+
 Runs before Scrapy's robots.txt (100), user-agent (500) and cookies (700) middlewares, so
 what it sets is what they see.
 """
@@ -18,10 +23,13 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Request
 from scrapy.settings import BaseSettings
 
+from zeroarchive.core.request_meta import archive_meta
 from zeroarchive.sites.proxies import SessionCookies, cookies_for
 from zeroarchive.sites.record import Site
 
 logger = logging.getLogger(__name__)
+# Browsers open six connections per host over HTTP/1.1 (Chrome, Firefox).
+MEDIA_CONNECTIONS = 6
 
 
 @runtime_checkable
@@ -62,21 +70,28 @@ class SitePolicyDownloaderMiddleware:
         site = spider.site_of(request)
         if site is None:
             return
-        slot = f"site-{site.site_id}"
+        host = urlsplit(request.url).hostname or ""
+        media = archive_meta(request).get("kind") == "media"
+        if media:
+            slot = f"media-{host}"
+            wanted: dict[str, float] = {"delay": 0.0, "concurrency": MEDIA_CONNECTIONS}
+        else:
+            slot = f"site-{site.site_id}"
+            wanted = {"delay": site.config.delay, "concurrency": self.config.concurrency}
         request.meta["download_slot"] = slot
         downloader: Any = self.crawler.engine.downloader if self.crawler.engine else None
-        wanted = {"delay": site.config.delay, "concurrency": self.config.concurrency}
         if downloader is not None and downloader.per_slot_settings.get(slot) != wanted:
             downloader.per_slot_settings[slot] = wanted
             # A site record read again with another delay: the slot Scrapy made from the
             # old one keeps its own copy.
             live = downloader.slots.get(slot)
             if live is not None:
-                live.delay = site.config.delay
+                live.delay = wanted["delay"]
         if site.config.ua:
             request.headers["User-Agent"] = site.config.ua
-        for name, value in site.config.cookies.items():
-            request.cookies.setdefault(name, value)
+        if not media or _same_host(site.url, host):
+            for name, value in site.config.cookies.items():
+                request.cookies.setdefault(name, value)
         if site.config.cookies_file and not request.meta.get("playwright"):
             self._session(request, site)
         if not site.config.robots:
@@ -90,3 +105,13 @@ class SitePolicyDownloaderMiddleware:
         )
         for name, value in cookies_for(cookies or (), urlsplit(request.url).hostname or "").items():
             request.cookies.setdefault(name, value)  # type: ignore[union-attr]
+
+
+def _same_host(site_url: str, host: str) -> bool:
+    """Whether ``host`` is the site's host or one of its subdomains.
+
+    >>> _same_host("https://news.example/", "img.news.example"), _same_host("https://a.b/", "cdn.c")
+    (True, False)
+    """
+    own = (urlsplit(site_url).hostname or "").removeprefix("www.")
+    return bool(own) and (host == own or host.endswith("." + own) or host == "www." + own)

@@ -28,7 +28,7 @@ from scrapy.settings import BaseSettings
 from sqlalchemy.engine import make_url
 
 from zeroarchive.core.db_retry import call_with_retry
-from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.items import FailedFetch, FetchedPage, MediaAnswer
 from zeroarchive.core.stats import count
 from zeroarchive.crawl.snapshot_batches import Count, write_batch
 from zeroarchive.crawl.writer_process import WriterProcess
@@ -65,6 +65,8 @@ class BatchConfig:
     db_retry_seconds: float
     #: Where batches are written: "process" (the writer process) or "thread".
     writer: str = "process"
+    #: Where media bytes go (ZEROARCHIVE_MEDIA_DIR; empty: the database).
+    media_dir: str = ""
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BatchConfig:
@@ -74,6 +76,7 @@ class BatchConfig:
             flush_seconds=settings.getfloat("ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS"),
             db_retry_seconds=settings.getfloat("ZEROARCHIVE_DB_RETRY_SECONDS"),
             writer=settings.get("ZEROARCHIVE_SNAPSHOT_WRITER"),
+            media_dir=settings.get("ZEROARCHIVE_MEDIA_DIR") or "",
         )
         if config.writer not in WRITERS:
             raise ValueError(
@@ -90,7 +93,7 @@ class SnapshotsPipeline:
         self.crawler = crawler
         self.archive = archive
         self.config = config
-        self.pending: list[FetchedPage | FailedFetch] = []
+        self.pending: list[FetchedPage | FailedFetch | MediaAnswer] = []
         self.pending_bytes = 0
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
@@ -122,14 +125,17 @@ class SnapshotsPipeline:
             await asyncio.to_thread(self.writer.close)
 
     async def process_item(self, item: Any) -> Any:
-        if not isinstance(item, FetchedPage | FailedFetch):
+        if not isinstance(item, FetchedPage | FailedFetch | MediaAnswer):
             return item
         self.pending.append(item)
         self._answers_seen += 1
-        if isinstance(item, FetchedPage):
-            self.pending_bytes += len(item.body)
+        body = item.body if isinstance(item, FetchedPage | MediaAnswer) else None
+        if body is not None:
+            self.pending_bytes += len(body)
         if self.writer is None and self._wants_process and self._answers_seen >= PROCESS_AFTER:
-            self.writer = WriterProcess(self.archive.url, self.config.db_retry_seconds)
+            self.writer = WriterProcess(
+                self.archive.url, self.config.db_retry_seconds, self.config.media_dir
+            )
         if (
             len(self.pending) >= self.config.max_items
             or self.pending_bytes >= self.config.max_bytes
@@ -156,7 +162,7 @@ class SnapshotsPipeline:
             # Shielded: cancelling this timer at close must not abandon a write half done.
             await asyncio.shield(self.flush())
 
-    def _take_batch(self) -> list[FetchedPage | FailedFetch]:
+    def _take_batch(self) -> list[FetchedPage | FailedFetch | MediaAnswer]:
         batch, self.pending, self.pending_bytes = self.pending, [], 0
         return batch
 
@@ -164,7 +170,7 @@ class SnapshotsPipeline:
         """Write what is pending now, after the batches already started."""
         await self._write(self._take_batch())
 
-    async def _write(self, batch: list[FetchedPage | FailedFetch]) -> None:
+    async def _write(self, batch: list[FetchedPage | FailedFetch | MediaAnswer]) -> None:
         if not batch:
             return
         # asyncio.Lock wakes its waiters in order, so batches are written in order.
@@ -178,7 +184,7 @@ class SnapshotsPipeline:
         for metric, site_id, n in counts:
             count(self.crawler.stats, metric, site_id, n)
 
-    def _write_batch(self, batch: list[FetchedPage | FailedFetch]) -> list[Count]:
+    def _write_batch(self, batch: list[FetchedPage | FailedFetch | MediaAnswer]) -> list[Count]:
         """Write ``batch`` in the writer process or in this thread; the counts."""
         retry_seconds = self.config.db_retry_seconds
         counts: list[Count] = []
@@ -191,7 +197,9 @@ class SnapshotsPipeline:
         )
         if self.writer is None or not self.writer.ready():
             # Until the process has loaded its modules, this thread writes.
-            return counts + write_batch(self.archive, batch, sites, retry_seconds)
+            return counts + write_batch(
+                self.archive, batch, sites, retry_seconds, self.config.media_dir
+            )
         return counts + self.writer.write(batch, sites)
 
     def _site(self, site_id: int) -> Site | None:

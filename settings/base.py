@@ -23,6 +23,9 @@ ZEROARCHIVE_LEASE_SECONDS = 3600
 # worker follows edits of the sites table (its delay, patterns, watch) without a restart.
 ZEROARCHIVE_SITE_REFRESH_SECONDS = 300
 ZEROARCHIVE_LOCK_DIR = None
+# Where media items' bytes are kept (zeroarchive/media/store.py): empty for the archive's own
+# database, else a content-addressed directory (a local path or a shared mount).
+ZEROARCHIVE_MEDIA_DIR = ""
 ZEROARCHIVE_SNAPSHOT_BATCH = 50
 ZEROARCHIVE_SNAPSHOT_BATCH_BYTES = 16 * 1024 * 1024
 ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS = 2.0
@@ -214,7 +217,15 @@ EXTENSIONS_BASE = {
 }
 # Every page a walk's page finds for it carries the walk's round (distributed mode counts
 # them: zeroarchive/distributed/walks.py).
-SPIDER_MIDDLEWARES = {"middlewares.walk_rounds.WalkRoundsSpiderMiddleware": 600}
+SPIDER_MIDDLEWARES = {
+    "middlewares.walk_rounds.WalkRoundsSpiderMiddleware": 600,
+    # Each stored page's images, stylesheets and videos (zeroarchive/media/).
+    "middlewares.media.MediaSpiderMiddleware": 650,
+}
+# Off: no page's media is fetched, whatever its site's `media` says. The environment
+# variable of the same name wins (a lab or test deployment whose saved pages name their
+# images on the live sites).
+ZEROARCHIVE_MEDIA_ENABLED = True
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,

@@ -33,6 +33,9 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
 # setting ZEROARCHIVE_ALLOW_PRIVATE_TARGETS in the environment of every command it starts.
 # tests/test_private_targets.py takes it away to test the refusals.
 os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
+# The saved real pages name their images and stylesheets on the live sites: their media
+# would be fetched from the internet. tests/test_media.py turns media on for its own pages.
+os.environ["ZEROARCHIVE_MEDIA_ENABLED"] = "0"
 
 import pytest
 from sqlalchemy import create_engine, inspect, text

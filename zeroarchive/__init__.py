@@ -10,6 +10,8 @@ The package's folders follow the data's one way through the archive:
 - ``sources``: one record per kind of source (generic web, PTT, Dcard, Facebook, YouTube).
 - ``sites``: the Site record and its config, proxies and cookies, the Airtable sync.
 - ``storage``: the database: schema, migrations, one store per table, the ``Archive`` facade.
+- ``media``: the images, stylesheets and videos of stored pages: finding them, their
+  requests and answers, stored once by content (database or directory), verified.
 - ``distributed``: redis: the shared request queue, its scheduler, the Bloom dupefilter.
 - ``crawl``: the spider base, list and feed walks, due work and its dispatch, politeness
   helpers (block pages, browser, login, run locks).

@@ -47,12 +47,18 @@ def since_time(value: str, at: int) -> int:
         ) from None
 
 
-def fixity_sources(archive: Archive, site_id: int | None, since: int | None) -> list[FixitySource]:
-    """What a pass checks, in order: every stored snapshot. A store of other items (the
-    media of issue 42) adds its own source here, scoped by the same site and time."""
+def fixity_sources(
+    archive: Archive, site_id: int | None, since: int | None, media_dir: str = ""
+) -> list[FixitySource]:
+    """What a pass checks, in order: every stored snapshot, then every stored media item
+    (read from the backend ``ZEROARCHIVE_MEDIA_DIR`` names), scoped by the same site and
+    time."""
+    from zeroarchive.media.fixity import MediaFixity
+    from zeroarchive.media.store import media_store
     from zeroarchive.storage.snapshot_fixity import SnapshotFixity
 
-    return [SnapshotFixity(archive.engine, site_id, since)]
+    media = media_store(archive.engine, media_dir)
+    return [SnapshotFixity(archive.engine, site_id, since), MediaFixity(media, site_id, since)]
 
 
 def damage_line(damage: Damage) -> str:
@@ -94,13 +100,15 @@ class Command(ScrapyCommand):
         return "[--site S] [--since WHEN] [--restart] [--limit N] [--json]"
 
     def short_desc(self) -> str:
-        return "Re-read every stored snapshot and check it against its SHA-256 (resumable)"
+        return "Re-read every stored snapshot and media item against its SHA-256 (resumable)"
 
     def long_desc(self) -> str:
         return (
             "Fixity check: read every stored snapshot back as the archive gives it (every "
             "frame decompressed, references and repeats followed) and compare it with the "
-            "SHA-256 recorded when it was stored. Prints one line per damaged item on "
+            "SHA-256 recorded when it was stored; then every stored media item (images, "
+            "stylesheets, video) against the SHA-256 that names it. Prints one line per "
+            "damaged item on "
             "stdout (digest-mismatch, undecompressable, missing, depends-on-damaged) and a "
             "summary on stderr; exits 1 when any item is damaged, 0 when all are whole. "
             "Stopped (Ctrl-C, SIGTERM, --limit), the same command goes on where it "
@@ -162,7 +170,10 @@ class Command(ScrapyCommand):
             for damage in run.damage:
                 report(damage)
         signal.signal(signal.SIGTERM, stop_on_sigterm)
-        verify(archive.engine, run, fixity_sources(archive, site_id, run.since), report, opts.limit)
+        assert self.settings is not None
+        media_dir = self.settings.get("ZEROARCHIVE_MEDIA_DIR") or ""
+        sources = fixity_sources(archive, site_id, run.since, media_dir)
+        verify(archive.engine, run, sources, report, opts.limit)
         state = "pass complete" if run.complete else "stopped at --limit (run again to go on)"
         print(
             f"verify: {state}: {run.checked:,} item(s) checked ({run.checked_now:,} by this "

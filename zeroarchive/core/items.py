@@ -62,6 +62,23 @@ class FailedFetch:
     status: int | None = None
 
 
+@dataclass(frozen=True)
+class MediaAnswer:
+    """One media item of a snapshot as the crawl got it (zeroarchive/media/): its bytes to
+    store, or why it was not kept (``reason``: too-large, too-many, not-media,
+    failed:<status or error>)."""
+
+    article_id: int
+    site_id: int
+    snapshot_at: int
+    kind: str
+    url: str
+    fetched_at: int
+    body: bytes | None = field(default=None, repr=False)
+    content_type: str | None = None
+    reason: str | None = None
+
+
 def header_lists(headers: Headers) -> dict[str, list[str]]:
     """Response headers as stored with a snapshot: names to lists of values, as text."""
     return {

@@ -7,7 +7,8 @@ process (``writer_process``), and the helpers of a polite fetch: rel=canonical a
 (``canonical``), block pages (``blocks``), the browser (``browser``), logins (``login``),
 one run per site (``runlock``), and a log that names no password (``masked_logs``).
 
-May import: ``storage``, ``events`` (the watch and the soft-404 probe), ``distributed``,
+May import: ``storage``, ``events`` (the watch and the soft-404 probe), ``media`` (the
+items a page shows, stored with its batch), ``distributed``,
 ``sites``, ``sources``, ``core``.
 Never imported by: those packages, nor ``parser``, ``publish`` or ``monitor``: reading the
 archive never needs the crawler. Spiders, pipelines and middlewares (top level) use it.

@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
+from sqlalchemy.engine import Connection
+
 from zeroarchive.core.db_retry import call_with_retry
 from zeroarchive.core.encoding import detect_encoding
-from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.items import FailedFetch, FetchedPage, MediaAnswer
 from zeroarchive.crawl.canonical import Claims, declared_urls, read_claims
 from zeroarchive.events.answers import (
     REDIRECT_OFF_SITE,
@@ -27,13 +29,14 @@ from zeroarchive.events.answers import (
 )
 from zeroarchive.events.probe import load_probes
 from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
+from zeroarchive.media.store import CHUNK, MediaRecord, MediaStore, media_store
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.snapshots import SaveResult
 
 logger = logging.getLogger(__name__)
 
-Answer = FetchedPage | FailedFetch
+Answer = FetchedPage | FailedFetch | MediaAnswer
 #: A count for the crawl's stats: metric, site id (None for the run's total only), amount.
 Count = tuple[str, int | None, int]
 #: The records of a batch's sites, by id (None: a site no longer in the archive).
@@ -47,13 +50,19 @@ class Written(NamedTuple):
     stopped: list[tuple[int, str | None]]
     gone: list[str]
     cleared: list[tuple[int, str]]
+    media: list[Count]
 
 
 def write_batch(
-    archive: Archive, batch: Sequence[Answer], sites: Sites, retry_seconds: float
+    archive: Archive,
+    batch: Sequence[Answer],
+    sites: Sites,
+    retry_seconds: float,
+    media_dir: str = "",
 ) -> list[Count]:
     """Sort and store ``batch``, riding out a database away for ``retry_seconds``; what
-    it wrote, counted. A batch that cannot be written is logged and counted as
+    it wrote, counted. Its media items go to the backend ``media_dir`` names (empty: the
+    archive's database). A batch that cannot be written is logged and counted as
     ``errors/db_write``: its articles stay leased, so they are due again when the lease
     runs out."""
     counts: list[Count] = []
@@ -70,8 +79,9 @@ def write_batch(
         answers = call_with_retry(
             lambda: sort_batch(archive, batch, sites), "answers", retry_seconds, retried
         )
+        media = media_store(archive.engine, media_dir)
         written = call_with_retry(
-            lambda: store_batch(archive, answers, batch), "snapshots", retry_seconds, retried
+            lambda: store_batch(archive, answers, batch, media), "snapshots", retry_seconds, retried
         )
     except Exception:
         logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
@@ -145,10 +155,19 @@ def sort_batch(archive: Archive, batch: Sequence[Answer], sites: Sites) -> Sorte
     return sort_answers(pages, failures, known, probes, last.size, last.at)
 
 
-def store_batch(archive: Archive, answers: SortedAnswers, batch: Sequence[Answer]) -> Written:
-    """Write what the batch's answers say in one transaction: a snapshot and the events
-    its answer settles (a restoration, a deletion) land together or not at all, so a batch
-    retaken after a crash finds nothing half written."""
+def store_batch(
+    archive: Archive,
+    answers: SortedAnswers,
+    batch: Sequence[Answer],
+    media: MediaStore | None = None,
+) -> Written:
+    """Write what the batch's answers say in one transaction: a snapshot, the events
+    its answer settles (a restoration, a deletion) and the media items that came with it
+    land together or not at all, so a batch retaken after a crash finds nothing half
+    written."""
+    items = [item for item in batch if isinstance(item, MediaAnswer)]
+    if items and media is None:
+        media = media_store(archive.engine, "")
     store = archive.snapshots
     with archive.engine.begin() as conn:
         results = store.save(answers.pages, conn)
@@ -163,7 +182,57 @@ def store_batch(archive: Archive, answers: SortedAnswers, batch: Sequence[Answer
             if result.outcome != "duplicate" and result.moved_from is None
         ]
         cleared = record_answered(conn, answered)
-    return Written(results, stopped, gone, cleared)
+        media_counts = store_media(conn, media, items) if media is not None and items else []
+    return Written(results, stopped, gone, cleared, media_counts)
+
+
+def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer]) -> list[Count]:
+    """Each item's bytes stored once by content (an item already held costs one lookup)
+    and one record per (snapshot, item); counted."""
+    counts: list[Count] = []
+    records = []
+    for item in items:
+        if item.body is None:
+            records.append(
+                MediaRecord(
+                    item.article_id,
+                    item.snapshot_at,
+                    item.kind,
+                    item.url,
+                    None,
+                    None,
+                    None,
+                    item.fetched_at,
+                    False,
+                    item.reason,
+                )
+            )
+            counts.append((f"media/refused/{(item.reason or '').split(':')[0]}", item.site_id, 1))
+            continue
+        view = memoryview(item.body)
+        chunks = (view[i : i + CHUNK] for i in range(0, len(view), CHUNK))
+        put = media.put(conn, chunks, item.content_type, item.fetched_at)
+        records.append(
+            MediaRecord(
+                item.article_id,
+                item.snapshot_at,
+                item.kind,
+                item.url,
+                put.sha256,
+                put.size,
+                item.content_type,
+                item.fetched_at,
+                True,
+                None,
+            )
+        )
+        counts.append(("media/items", item.site_id, 1))
+        counts.append(("media/bytes_fetched", item.site_id, put.size))
+        if put.new:
+            counts.append(("media/new", item.site_id, 1))
+            counts.append(("media/bytes_stored", item.site_id, put.size))
+    media.record(conn, records)
+    return counts
 
 
 def written_counts(answers: SortedAnswers, written: Written) -> list[Count]:
@@ -195,4 +264,4 @@ def written_counts(answers: SortedAnswers, written: Written) -> list[Count]:
         counts.append(("watch/not_modified", site_id, 1))
     for _, outcome in written.cleared:
         counts.append((f"events/{outcome}", None, 1))
-    return counts
+    return counts + written.media

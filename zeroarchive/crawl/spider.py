@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -203,6 +203,7 @@ class ArchiveSpider(scrapy.Spider):
             article_id=article.article_id,
             article_url=article.url,
             article_type=article.article_type,
+            last_hash=article.last_hash,
         )
 
     def _choose_sites(self) -> tuple[bool, list[Site], set[int]]:
@@ -446,6 +447,20 @@ class ArchiveSpider(scrapy.Spider):
             count(self.crawler.stats, "snapshots_gone", meta["site_id"])
         _log_failure("Snapshot of %s failed: %s", request.url, kind, failure)
         yield FailedFetch(meta["article_id"], meta["site_id"], now(), kind, status)
+
+    def parse_media(self, response: Response) -> Iterator[Any]:
+        """Callback of media requests (middlewares/media.py): the item's record, and a
+        stylesheet's own items."""
+        from zeroarchive.media.fetch import answered
+
+        request = response.request
+        yield from answered(response, None if request is None else self.site_of(request), self)
+
+    def media_failed(self, failure: Failure) -> Iterator[Any]:
+        """Errback of media requests: a record of why the item was not kept."""
+        from zeroarchive.media.fetch import failed
+
+        yield failed(failure)
 
     def list_page_answered(self, site: Site) -> None:
         """What every list page callback calls once the page is what it should be: counts

@@ -47,9 +47,10 @@ class WriterProcess:
     """The crawl's end of one writer process for the archive at ``url``. ``write`` blocks:
     call it from a thread, one batch at a time."""
 
-    def __init__(self, url: str, retry_seconds: float) -> None:
+    def __init__(self, url: str, retry_seconds: float, media_dir: str = "") -> None:
         self.url = url
         self.retry_seconds = retry_seconds
+        self.media_dir = media_dir
         self._ready = False
         self.process, self.connection = self._start()
 
@@ -67,7 +68,7 @@ class WriterProcess:
         )
         theirs.close()
         connection = Connection(ours.detach())
-        connection.send((self.url, self.retry_seconds))
+        connection.send((self.url, self.retry_seconds, self.media_dir))
         return process, connection
 
     def ready(self) -> bool:
@@ -158,7 +159,7 @@ def serve(connection: Connection) -> None:
     root = logging.getLogger()
     root.handlers = [logging.handlers.QueueHandler(_ToCrawl(connection))]  # type: ignore[arg-type]
     root.setLevel(logging.DEBUG)
-    url, retry_seconds = connection.recv()
+    url, retry_seconds, media_dir = connection.recv()
     # Started while the database is away, it waits for it (the crawl's thread writes
     # meanwhile, and closing the crawl ends a child that is still waiting).
     archive = wait_for(lambda: open_archive(url=url))
@@ -169,7 +170,7 @@ def serve(connection: Connection) -> None:
         except EOFError:
             return
         batch, sites = message
-        connection.send(("counts", write_batch(archive, batch, sites, retry_seconds)))
+        connection.send(("counts", write_batch(archive, batch, sites, retry_seconds, media_dir)))
 
 
 def main() -> None:

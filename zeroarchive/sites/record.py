@@ -52,7 +52,16 @@ CONFIG_KEYS = (
     "schedule",
     "watch",
     "watch_budget",
+    "media",
+    "media_max_bytes",
+    "media_max_items",
 )
+#: What a site keeps of its pages' media by default (zeroarchive/media/), by site type.
+DEFAULT_MEDIA = ("images", "styles")
+TYPE_MEDIA = {"youtube": ("images", "styles", "video")}
+MEDIA_CONFIG_KINDS = ("images", "styles", "video")
+DEFAULT_MEDIA_MAX_BYTES = 20 * 2**20
+DEFAULT_MEDIA_MAX_ITEMS = 40
 #: 0archive's names of config keys.
 CONFIG_ALIASES = {"selenium": "render"}
 URL_RULE_KEYS = ("strip_www", "trailing_slash", "ignore_params", "keep_fragment")
@@ -103,6 +112,10 @@ class SiteConfig:
     watch: tuple[int, ...] = DEFAULT_WATCH
     #: Long-tail watch checks per UTC day at most.
     watch_budget: int = DEFAULT_WATCH_BUDGET
+    #: The kinds of media its pages keep (images, styles, video); None: its type's default.
+    media: tuple[str, ...] | None = None
+    media_max_bytes: int = DEFAULT_MEDIA_MAX_BYTES
+    media_max_items: int = DEFAULT_MEDIA_MAX_ITEMS
 
     def is_article(self, url: str, as_found: str | None = None) -> bool:
         """Whether a link is an article: its canonical ``url``, or the link ``as_found`` on
@@ -136,6 +149,14 @@ class Site:
     @property
     def source(self) -> Source:
         return sources.source_for_type(self.type)
+
+    @property
+    def media(self) -> tuple[str, ...]:
+        """The kinds of media its snapshots keep: its config's ``media``, else its source's
+        default (``images`` and ``styles``; ``video`` too for YouTube)."""
+        if self.config.media is not None:
+            return self.config.media
+        return TYPE_MEDIA.get(self.source.name, DEFAULT_MEDIA)
 
     @property
     def adhoc(self) -> bool:
@@ -314,7 +335,58 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
                 "watch_budget",
             )
         ),
+        media=_media(raw.get("media"), site),
+        media_max_bytes=int(
+            _whole(
+                _number(
+                    raw.get("media_max_bytes", DEFAULT_MEDIA_MAX_BYTES),
+                    site,
+                    "media_max_bytes",
+                    1,
+                    2**40,
+                ),
+                site,
+                "media_max_bytes",
+            )
+        ),
+        media_max_items=int(
+            _whole(
+                _number(
+                    raw.get("media_max_items", DEFAULT_MEDIA_MAX_ITEMS),
+                    site,
+                    "media_max_items",
+                    0,
+                    10_000,
+                ),
+                site,
+                "media_max_items",
+            )
+        ),
     )
+
+
+def _media(value: Any, site: str) -> tuple[str, ...] | None:
+    """The ``media`` list: kinds of media to keep, replacing the site type's default.
+
+    >>> _media(["images", "video"], "demo"), _media([], "demo"), _media(None, "demo")
+    (('images', 'video'), (), None)
+    >>> _media(["screenshot"], "demo")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    zeroarchive.sites.record.SiteConfigError: site 'demo': media: unknown kind 'screenshot' ...
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list | tuple):
+        raise SiteConfigError(site, "media", f"must be a list of kinds, got {value!r}")
+    for kind in value:
+        if kind not in MEDIA_CONFIG_KINDS:
+            raise SiteConfigError(
+                site, "media", f"unknown kind {kind!r} (known: {', '.join(MEDIA_CONFIG_KINDS)})"
+            )
+    return tuple(dict.fromkeys(value))
 
 
 def _watch(value: Any, site: str) -> tuple[int, ...]:

@@ -32,6 +32,8 @@ class DueArticle:
     last_snapshot_at: int = 0
     #: Conditional request headers (If-None-Match, If-Modified-Since) for a watch check.
     conditional: tuple[tuple[str, str], ...] = ()
+    #: SHA-256 (hex) of its last snapshot's bytes: an unchanged page fetches no media again.
+    last_hash: str | None = None
 
 
 def due_for_snapshot(now: int) -> ColumnElement[bool]:
@@ -58,6 +60,7 @@ def claim_query(site_ids: Sequence[int], now: int, limit: int) -> Select[Any]:
             article.c.watch_at,
             article.c.deleted_at,
             article.c.last_snapshot_at,
+            article.c.last_content_hash,
         )
         .where(article.c.site_id.in_(list(site_ids)), due_for_snapshot(now))
         .order_by(article.c.next_snapshot_at, article.c.article_id)
@@ -266,6 +269,9 @@ class ArticleStore:
                 row.article_type,
                 watched=bool(row.watch_at) and not row.deleted_at,
                 last_snapshot_at=row.last_snapshot_at,
+                last_hash=None
+                if row.last_content_hash is None
+                else bytes(row.last_content_hash).hex(),
             )
             for row in [*earlier, *rows]
             if row.article_id in mine

@@ -433,3 +433,45 @@ copy_rebuild = Table(
     Column("last_article_id", BigInteger, nullable=False),
     Column("started_at", BigInteger, nullable=False),
 )
+
+# Media items (zeroarchive/media/): one row per distinct content, named by the SHA-256 of
+# its bytes, wherever its bytes are kept (ZEROARCHIVE_MEDIA_DIR: this database's
+# MediaChunk, or a content-addressed directory); migration 0026.
+media_item = Table(
+    "MediaItem",
+    metadata,
+    Column("sha256", ContentHash, primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("content_type", String(255), nullable=True),
+    Column("stored_at", BigInteger, nullable=False),
+)
+
+# The bytes of the database backend's items, in chunks of 1 MiB (a 20 MB item is never one
+# statement, one packet or one buffer).
+media_chunk = Table(
+    "MediaChunk",
+    metadata,
+    Column("sha256", ContentHash, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("data", Blob, nullable=False),
+    PrimaryKeyConstraint("sha256", "seq"),
+)
+
+# What each snapshot showed: one row per (snapshot, item), stored or refused with why.
+snapshot_media = Table(
+    "SnapshotMedia",
+    metadata,
+    Column("media_id", Id, primary_key=True, autoincrement=True),
+    Column("article_id", Id, nullable=False),
+    Column("snapshot_at", BigInteger, nullable=False),
+    Column("kind", String(16), nullable=False),  # image, style, video, screenshot
+    Column("url", String(2048), nullable=False),
+    Column("sha256", ContentHash, nullable=True),
+    Column("bytes", BigInteger, nullable=True),
+    Column("content_type", String(255), nullable=True),
+    Column("fetched_at", BigInteger, nullable=False),
+    Column("stored", Boolean, nullable=False),
+    Column("reason", String(64), nullable=True),
+    Index("ix_SnapshotMedia_snapshot", "article_id", "snapshot_at"),
+    Index("ix_SnapshotMedia_sha256", "sha256"),
+)

@@ -1,0 +1,151 @@
+"""What media cost an embedded crawl: the same real article pages crawled with media off
+and on, side by side.
+
+Serves the extraction benchmark's saved article pages (real news and blog pages, their
+images, lazy images, srcsets, og:images and stylesheets as published) under several
+copies on 127.0.0.1, every absolute URL in them pointed at the same server
+(``/h/<host>/<path>``), which answers each item URL with a real PNG made distinct by its
+path (the same URL in every copy is the same bytes: what a site's logo on all its
+articles is). Then, for each round, ``scrapy crawl generic`` into a fresh SQLite file with
+``ZEROARCHIVE_MEDIA_ENABLED=0`` and ``=1``.
+
+Prints pages/s and CPU seconds (user + system, whole process) per stored page of both,
+their ratios (median of rounds), and the media stored: items, bytes fetched against
+bytes stored (what storing once saved).
+
+    python bench/media.py [--copies 3] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
+
+from bench.corpora import CORPORA  # noqa: E402
+from bench.crawl_embedded import BENCH_SETTINGS, CPU, child_env, run, stat  # noqa: E402
+from tests.replay import ReplayServer, Route  # noqa: E402
+
+PNG = (REPO / "tests" / "fixtures" / "media" / "dashboard.png").read_bytes()
+HTML = (("Content-Type", "text/html; charset=utf-8"),)
+ABSOLUTE = re.compile(rb"(?:https?:)?//([a-z0-9.-]+\.[a-z]{2,})/", re.I)
+
+
+class ItemRoutes(dict[str, Route]):
+    """The site's pages, and a real PNG for any other path (distinct per path)."""
+
+    def get(self, key: str, default: Route | None = None) -> Route | None:  # type: ignore[override]
+        if key in self:
+            return self[key]
+        if key.startswith("/robots.txt"):
+            return default
+        tag = hashlib.sha256(key.encode()).digest()[:8]
+        return Route(200, (("Content-Type", "image/png"),), PNG + tag)
+
+
+def build(base: str, copies: int, per_list: int = 50) -> tuple[ItemRoutes, list[str]]:
+    pages = []
+    for html in sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz")):
+        body = ABSOLUTE.sub(
+            lambda m: f"{base}/h/".encode() + m.group(1) + b"/", gzip.decompress(html.read_bytes())
+        )
+        pages.append((html.name[:16], body))
+    routes = ItemRoutes()
+    articles = []
+    for copy in range(copies):
+        for name, body in pages:
+            path = f"/c{copy}/{name}.html"
+            routes[path] = Route(200, HTML, body)
+            articles.append(path)
+    lists = [articles[i : i + per_list] for i in range(0, len(articles), per_list)]
+    for number, chunk in enumerate(lists, start=1):
+        links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in chunk)
+        if number < len(lists):
+            links += f'<a href="/list/{number + 1}.html">next</a>'
+        routes[f"/list/{number}.html"] = Route(200, HTML, f"<ul>{links}</ul>".encode())
+    return routes, articles
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    options = parser.parse_args()
+    rates: dict[str, list[float]] = {"off": [], "on": []}
+    cpu: dict[str, list[float]] = {"off": [], "on": []}
+    media: dict[str, int] = {}
+    with ReplayServer({}) as server, tempfile.TemporaryDirectory() as tmp:
+        routes, articles = build(server.base_url, options.copies)
+        server.routes = routes
+        work = Path(tmp)
+        for round_number in range(options.rounds):
+            for arm in ("off", "on"):
+                db = work / f"{arm}-{round_number}.db"
+                env = child_env(
+                    PYTHONPATH=str(REPO),
+                    ZEROARCHIVE_DB_URL=f"sqlite:///{db}",
+                    ZEROARCHIVE_MEDIA_ENABLED="1" if arm == "on" else "0",
+                )
+                sites = work / "sites.json"
+                site = {
+                    "name": "corpus",
+                    "url": server.url("/list/1.html"),
+                    "config": {
+                        "article": r"/c\d+/",
+                        "following": r"/list/\d+\.html$",
+                        "depth": 50,
+                        "delay": 0,
+                    },
+                }
+                sites.write_text(json.dumps([site]))
+                run([sys.executable, "-m", "scrapy", "load_sites", str(sites)], REPO, env)
+                elapsed, log = run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "scrapy",
+                        "crawl",
+                        "generic",
+                        "-s",
+                        "SITE_POLICY_CONCURRENCY=16",
+                        *BENCH_SETTINGS,
+                    ],
+                    REPO,
+                    env,
+                )
+                saved = stat(log, "zeroarchive/snapshots_saved")
+                if saved != len(articles):
+                    raise SystemExit(f"saved {saved} of {len(articles)} pages:\n{log[-3000:]}")
+                rates[arm].append(saved / elapsed)
+                cpu[arm].append(CPU[-1] / saved)
+                if arm == "on":
+                    media = {
+                        key: stat(log, f"zeroarchive/media/{key}")
+                        for key in ("pages", "items", "new", "bytes_fetched", "bytes_stored")
+                    }
+                    media["refused_too_many"] = stat(log, "zeroarchive/media/refused/too-many")
+    print(json.dumps({"articles": len(articles), "pages_per_s": rates, "cpu_s_per_page": cpu}))
+    speed = [on / off for on, off in zip(rates["on"], rates["off"], strict=True)]
+    cost = [on / off for on, off in zip(cpu["on"], cpu["off"], strict=True)]
+    print(f"media: {json.dumps(media)}")
+    print(
+        f"items per page: {media['items'] / len(articles):.1f} stored, "
+        f"bytes stored/fetched {media['bytes_stored'] / max(media['bytes_fetched'], 1):.2f}"
+    )
+    print(f"pages/s media on/off: median {statistics.median(speed):.2f} ({speed})")
+    print(f"CPU per page media on/off: median {statistics.median(cost):.2f} ({cost})")
+
+
+if __name__ == "__main__":
+    main()

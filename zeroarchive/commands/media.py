@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import argparse
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from zeroarchive.commands import site_option
+from zeroarchive.core.clock import utc_minute
+from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
+from zeroarchive.storage.archive import open_archive
+
+KINDS = ("image", "style", "video", "screenshot")
+
+
+def kinds_option(value: str) -> tuple[str, ...]:
+    """``--kind``: a comma-separated list of record kinds.
+
+    >>> kinds_option("image,style")
+    ('image', 'style')
+    >>> kinds_option("images")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: unknown kind 'images' (known: image, style, video, screenshot)
+    """
+    kinds = tuple(part.strip() for part in value.split(",") if part.strip())
+    for kind in kinds:
+        if kind not in KINDS:
+            raise argparse.ArgumentTypeError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    return kinds
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--article ID] [--site NAME] [--kind image,style,video,screenshot] [--json]"
+
+    def short_desc(self) -> str:
+        return "List the media items (images, stylesheets, video) of stored snapshots"
+
+    def long_desc(self) -> str:
+        return (
+            "One line per (snapshot, item): the images, stylesheets (with the fonts and "
+            "images they reference) and videos each stored snapshot showed, kept once by "
+            "the SHA-256 of their bytes, or why an item was not kept (too-large, too-many, "
+            "not-media, failed:<HTTP status or error>). An unchanged re-snapshot has no rows "
+            "of its own: it showed the set of the snapshot with its bytes. With --json, one "
+            "object per line with the keys article_id, snapshot_at, kind, url, sha256, "
+            "bytes, content_type, fetched_at, stored, reason (times in unix seconds; "
+            "sha256, bytes and content_type null for an item not stored)."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--article", type=int, metavar="ID", help="only this article's")
+        parser.add_argument("--site", metavar="NAME", help="only this site's (name or id)")
+        parser.add_argument(
+            "--kind",
+            type=kinds_option,
+            default=(),
+            metavar="KINDS",
+            help="only these kinds, comma-separated: image, style, video, screenshot",
+        )
+        parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    @one_line_errors
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from zeroarchive.media.store import media_records
+
+        if args:
+            raise UsageError(f"media takes no arguments, not {' '.join(args)!r}")
+        archive = open_archive(self.settings)
+        site_id = None if opts.site is None else site_option(archive, opts.site).site_id
+        records = media_records(archive.engine, opts.article, site_id, opts.kind)
+        for record in records:
+            if opts.json:
+                print(json_line(record.as_json()))
+                continue
+            what = (
+                f"{record.sha256.hex()[:16]} {record.bytes:>10,}"
+                if record.sha256 is not None and record.bytes is not None
+                else f"{'-':16} {'-':>10}"
+            )
+            print(
+                f"{record.article_id:>8} {utc_minute(record.snapshot_at):16} {record.kind:10} "
+                f"{what} {record.reason or 'stored':12} {shown(record.url)}"
+            )

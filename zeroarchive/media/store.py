@@ -1,0 +1,292 @@
+"""Media items stored once by content, and the records of what each snapshot showed.
+
+An item is named by the SHA-256 of its bytes. ``MediaStore.put`` spools the bytes to a
+temporary file while hashing them, looks the digest up in ``MediaItem`` (one index lookup),
+and only when it is new hands the file to the backend (``Blobs``): ``DatabaseBlobs`` inserts
+it into ``MediaChunk`` 1 MiB at a time, ``DirectoryBlobs`` moves it under
+``<dir>/ab/cd/<hex>``. No item is ever held whole in memory by the store.
+``ZEROARCHIVE_MEDIA_DIR`` chooses the backend: empty for the database, else the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection, Engine
+
+from zeroarchive.storage.schema import article, media_chunk, media_item, snapshot_media
+
+CHUNK = 1 << 20
+# Two workers storing one new item at once: the second finds it held, not a key error that
+# would cost it its whole batch.
+_INSERT_NEW = (
+    insert(media_item)
+    .prefix_with("OR IGNORE", dialect="sqlite")
+    .prefix_with("IGNORE", dialect="mysql")
+    .prefix_with("IGNORE", dialect="mariadb")
+)
+KINDS = ("image", "style", "video", "screenshot")
+
+
+class Blobs(Protocol):
+    """Where the bytes of new items go; the index (``MediaItem``) is the store's."""
+
+    #: Its name in logs and docs: "database" or "directory".
+    name: str
+
+    def spool_dir(self) -> str | None:
+        """Where to write an item's temporary file (on the same filesystem as its end)."""
+
+    def keep(self, conn: Connection, digest: bytes, spooled: IO[bytes]) -> None:
+        """Keep the bytes of the new item ``digest`` read from ``spooled`` (at its start)."""
+
+    def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
+        """The item's bytes in chunks; raises ``LookupError`` when they are not there."""
+
+
+class DatabaseBlobs:
+    """Items in the archive's own database (one place to back up): ``MediaChunk`` rows."""
+
+    name = "database"
+
+    def spool_dir(self) -> str | None:
+        return None
+
+    def keep(self, conn: Connection, digest: bytes, spooled: IO[bytes]) -> None:
+        seq = 0
+        while chunk := spooled.read(CHUNK):
+            conn.execute(insert(media_chunk).values(sha256=digest, seq=seq, data=chunk))
+            seq += 1
+
+    def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
+        seq = 0
+        query = select(media_chunk.c.data).where(media_chunk.c.sha256 == digest)
+        while True:
+            # One chunk a query: a 500 MB item is never one result set in memory.
+            with engine.connect() as conn:
+                data = conn.execute(query.where(media_chunk.c.seq == seq)).scalar()
+            if data is None:
+                if seq == 0:
+                    raise LookupError(f"no chunks of {digest.hex()}")
+                return
+            yield bytes(data)
+            seq += 1
+
+
+class DirectoryBlobs:
+    """Items as files named by their digest under ``root`` (a local path or a shared mount
+    several workers write to: a file is moved into place whole, so none sees half of one)."""
+
+    name = "directory"
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        (self.root / "tmp").mkdir(parents=True, exist_ok=True)
+
+    def path(self, digest: bytes) -> Path:
+        """Where an item's bytes are.
+
+        >>> blobs = object.__new__(DirectoryBlobs); blobs.root = Path("/m")
+        >>> str(blobs.path(bytes.fromhex("ab" * 32)))  # doctest: +ELLIPSIS
+        '/m/ab/ab/abab...abab'
+        """
+        name = digest.hex()
+        return self.root / name[:2] / name[2:4] / name
+
+    def spool_dir(self) -> str | None:
+        return str(self.root / "tmp")
+
+    def keep(self, conn: Connection, digest: bytes, spooled: IO[bytes]) -> None:
+        target = self.path(digest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        spooled.flush()
+        os.fsync(spooled.fileno())
+        # A hard link, not a move: the spooled file is removed by its owner either way,
+        # and an item another writer put there first is the same bytes.
+        with contextlib.suppress(FileExistsError):
+            os.link(spooled.name, target)
+
+    def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
+        try:
+            handle = self.path(digest).open("rb")
+        except FileNotFoundError:
+            raise LookupError(f"no file for {digest.hex()}") from None
+        with handle:
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+
+def blobs_for(directory: str) -> Blobs:
+    """The backend ``ZEROARCHIVE_MEDIA_DIR`` names: the database when empty.
+
+    >>> blobs_for("").name
+    'database'
+    """
+    return DirectoryBlobs(directory) if directory else DatabaseBlobs()
+
+
+@dataclass(frozen=True)
+class Put:
+    """An item stored: its digest, its size, and whether its bytes were written now."""
+
+    sha256: bytes
+    size: int
+    new: bool
+
+
+@dataclass(frozen=True)
+class MediaRecord:
+    """One (snapshot, item) row: what ``scrapy media`` shows."""
+
+    article_id: int
+    snapshot_at: int
+    kind: str
+    url: str
+    sha256: bytes | None
+    bytes: int | None
+    content_type: str | None
+    fetched_at: int
+    stored: bool
+    reason: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        """The object of ``scrapy media --json``.
+
+        >>> MediaRecord(1, 2, "image", "u", None, None, None, 3, False, "failed:404").as_json()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'article_id': 1, 'snapshot_at': 2, 'kind': 'image', 'url': 'u', 'sha256': None,
+         'bytes': None, 'content_type': None, 'fetched_at': 3, 'stored': False,
+         'reason': 'failed:404'}
+        """
+        return {
+            "article_id": self.article_id,
+            "snapshot_at": self.snapshot_at,
+            "kind": self.kind,
+            "url": self.url,
+            "sha256": None if self.sha256 is None else self.sha256.hex(),
+            "bytes": self.bytes,
+            "content_type": self.content_type,
+            "fetched_at": self.fetched_at,
+            "stored": self.stored,
+            "reason": self.reason,
+        }
+
+
+class MediaStore:
+    """The archive's media: items once by content (``put``), records per snapshot."""
+
+    def __init__(self, engine: Engine, blobs: Blobs) -> None:
+        self.engine = engine
+        self.blobs = blobs
+
+    def put(
+        self,
+        conn: Connection,
+        chunks: Iterable[bytes | memoryview],
+        content_type: str | None,
+        at: int,
+    ) -> Put:
+        """Store the item whose bytes ``chunks`` gives, in ``conn``'s transaction. An item
+        already held costs one index lookup, and its bytes are not written again."""
+        digest = hashlib.sha256()
+        size = 0
+        with tempfile.NamedTemporaryFile(dir=self.blobs.spool_dir(), prefix="media-") as spool:
+            for chunk in chunks:
+                digest.update(chunk)
+                spool.write(chunk)
+                size += len(chunk)
+            sha256 = digest.digest()
+            held = conn.execute(
+                select(media_item.c.size).where(media_item.c.sha256 == sha256)
+            ).first()
+            if held is not None:
+                return Put(sha256, size, new=False)
+            added = conn.execute(
+                _INSERT_NEW.values(
+                    sha256=sha256, size=size, content_type=_short(content_type), stored_at=at
+                )
+            ).rowcount
+            if not added:
+                # Another writer stored it between the lookup and now.
+                return Put(sha256, size, new=False)
+            spool.flush()
+            spool.seek(0)
+            self.blobs.keep(conn, sha256, spool)
+        return Put(sha256, size, new=True)
+
+    def read(self, digest: bytes) -> Iterator[bytes]:
+        """An item's bytes, in chunks."""
+        return self.blobs.read(self.engine, digest)
+
+    def record(self, conn: Connection, records: Sequence[MediaRecord]) -> None:
+        """Write the (snapshot, item) rows."""
+        if records:
+            conn.execute(
+                insert(snapshot_media),
+                [
+                    {
+                        "article_id": r.article_id,
+                        "snapshot_at": r.snapshot_at,
+                        "kind": r.kind,
+                        "url": r.url[:2048],
+                        "sha256": r.sha256,
+                        "bytes": r.bytes,
+                        "content_type": _short(r.content_type),
+                        "fetched_at": r.fetched_at,
+                        "stored": r.stored,
+                        "reason": r.reason,
+                    }
+                    for r in records
+                ],
+            )
+
+
+def _short(content_type: str | None) -> str | None:
+    return None if content_type is None else content_type[:255]
+
+
+def media_store(engine: Engine, directory: str) -> MediaStore:
+    """The media store of an archive's engine with the backend ``directory`` names (empty:
+    the database)."""
+    return MediaStore(engine, blobs_for(directory))
+
+
+def media_records(
+    engine: Engine,
+    article_id: int | None = None,
+    site_id: int | None = None,
+    kinds: Sequence[str] = (),
+) -> Iterator[MediaRecord]:
+    """The (snapshot, item) records, by article, snapshot and the order they came in."""
+    row = snapshot_media.c
+    query = select(snapshot_media).order_by(row.article_id, row.snapshot_at, row.media_id)
+    if article_id is not None:
+        query = query.where(row.article_id == article_id)
+    if site_id is not None:
+        query = query.where(
+            row.article_id.in_(select(article.c.article_id).where(article.c.site_id == site_id))
+        )
+    if kinds:
+        query = query.where(row.kind.in_(list(kinds)))
+    with engine.connect() as conn:
+        for found in conn.execution_options(yield_per=1000).execute(query):
+            yield MediaRecord(
+                int(found.article_id),
+                int(found.snapshot_at),
+                found.kind,
+                found.url,
+                None if found.sha256 is None else bytes(found.sha256),
+                found.bytes,
+                found.content_type,
+                int(found.fetched_at),
+                bool(found.stored),
+                found.reason,
+            )
