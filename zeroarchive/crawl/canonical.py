@@ -137,7 +137,11 @@ def _claimed(value: str, page_url: str, article_url: str, site: Site) -> tuple[s
         return "", "empty"
     if len(value) > MAX_URL_LENGTH:
         return "", "too_long"
-    absolute, relative = _absolute(page_url, value)
+    try:
+        absolute, relative = _absolute(page_url, value)
+    except ValueError:
+        # urljoin refuses some malformed authorities ("//[": an unclosed IPv6 literal).
+        return "", "malformed"
     rules = site.config.url_rules
     try:
         url = canonicalize_url(absolute, rules)
