@@ -1,0 +1,119 @@
+"""The shape of a URL: its path and query with the parts that vary from page to page (ids,
+dates, slugs) turned into regex classes, so the links of one kind on a site share a shape.
+
+Shapes are what a site's learnt article patterns are made of (zeroarchive/crawl/
+article_patterns.py) and how links that matched no regex are reported (site_stats). A shape
+is a regex anchored to the path: ``re.search(shape, url)`` matches every URL of the shape.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlsplit
+
+#: Extensions of pages (kept literal in a shape; a name before one is generalised alone).
+PAGE_EXTENSIONS = frozenset(
+    ("html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "cms", "ece", "cfm")
+)
+SLUG = r"[^/]+"
+_DIGITS = re.compile(r"\d+")
+_WORDS = re.compile(r"[^\W\d_]+|\d+")
+#: Separators of a slug's words.
+_SEPARATORS = re.compile(r"[-_+.,]|%20")
+
+
+def is_slug(name: str) -> bool:
+    """Whether a path segment (without its extension) is a slug: three words or more, or a
+    long run of percent-encoded (non-ASCII) text, as a headline in a URL is.
+
+    >>> is_slug("russia-invaded-ukraine-choice"), is_slug("buying-guides"), is_slug("mh17")
+    (True, False, False)
+    >>> is_slug("%E5%8D%B3%E6%99%82-%E4%B8%AD%E5%9C%8B")
+    True
+    """
+    if name.count("%") >= 6:
+        return True
+    words = [part for part in _SEPARATORS.split(name) if part]
+    return len(words) >= 3
+
+
+def segment_shape(segment: str) -> str:
+    """The shape of one path segment: digits become ``\\d+``, a slug ``[^/]+``, words stay.
+
+    >>> segment_shape("20180916001767-260402")
+    '\\\\d+\\\\-\\\\d+'
+    >>> segment_shape("867195.htm"), segment_shape("world")
+    ('\\\\d+\\\\.htm', 'world')
+    >>> segment_shape("algeria-passenger-plane-093510948.html")
+    '[^/]+\\\\.html'
+    >>> segment_shape("NAT4")
+    'NAT\\\\d+'
+    """
+    name, dot, ext = segment.rpartition(".")
+    if not dot or ext.lower() not in PAGE_EXTENSIONS:
+        name, ext = segment, ""
+    tail = re.escape("." + ext) if ext else ""
+    if is_slug(name):
+        return SLUG + tail
+    parts = []
+    last = 0
+    for match in _DIGITS.finditer(name):
+        parts.append(re.escape(name[last : match.start()]))
+        parts.append(r"\d+")
+        last = match.end()
+    parts.append(re.escape(name[last:]))
+    return "".join(parts) + tail
+
+
+def url_shape(url: str) -> str:
+    """The shape of a URL's path and query (host left out: shapes are kept per site).
+
+    Query values become ``\\d+`` (digits) or ``[^&]*``; the names stay, in the URL's order.
+
+    >>> url_shape("https://news.ltn.com.tw/news/life/breakingnews/2504351")
+    '^/news/life/breakingnews/\\\\d+$'
+    >>> url_shape("https://www.setn.com/News.aspx?NewsID=350370")
+    '^/News\\\\.aspx\\\\?NewsID=\\\\d+$'
+    >>> url_shape("https://www.wired.com/story/reddit-power-users-ipo/")
+    '^/story/[^/]+/$'
+    >>> url_shape("https://example.org/")
+    '^/$'
+    """
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    shape = "/".join(segment_shape(segment) if segment else "" for segment in path.split("/"))
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if query:
+        shape += r"\?" + "&".join(
+            re.escape(key) + "=" + (r"\d+" if value.isdigit() else "[^&]*") for key, value in query
+        )
+    return f"^{shape}$"
+
+
+def path_and_query(url: str) -> str:
+    """What a shape is matched against: the URL without its scheme and host.
+
+    >>> path_and_query("https://x.example/a/1?b=2#c")
+    '/a/1?b=2'
+    """
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def readable(shape: str) -> str:
+    """A shape as a person reads it in a report: the escapes and anchors dropped.
+
+    >>> readable(r"^/news/\\d+\\-\\d+\\-\\d+\\.foo\\.html$")
+    '/news/\\\\d+-\\\\d+-\\\\d+.foo.html'
+    """
+    text = shape.removeprefix("^").removesuffix("$")
+    return re.sub(r"\\([^dw])", r"\1", text)
+
+
+def words_of(segment: str) -> list[str]:
+    """The words and numbers of a path segment.
+
+    >>> words_of("overview-daily-20140724.html")
+    ['overview', 'daily', '20140724', 'html']
+    """
+    return _WORDS.findall(segment)
