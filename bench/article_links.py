@@ -58,7 +58,7 @@ SITES = (
             (f"{N4K}/cnn_main_site.html", "https://www.cnn.com/"),
             (f"{N4K}/cnn_article.html", "http://www.cnn.com/2013/11/27/travel/weather-thanksgiving/index.html"),
         ),
-        r"/(?:19|20)\d\d/\d\d/\d\d/[^?]+\.html",
+        r"/(?:19|20)\d\d/\d\d/\d\d/[^?]+|travel\.cnn\.com/[\w-]+-\d{6}",
     ),
     BenchSite(
         "yahoo",
@@ -70,7 +70,7 @@ SITES = (
         "wired",
         "tune",
         (("wired_main_site.html.gz", "https://www.wired.com/"),),
-        r"wired\.com/(?:story|review|gallery|(?:19|20)\d\d/\d\d)/[^/?]+",
+        r"wired\.com/(?:story|review|gallery|video/watch|(?:19|20)\d\d/\d\d)/[^/?]+",
     ),
     BenchSite(
         "ettoday",
@@ -80,7 +80,7 @@ SITES = (
             (f"{TW14}/ettoday_s2.html.gz", "http://www.ettoday.net/news/20130128/158005.htm"),
             (f"{TWN}/ettoday.html.xz", "https://www.ettoday.net/news/20171209/1069025.htm"),
         ),
-        r"/\d{8}/\d+\.htm",
+        r"/\d{8}/\d+\.htm|boba\.ettoday\.net/videonews/\d+",
     ),
     BenchSite(
         "ltn",
@@ -118,7 +118,7 @@ SITES = (
         "daringfireball",
         "tune",
         ((f"{RSP}/DaringFireball.html", "https://daringfireball.net/"),),
-        r"daringfireball\.net/(?:19|20)\d\d/\d\d/[^/?]+$",
+        r"daringfireball\.net/(?:(?:linked|thetalkshow)/\d{4}/\d\d/\d\d|\d{4}/\d\d)/[^/?]+$",
     ),
     # --- kept apart -----------------------------------------------------------------
     BenchSite(
@@ -129,7 +129,7 @@ SITES = (
             (f"{TW14}/cna_s2.html.gz", "http://www.cna.com.tw/news/aloc/201404040243-1.aspx"),
             (f"{TWN}/cna.html.xz", "https://www.cna.com.tw/news/asoc/201603190029.aspx"),
         ),
-        r"/(?:news|News)/\w+/\d{12}(?:-\d)?\.aspx",
+        r"/(?:news|News)/\w+/\d{12}(?:-\d)?\.aspx|/project/(?:\w+/)?\d{8}-[^/]+",
     ),
     BenchSite(
         "nownews",
@@ -138,7 +138,8 @@ SITES = (
             (f"{TW14}/now_news_s1.html.gz", "http://www.nownews.com/n/2014/03/21/1159861"),
             (f"{TW14}/now_news_s2.html.gz", "http://www.nownews.com/n/2014/03/20/1156607"),
         ),
-        r"/n/\d{4}/\d\d/\d\d/\d+",
+        r"/[np]/\d{4}/\d\d/\d\d/\d+|legacy\.nownews\.com/\d{4}/\d\d/\d\d/[\d-]+\.htm"
+        r"|blog\.nownews\.com/article\.php\?.*tid=\d+",
     ),
     BenchSite(
         "tvbs",
@@ -162,7 +163,7 @@ SITES = (
         "setn",
         "held-out",
         ((f"{TWN}/setn.html.xz", "https://www.setn.com/News.aspx?NewsID=350370"),),
-        r"(?i)/News\.aspx\?NewsID=\d+",
+        r"(?i)/(?:News|VOD)\.aspx\?(?:.*&)?NewsID=\d+",
     ),
     BenchSite(
         "appledaily",
@@ -191,13 +192,13 @@ SITES = (
         "yna",
         "held-out",
         ((f"{N4K}/yna_co_kr.html", "https://en.yna.co.kr/view/AEN20190820002300325?section=nk/nk"),),
-        r"/view/A\w{2}\d{17}",
+        r"/view/[A-Z]{3}\d{17}",
     ),
     BenchSite(
         "nikkei",
         "held-out",
         ((f"{N4K}/japanese_article.html", "https://www.nikkei.com/article/DGXMZO31897660Y8A610C1000000/"),),
-        r"/article/[A-Z0-9]{20,}/?",
+        r"/article/[A-Z0-9_]{20,}/?",
     ),
     BenchSite(
         "chinadaily",

@@ -23,18 +23,20 @@ _SEPARATORS = re.compile(r"[-_+.,]|%20")
 
 
 def is_slug(name: str) -> bool:
-    """Whether a path segment (without its extension) is a slug: three words or more, or a
-    long run of percent-encoded (non-ASCII) text, as a headline in a URL is.
+    """Whether a path segment (without its extension) is a slug: three words or more and 16
+    characters (``read-it-later`` is a page of the site, not a headline), or a
+    long run of percent-encoded (non-ASCII) text, as a headline in a URL is (ten CJK
+    characters: a section's name is shorter).
 
     >>> is_slug("russia-invaded-ukraine-choice"), is_slug("buying-guides"), is_slug("mh17")
     (True, False, False)
-    >>> is_slug("%E5%8D%B3%E6%99%82-%E4%B8%AD%E5%9C%8B")
-    True
+    >>> is_slug("%E5%8D%B3%E6%99%82-%E4%B8%AD%E5%9C%8B"), is_slug("%E5%8D%B3%E6%99%82" * 5)
+    (False, True)
     """
-    if name.count("%") >= 6:
+    if name.count("%") >= 30:
         return True
     words = [part for part in _SEPARATORS.split(name) if part]
-    return len(words) >= 3
+    return len(words) >= 3 and len(name) >= 16
 
 
 def segment_shape(segment: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from zeroarchive.core.url_shapes import PAGE_EXTENSIONS, is_slug
+from zeroarchive.core.url_shapes import PAGE_EXTENSIONS, is_slug, words_of
 
 #: A score at or above this is an article.
 ARTICLE_SCORE = 2
@@ -151,6 +151,12 @@ LIST_WORDS = frozenset(
         "most-recent",
         "popular",
         "trending",
+        "forum",
+        "forums",
+        "comment",
+        "comments",
+        "series",
+        "events",
         "home",
         "default",
     ]
@@ -160,6 +166,8 @@ STORY_WORDS = frozenset(
     [
         "story",
         "stories",
+        "entry",
+        "entries",
         "article",
         "articles",
         "post",
@@ -218,7 +226,8 @@ ID_PARAMS = re.compile(r"(?i)^(?:\w*id|no|sn|num|art|story|post|article|nid|aid|
 _DATE = re.compile(
     r"(?<!\d)(?:19|20)\d\d(?:[/_-]?(?:0[1-9]|1[0-2]))(?:[/_-]?(?:0[1-9]|[12]\d|3[01]))?(?!\d)"
 )
-_LONG_ID = re.compile(r"\d{6,}")
+_LONG_ID = re.compile(r"\d{7,}")
+_ID = re.compile(r"(?<!\d)\d{6}(?!\d)")
 
 
 def url_score(url: str) -> tuple[int, tuple[str, ...]]:
@@ -261,13 +270,24 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
     if _DATE.search(path):
         score += 2
         features.append("date")
-    if _LONG_ID.search("/".join(segments[-2:])):
+    tail = "/".join(segments[-2:])
+    if _LONG_ID.search(tail):
         score += 2
+        features.append("id")
+    elif _ID.search(tail):
+        # Six digits are as often a section's code (chinatimes.com/focus/260501) as an id.
+        score += 1
         features.append("id")
     stem = name if dot and ext in PAGE_EXTENSIONS else last
     if stem.lower() in ("index", "default", "main", "") and len(segments) >= 2:
         stem = segments[-2]
-    if is_slug(stem):
+    words = [w for w in words_of(stem) if not w.isdigit()]
+    dated = "date" in features or "id" in features
+    if not dated and 0 < len(words) <= 3 and any(w.lower() in LIST_WORDS for w in words):
+        if "list-word" not in features:
+            score -= 3
+            features.append("list-word")
+    elif is_slug(stem):
         score += 2 if "id" not in features else 1
         features.append("slug")
     if any(segment.lower() in STORY_WORDS for segment in segments[:-1]) and len(segments) >= 2:
@@ -280,7 +300,7 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
                 score -= 3
                 features.append("list-param")
                 break
-        elif ID_PARAMS.match(key) and value.isdigit() and len(value) >= 3:
+        elif ID_PARAMS.match(key) and value.isdigit() and len(value) >= 5:
             score += 2
             features.append("id-param")
             break
@@ -288,6 +308,15 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
         score -= 1
         features.append("shallow")
     return score, tuple(features)
+
+
+def depth(url: str) -> int:
+    """Segments in the URL's path.
+
+    >>> depth("https://news.ltn.com.tw/news/world/breakingnews/997893"), depth("https://x.tw/")
+    (4, 0)
+    """
+    return len([s for s in urlsplit(url).path.split("/") if s])
 
 
 def looks_like_article(url: str) -> bool:
