@@ -26,10 +26,10 @@ from scrapy.linkextractors import LinkExtractor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.corpora import CORPORA, REPO  # noqa: E402
-from zeroarchive.core.encoding import detect_encoding  # noqa: E402
-from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site  # noqa: E402
-from zeroarchive.crawl.article_patterns import SitePatterns  # noqa: E402
+from bench.corpora import CORPORA, REPO
+from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
+from zeroarchive.crawl.article_patterns import SitePatterns
 
 TW14 = "tw-news-2014/html"
 TWN = "tw-news-twnews"
@@ -56,7 +56,10 @@ SITES = (
         "tune",
         (
             (f"{N4K}/cnn_main_site.html", "https://www.cnn.com/"),
-            (f"{N4K}/cnn_article.html", "http://www.cnn.com/2013/11/27/travel/weather-thanksgiving/index.html"),
+            (
+                f"{N4K}/cnn_article.html",
+                "http://www.cnn.com/2013/11/27/travel/weather-thanksgiving/index.html",
+            ),
         ),
         r"/(?:19|20)\d\d/\d\d/\d\d/[^?]+|travel\.cnn\.com/[\w-]+-\d{6}",
     ),
@@ -86,9 +89,18 @@ SITES = (
         "ltn",
         "tune",
         (
-            (f"{TW14}/liberty_times_news_s1.html.gz", "http://news.ltn.com.tw/news/politics/breakingnews/998126"),
-            (f"{TW14}/liberty_times_news_s2.html.gz", "http://news.ltn.com.tw/news/world/breakingnews/997893"),
-            (f"{TW14}/liberty_times_news_s3.html.gz", "http://news.ltn.com.tw/news/society/breakingnews/829851"),
+            (
+                f"{TW14}/liberty_times_news_s1.html.gz",
+                "http://news.ltn.com.tw/news/politics/breakingnews/998126",
+            ),
+            (
+                f"{TW14}/liberty_times_news_s2.html.gz",
+                "http://news.ltn.com.tw/news/world/breakingnews/997893",
+            ),
+            (
+                f"{TW14}/liberty_times_news_s3.html.gz",
+                "http://news.ltn.com.tw/news/society/breakingnews/829851",
+            ),
             (f"{TWN}/ltn.html.xz", "https://news.ltn.com.tw/news/life/breakingnews/2504351"),
         ),
         r"/news/\w+/(?:breakingnews|paper)/\d+$|ltn\.com\.tw/article/\w+/\d+$",
@@ -107,10 +119,22 @@ SITES = (
         "chinatimes",
         "tune",
         (
-            (f"{TW14}/china_times_s2.html.gz", "http://www.chinatimes.com/newspapers/20130718000466-260102"),
-            (f"{TW14}/china_times_s3.html.gz", "http://www.chinatimes.com/newspapers/20131127000637-260112"),
-            (f"{TW14}/china_times_s4.html.gz", "http://www.chinatimes.com/newspapers/20131222000289-260102"),
-            (f"{TWN}/chinatimes.html.xz", "https://www.chinatimes.com/realtimenews/20180916001767-260402"),
+            (
+                f"{TW14}/china_times_s2.html.gz",
+                "http://www.chinatimes.com/newspapers/20130718000466-260102",
+            ),
+            (
+                f"{TW14}/china_times_s3.html.gz",
+                "http://www.chinatimes.com/newspapers/20131127000637-260112",
+            ),
+            (
+                f"{TW14}/china_times_s4.html.gz",
+                "http://www.chinatimes.com/newspapers/20131222000289-260102",
+            ),
+            (
+                f"{TWN}/chinatimes.html.xz",
+                "https://www.chinatimes.com/realtimenews/20180916001767-260402",
+            ),
         ),
         r"(?:19|20)\d{12}-\d{6}",
     ),
@@ -154,8 +178,14 @@ SITES = (
         "cts",
         "held-out",
         (
-            (f"{TW14}/cts_s1.html.gz", "http://news.cts.com.tw/cts/politics/201403/201403191393958.html"),
-            (f"{TW14}/cts_s2.html.gz", "http://news.cts.com.tw/nownews/politics/201403/201403221395428.html"),
+            (
+                f"{TW14}/cts_s1.html.gz",
+                "http://news.cts.com.tw/cts/politics/201403/201403191393958.html",
+            ),
+            (
+                f"{TW14}/cts_s2.html.gz",
+                "http://news.cts.com.tw/nownews/politics/201403/201403221395428.html",
+            ),
         ),
         r"/\w+/\w+/\d{6}/\d{10,}\.html",
     ),
@@ -169,10 +199,22 @@ SITES = (
         "appledaily",
         "held-out",
         (
-            (f"{TW14}/apple_daily_s1.html.gz", "http://www.appledaily.com.tw/realtimenews/article/new/20130629/217673/"),
-            (f"{TW14}/apple_daily_s2.html.gz", "http://www.appledaily.com.tw/appledaily/article/headline/20050811/1968864/"),
-            (f"{TW14}/apple_daily_s3.html.gz", "http://www.appledaily.com.tw/appledaily/article/international/20140115/35580004/"),
-            (f"{TWN}/appledaily.html.xz", "https://tw.appledaily.com/new/realtime/20160521/867195/"),
+            (
+                f"{TW14}/apple_daily_s1.html.gz",
+                "http://www.appledaily.com.tw/realtimenews/article/new/20130629/217673/",
+            ),
+            (
+                f"{TW14}/apple_daily_s2.html.gz",
+                "http://www.appledaily.com.tw/appledaily/article/headline/20050811/1968864/",
+            ),
+            (
+                f"{TW14}/apple_daily_s3.html.gz",
+                "http://www.appledaily.com.tw/appledaily/article/international/20140115/35580004/",
+            ),
+            (
+                f"{TWN}/appledaily.html.xz",
+                "https://tw.appledaily.com/new/realtime/20160521/867195/",
+            ),
         ),
         r"/(?:article/\w+|new/realtime|\w+/realtime)/\d{8}/\d+",
     ),
@@ -191,25 +233,45 @@ SITES = (
     BenchSite(
         "yna",
         "held-out",
-        ((f"{N4K}/yna_co_kr.html", "https://en.yna.co.kr/view/AEN20190820002300325?section=nk/nk"),),
+        (
+            (
+                f"{N4K}/yna_co_kr.html",
+                "https://en.yna.co.kr/view/AEN20190820002300325?section=nk/nk",
+            ),
+        ),
         r"/view/[A-Z]{3}\d{17}",
     ),
     BenchSite(
         "nikkei",
         "held-out",
-        ((f"{N4K}/japanese_article.html", "https://www.nikkei.com/article/DGXMZO31897660Y8A610C1000000/"),),
+        (
+            (
+                f"{N4K}/japanese_article.html",
+                "https://www.nikkei.com/article/DGXMZO31897660Y8A610C1000000/",
+            ),
+        ),
         r"/article/[A-Z0-9_]{20,}/?",
     ),
     BenchSite(
         "chinadaily",
         "held-out",
-        ((f"{N4K}/chinese_article_001.html", "https://china.chinadaily.com.cn/a/202311/17/WS65571297a310d5acd876f404.html"),),
+        (
+            (
+                f"{N4K}/chinese_article_001.html",
+                "https://china.chinadaily.com.cn/a/202311/17/WS65571297a310d5acd876f404.html",
+            ),
+        ),
         r"/a/\d{6}/\d\d/WS[0-9a-f]{24}\.html",
     ),
     BenchSite(
         "xinhua",
         "held-out",
-        ((f"{N4K}/chinese_article_002.html", "http://www.news.cn/fortune/2023-11/17/c_1129981476.htm"),),
+        (
+            (
+                f"{N4K}/chinese_article_002.html",
+                "http://www.news.cn/fortune/2023-11/17/c_1129981476.htm",
+            ),
+        ),
         r"/\d{4}-\d\d/\d\d/c_\d+\.htm|/\d{8}/[0-9a-f]{32}/c\.html",
     ),
 )
@@ -268,7 +330,12 @@ def measure(site: BenchSite, show: bool = False) -> Score:
     true = {url for url in links if truth.search(url)}
     if show:
         for url in links:
-            mark = {(True, True): "ok", (False, False): "  ", (True, False): "FN", (False, True): "FP"}
+            mark = {
+                (True, True): "ok",
+                (False, False): "  ",
+                (True, False): "FN",
+                (False, True): "FP",
+            }
             print(f"  {mark[url in true, url in found]} {url}")
     return Score(len(links), len(true), len(found), len(found & true))
 
@@ -280,7 +347,10 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="every link: ok, FP, FN")
     args = parser.parse_args()
     totals: dict[str, list[Score]] = {}
-    print(f"{'site':16} {'split':9} {'links':>6} {'articles':>8} {'found':>6} {'precision':>9} {'recall':>7}")
+    print(
+        f"{'site':16} {'split':9} {'links':>6} {'articles':>8} {'found':>6} "
+        f"{'precision':>9} {'recall':>7}"
+    )
     for site in SITES:
         if args.split != "all" and site.split != args.split:
             continue

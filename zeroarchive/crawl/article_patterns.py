@@ -17,60 +17,11 @@ from dataclasses import dataclass, field
 from zeroarchive.core.url_shapes import SLUG, path_and_query, url_shape
 from zeroarchive.crawl.page_evidence import ARTICLE, LIST
 from zeroarchive.crawl.url_evidence import ARTICLE_SCORE, depth, url_score
+from zeroarchive.sites.patterns import ARTICLE_VERDICT, SET, UNDECIDED, Pattern
 
-#: What a shape is: its links are articles, or are not, or it is not decided yet.
-ARTICLE_VERDICT = "article"
-OTHER_VERDICT = "other"
-UNDECIDED = ""
-LEARNT = "learnt"
-SET = "set"
-#: Fetched pages of a shape that must agree before the shape is decided.
-MIN_PAGES = 2
-#: The share of a shape's fetched pages that must agree.
-AGREEMENT = 0.8
 #: Links of one shape on a site that make it one of the site's repeated patterns.
 REPEATED = 3
 _VARYING = re.compile(r"\\d\+|" + re.escape(SLUG) + r"|\[\^&\]\*")
-
-
-@dataclass
-class Pattern:
-    """One shape of a site's links, what was seen of it, and its verdict."""
-
-    shape: str
-    verdict: str = UNDECIDED
-    origin: str = LEARNT
-    links: int = 0
-    article_pages: int = 0
-    other_pages: int = 0
-    example: str = ""
-    #: Counts not yet written to the archive.
-    dirty: bool = field(default=False, compare=False)
-
-    def settle(self) -> None:
-        """Decide the verdict from the pages' counts (a verdict a person set stays)."""
-        if self.origin == SET:
-            return
-        pages = self.article_pages + self.other_pages
-        if pages < MIN_PAGES:
-            self.verdict = UNDECIDED
-        elif self.article_pages >= AGREEMENT * pages:
-            self.verdict = ARTICLE_VERDICT
-        elif self.other_pages >= AGREEMENT * pages:
-            self.verdict = OTHER_VERDICT
-        else:
-            self.verdict = UNDECIDED
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "pattern": self.shape,
-            "verdict": self.verdict or "undecided",
-            "origin": self.origin,
-            "links": self.links,
-            "article_pages": self.article_pages,
-            "other_pages": self.other_pages,
-            "example": self.example,
-        }
 
 
 def varies(shape: str) -> bool:
