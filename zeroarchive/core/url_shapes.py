@@ -16,6 +16,7 @@ PAGE_EXTENSIONS = frozenset(
     ("html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "cms", "ece", "cfm")
 )
 SLUG = r"[^/]+"
+INDEX_NAMES = frozenset(("index", "default", "main", "home"))
 _DIGITS = re.compile(r"\d+")
 _WORDS = re.compile(r"[^\W\d_]+|\d+")
 #: Separators of a slug's words.
@@ -39,8 +40,10 @@ def is_slug(name: str) -> bool:
     return len(words) >= 3 and len(name) >= 16
 
 
-def segment_shape(segment: str) -> str:
-    """The shape of one path segment: digits become ``\\d+``, a slug ``[^/]+``, words stay.
+def segment_shape(segment: str, last: bool = False) -> str:
+    """The shape of one path segment: digits become ``\\d+``, a slug ``[^/]+``, words stay;
+    the ``last`` segment of a path made of words alone is a slug too (``/linked/2016/03/05/
+    igloo``: a one-word headline), except a folder's index page.
 
     >>> segment_shape("20180916001767-260402")
     '\\\\d+\\\\-\\\\d+'
@@ -48,14 +51,18 @@ def segment_shape(segment: str) -> str:
     ('\\\\d+\\\\.htm', 'world')
     >>> segment_shape("algeria-passenger-plane-093510948.html")
     '[^/]+\\\\.html'
-    >>> segment_shape("NAT4")
-    'NAT\\\\d+'
+    >>> segment_shape("NAT4"), segment_shape("igloo", last=True)
+    ('NAT\\\\d+', '[^/]+')
+    >>> segment_shape("index.html", last=True)
+    'index\\\\.html'
     """
     name, dot, ext = segment.rpartition(".")
     if not dot or ext.lower() not in PAGE_EXTENSIONS:
         name, ext = segment, ""
     tail = re.escape("." + ext) if ext else ""
     if is_slug(name):
+        return SLUG + tail
+    if last and not _DIGITS.search(name) and name.lower() not in INDEX_NAMES and name:
         return SLUG + tail
     parts = []
     last = 0
@@ -80,10 +87,17 @@ def url_shape(url: str) -> str:
     '^/story/[^/]+/$'
     >>> url_shape("https://example.org/")
     '^/$'
+    >>> url_shape("https://www.wired.com/category/gear/")
+    '^/category/[^/]+/$'
     """
     parts = urlsplit(url)
-    path = parts.path or "/"
-    shape = "/".join(segment_shape(segment) if segment else "" for segment in path.split("/"))
+    segments = (parts.path or "/").split("/")
+    last = max((i for i, segment in enumerate(segments) if segment), default=-1)
+    shape = "/".join(
+        # A script's name before a query (News.aspx?NewsID=1) is no headline.
+        segment_shape(segment, last=i == last and not parts.query) if segment else ""
+        for i, segment in enumerate(segments)
+    )
     query = parse_qsl(parts.query, keep_blank_values=True)
     if query:
         shape += r"\?" + "&".join(

@@ -21,6 +21,8 @@ from zeroarchive.sites.patterns import ARTICLE_VERDICT, SET, UNDECIDED, Pattern
 
 #: Links of one shape on a site that make it one of the site's repeated patterns.
 REPEATED = 3
+#: URL features of a shape whose repetition counts.
+STRONG_FEATURES = frozenset(("date", "id", "slug", "id-param"))
 _VARYING = re.compile(r"\\d\+|" + re.escape(SLUG) + r"|\[\^&\]\*")
 
 
@@ -80,11 +82,18 @@ class SitePatterns:
         if verdict:
             return verdict == ARTICLE_VERDICT
         shape = shape or url_shape(url)
-        score, _ = url_score(url)
+        score, features = url_score(url)
         pattern = self.patterns.get(shape)
         seen = max(siblings, pattern.links if pattern is not None else 0)
-        # A shallow repeated shape is as often a site's sections by code (/focus/260501).
-        if seen >= REPEATED and varies(shape) and score >= 0 and (depth(url) >= 3 or SLUG in shape):
+        # Only a shape that varies by an id, a date or a headline: one that varies by a word
+        # is a site's sections (/realtimenews/article/politics/), and a shallow one by a
+        # number as often its sections by code (/focus/260501).
+        if (
+            seen >= REPEATED
+            and score >= 0
+            and STRONG_FEATURES.intersection(features)
+            and (depth(url) >= 3 or SLUG in shape)
+        ):
             score += 1
         return score >= ARTICLE_SCORE
 

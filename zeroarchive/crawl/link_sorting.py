@@ -48,6 +48,8 @@ def loose_shape(url: str) -> str:
     '^/news/\\\\d+\\\\-\\\\d+\\\\-\\\\d+\\\\.\\\\w+\\\\.html$'
     >>> loose_shape("https://x.example/tag/politics?page=2")
     '^/tag/\\\\w+\\\\?page=\\\\d+$'
+    >>> loose_shape("https://x.example/tag/politics")
+    '^/tag/[^/]+$'
     """
     shape = url_shape(url)
     path, query_mark, query = shape[1:-1].partition(r"\?")
