@@ -282,8 +282,12 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
     if stem.lower() in ("index", "default", "main", "") and len(segments) >= 2:
         stem = segments[-2]
     words = [w for w in words_of(stem) if not w.isdigit()]
+    # A list's name in a short stem ("news-list-2013-11-29"); a headline of three words or
+    # more under a date or an id may say "home" or "email" and stay a headline.
     dated = "date" in features or "id" in features
-    if not dated and 0 < len(words) <= 3 and any(w.lower() in LIST_WORDS for w in words):
+    if (len(words) <= 2 or (len(words) == 3 and not dated)) and any(
+        w.lower() in LIST_WORDS for w in words
+    ):
         if "list-word" not in features:
             score -= 3
             features.append("list-word")
@@ -300,6 +304,10 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
                 score -= 3
                 features.append("list-param")
                 break
+        elif ID_PARAMS.match(key) and key.lower().removesuffix("id") in LIST_WORDS:
+            score -= 3
+            features.append("list-param")
+            break
         elif ID_PARAMS.match(key) and value.isdigit() and len(value) >= 5:
             score += 2
             features.append("id-param")
