@@ -18,12 +18,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from zeroarchive.core.clock import now as clock_now
 from zeroarchive.core.stats import count
-from zeroarchive.core.url_shapes import SLUG, url_shape
+from zeroarchive.core.url_shapes import PAGE_EXTENSIONS, segment_shape, url_shape
 from zeroarchive.crawl.article_patterns import REPEATED, SitePatterns
 from zeroarchive.crawl.page_evidence import page_evidence
 from zeroarchive.sites.patterns import SET
@@ -37,29 +38,43 @@ logger = logging.getLogger(__name__)
 #: Fetched pages of one shape read for evidence at most (a shape they disagree on stays
 #: undecided: more pages would not settle it, and each costs a parse).
 MAX_PAGES = 10
-_LETTERS = re.compile(r"(?<!\\)[^\W\d_]+")
+#: Letters and digits run together (item12): one word.
+_MIXED = re.compile(r"(?:\\[wd]\+){2,}")
+_LETTERS = re.compile(r"[^\W\d_]+")
+_PARTS = re.compile(r"\d+|[^\W\d_]+|[\W_]")
 
 
 def loose_shape(url: str) -> str:
-    """The shape unmatched links are reported by: ``url_shape`` with the words of the last
-    path segment loosened too, so the files of one folder count together.
+    """The shape unmatched links are reported by: ``url_shape`` with the last path segment
+    cut to its skeleton (digits, words, the marks between them) unless it is a headline, so
+    the files of one folder count together.
 
     >>> loose_shape("https://x.example/news/2026-11-29.foo.html")
     '^/news/\\\\d+\\\\-\\\\d+\\\\-\\\\d+\\\\.\\\\w+\\\\.html$'
+    >>> loose_shape("https://x.example/news/2026-11-28.item12.html")
+    '^/news/\\\\d+\\\\-\\\\d+\\\\-\\\\d+\\\\.\\\\w+\\\\.html$'
     >>> loose_shape("https://x.example/tag/politics?page=2")
     '^/tag/\\\\w+\\\\?page=\\\\d+$'
-    >>> loose_shape("https://x.example/tag/politics")
-    '^/tag/[^/]+$'
+    >>> loose_shape("https://x.example/story/a-long-headline-of-the-day")
+    '^/story/[^/]+$'
     """
     shape = url_shape(url)
-    path, query_mark, query = shape[1:-1].partition(r"\?")
-    head, _, last = path.rpartition("/")
-    if last.startswith(SLUG):
+    _, query_mark, query = shape[1:-1].partition(r"\?")
+    parts = urlsplit(url)
+    folder, _, last = parts.path.rpartition("/")
+    head = "/".join(segment_shape(segment) for segment in folder.split("/"))
+    name, dot, ext = last.rpartition(".")
+    if not dot or ext.lower() not in PAGE_EXTENSIONS:
+        name, ext = last, ""
+    if not name or len(_LETTERS.findall(name)) >= 3:
         return shape
-    ext = re.search(r"\\\.[A-Za-z]+$", last)
-    name, tail = (last[: ext.start()], ext.group(0)) if ext else (last, "")
-    name = _LETTERS.sub(r"\\w+", name)
-    return f"^{head}/{name}{tail}{query_mark}{query}$"
+    skeleton = "".join(
+        r"\d+" if part.isdigit() else r"\w+" if part[0].isalnum() else re.escape(part)
+        for part in _PARTS.findall(name)
+    )
+    skeleton = _MIXED.sub(r"\\w+", skeleton)
+    tail = re.escape("." + ext) if ext else ""
+    return f"^{head}/{skeleton}{tail}{query_mark}{query}$"
 
 
 @dataclass(frozen=True)
