@@ -16,6 +16,14 @@ from sqlalchemy import select
 
 from tests.conftest import scrapy
 from tests.replay import ReplayServer, Route
+from tests.test_distributed import (
+    counts,
+    finish,
+    load_sites,
+    schedule_once,
+    start_worker,
+    wait_until,
+)
 from tests.test_generic import articles_by_url, crawl, load_and_crawl, stat
 from zeroarchive.core.url_shapes import url_shape
 from zeroarchive.core.urls import canonicalize_url, is_on_site
@@ -267,3 +275,23 @@ def test_a_real_home_page_sorted_without_a_regex() -> None:
     hits = len(found & truth)
     assert hits / len(found) >= 0.95
     assert hits / len(truth) >= 0.95
+
+
+def test_a_distributed_worker_learns_a_site_by_its_address(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    with ReplayServer({}) as server:
+        routes, expected_paths = df_routes(server.url("/"))
+        server.routes.update(routes)
+        entry = {"name": "df", "url": server.url("/"), "type": "news", "config": {"delay": 0}}
+        load_sites(mariadb_url, tmp_path, [entry])
+        schedule_once(mariadb_url, redis_url, tmp_path)
+        log = tmp_path / "worker.log"
+        worker = start_worker(mariadb_url, redis_url, tmp_path, log)
+        wait_until(lambda: counts(mariadb_url)[0] == len(expected_paths), 60, "discovery")
+        wait_until(lambda: counts(mariadb_url)[2] == len(expected_paths), 60, "snapshots")
+        output = finish(worker, log)
+    assert "0 links matched nothing" in output
+    learnt = {p["pattern"]: p for p in sites_json(mariadb_url, tmp_path)["df"]["article_patterns"]}  # type: ignore[union-attr]
+    assert learnt[LINKED]["verdict"] == "article"
+    assert learnt[LINKED]["links"] == 39
