@@ -295,3 +295,15 @@ def test_a_distributed_worker_learns_a_site_by_its_address(
     learnt = {p["pattern"]: p for p in sites_json(mariadb_url, tmp_path)["df"]["article_patterns"]}  # type: ignore[union-attr]
     assert learnt[LINKED]["verdict"] == "article"
     assert learnt[LINKED]["links"] == 39
+
+
+def test_a_feeds_entries_are_articles_unless_their_shape_says_otherwise(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    site = add_site(archive, "blog.example", {})
+    sorter = LinkSorter(PatternStore(archive.engine), lambda: None, every=3600)
+    short = "https://blog.example/notes/igloo"
+    assert sorter.is_article(site, short, short, in_feed=True)
+    assert not sorter.is_article(site, short, short)
+    for _ in range(2):
+        sorter.site_patterns(site.site_id).record_page(short, LIST)
+    assert not sorter.is_article(site, short, short, in_feed=True)

@@ -65,12 +65,12 @@ def segment_shape(segment: str, last: bool = False) -> str:
     if last and not _DIGITS.search(name) and name.lower() not in INDEX_NAMES and name:
         return SLUG + tail
     parts = []
-    last = 0
+    start = 0
     for match in _DIGITS.finditer(name):
-        parts.append(re.escape(name[last : match.start()]))
+        parts.append(re.escape(name[start : match.start()]))
         parts.append(r"\d+")
-        last = match.end()
-    parts.append(re.escape(name[last:]))
+        start = match.end()
+    parts.append(re.escape(name[start:]))
     return "".join(parts) + tail
 
 

@@ -229,7 +229,7 @@ class FeedWalkSpider(ArchiveSpider):
             url = self._on_site(site, link.url, what)
             if url is None:
                 continue
-            if not self.sorter().is_article(site, url, link.url):
+            if not self.sorter().is_article(site, url, link.url, in_feed=what == "feeds"):
                 count(self.crawler.stats, f"{what}/not_article", site.site_id)
                 logger.debug("Not an article of the site: %s (%s)", url, link.title)
                 continue

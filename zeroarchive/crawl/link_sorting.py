@@ -27,7 +27,7 @@ from zeroarchive.core.stats import count
 from zeroarchive.core.url_shapes import PAGE_EXTENSIONS, segment_shape, url_shape
 from zeroarchive.crawl.article_patterns import REPEATED, SitePatterns
 from zeroarchive.crawl.page_evidence import page_evidence
-from zeroarchive.sites.patterns import SET
+from zeroarchive.sites.patterns import OTHER_VERDICT, SET
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.patterns import PatternStore
 
@@ -137,11 +137,16 @@ class LinkSorter:
         self.maybe_save()
         return SortedLinks(articles, follow)
 
-    def is_article(self, site: Site, url: str, found: str) -> bool:
-        """Whether a feed's or sitemap's entry is an article of the site."""
+    def is_article(self, site: Site, url: str, found: str, in_feed: bool = False) -> bool:
+        """Whether a feed's or sitemap's entry is an article of the site: by its regex, else
+        by its patterns; a feed's entry is one unless its shape was decided otherwise (a
+        feed lists stories; a sitemap lists every page)."""
         if site.config.article:
             return site.config.is_article(url, as_found=found)
-        return self.site_patterns(site.site_id).is_article(url)
+        patterns = self.site_patterns(site.site_id)
+        if in_feed:
+            return patterns.decided(url) != OTHER_VERDICT
+        return patterns.is_article(url)
 
     def _unmatched(self, site_id: int, url: str) -> None:
         count(self.stats, "links_unmatched", site_id)

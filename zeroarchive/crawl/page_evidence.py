@@ -85,7 +85,7 @@ def body_text_and_links(page: str) -> tuple[int, int]:
     """
     try:
         tree = lxml_html.fromstring(page)
-    except (ValueError, TypeError, lxml_html.etree.ParserError):  # type: ignore[attr-defined]
+    except (ValueError, TypeError, lxml_html.etree.ParserError):
         return 0, 0
     for bad in tree.xpath("//script|//style|//noscript|//template"):
         bad.drop_tree()

@@ -246,6 +246,8 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
     (2, ('id-param',))
     >>> url_score("https://example.org/")
     (-5, ('front',))
+    >>> url_score("https://farm.example/?p=48213"), url_score("https://farm.example/news?p=2")
+    ((2, ('id-param',)), (-3, ('list-param',)))
     >>> url_score("https://example.org/politics")
     (-1, ('shallow',))
     >>> url_score("https://example.org/img/2024/05/photo-of-the-day.jpg")
@@ -299,6 +301,11 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
         features.append("story-word")
     for key, value in query:
         lower = key.lower()
+        if lower == "p" and value.isdigit() and len(value) >= 3:
+            # WordPress's permalink of a post (?p=12345); a small ?p=2 is a page of a list.
+            score += 2
+            features.append("id-param")
+            break
         if lower in LIST_PARAMS or lower.startswith("utm_"):
             if lower in ("p", "s", "q", "page", "search", "query", "keyword", "tag"):
                 score -= 3

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from zeroarchive.core.url_shapes import url_shape
@@ -33,14 +33,14 @@ class UnmatchedShape:
     example: str
 
 
-def _pattern(row: Mapping[str, object]) -> Pattern:
+def _pattern(row: RowMapping) -> Pattern:
     pattern = Pattern(
         shape=str(row["shape"]),
         verdict=str(row["verdict"]),
         origin=str(row["origin"]),
-        links=int(row["links"]),  # type: ignore[call-overload]
-        article_pages=int(row["article_pages"]),  # type: ignore[call-overload]
-        other_pages=int(row["other_pages"]),  # type: ignore[call-overload]
+        links=int(row["links"]),
+        article_pages=int(row["article_pages"]),
+        other_pages=int(row["other_pages"]),
         example=str(row["example"]),
     )
     pattern.mark_saved()
