@@ -31,6 +31,7 @@ from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.crawl.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
 from zeroarchive.crawl.feed_walk import FeedWalkSpider
 from zeroarchive.crawl.login import LoginError, asks_for_password, credentials, login_request
+from zeroarchive.sites.patterns import MIN_PAGES
 from zeroarchive.sites.record import Site, SiteConfigError, parse_spec
 from zeroarchive.sources.generic import SOURCE
 from zeroarchive.storage.articles import DueArticle
@@ -221,7 +222,41 @@ class GenericSpider(FeedWalkSpider):
             )
         for url in dict.fromkeys(sorted_links.follow):
             yield self._list_request(site, url, depth + 1)
+        samples = self.sorter().samples(site, (url for url, _ in links), sorted_links.articles)
+        for shape, urls in samples.items():
+            for url in urls[:MIN_PAGES]:
+                yield self._sample_request(site, url, shape, urls, response.url)
         yield from self.linked_feed_requests(site, page)
+
+    def _sample_request(
+        self, site: Site, url: str, shape: str, links: list[str], source_url: str
+    ) -> Request:
+        """A page of an undecided shape of a site without a regex, fetched to decide it."""
+        count(self.crawler.stats, "article_samples/requests", site.site_id)
+        return Request(
+            url,
+            callback=self.parse_sample,
+            errback=self.sample_failed,
+            meta=self.request_meta(site, "sample", shape=shape, links=links, source=source_url),
+            priority=self.source.list_priority,
+        )
+
+    def parse_sample(self, response: Response) -> Iterator[ArticleLinks]:
+        """What a sample page says decides its shape once enough pages agree; then the
+        links of that shape on the list page it came from are articles at once."""
+        site = self.response_site(response)
+        meta = response.meta[META_KEY]
+        # The link's own URL, whatever it redirected to: its shape is the one to decide.
+        url = (response.meta.get("redirect_urls") or [response.url])[0]
+        pattern = self.sorter().page_fetched(site, url, decoded(response).text)
+        if pattern is not None and pattern.shape == meta["shape"] and pattern.verdict == "article":
+            yield ArticleLinks(
+                site.site_id, self.source.article_type, meta["source"], tuple(meta["links"])
+            )
+
+    def sample_failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        count(self.crawler.stats, "article_samples/failed", request.meta[META_KEY]["site_id"])
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:
         meta = self.snapshot_meta(site, article)

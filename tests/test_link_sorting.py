@@ -307,3 +307,35 @@ def test_a_feeds_entries_are_articles_unless_their_shape_says_otherwise(db_url: 
     for _ in range(2):
         sorter.site_patterns(site.site_id).record_page(short, LIST)
     assert not sorter.is_article(site, short, short, in_feed=True)
+
+
+def list_page(links: list[str]) -> bytes:
+    items = "".join(
+        f'<article><h2><a href="{href}">Headline {n} of the day</a></h2></article>'
+        for n, href in enumerate(links)
+    )
+    return (
+        f'<html><head><meta property="og:type" content="website"></head><body>{items}</body></html>'
+    ).encode()
+
+
+def test_a_small_sites_short_ids_are_sampled_and_learnt(db_url: str, tmp_path: Path) -> None:
+    news = [f"/news/45{n:02}" for n in range(1, 9)]
+    zones = [f"/zone/{n}" for n in range(11, 15)]
+    bodies = article_pages()
+    routes = {"/": Route(200, HTML, list_page([*news, *zones, "/about"]))}
+    routes.update({path: Route(200, HTML, bodies[n % len(bodies)]) for n, path in enumerate(news)})
+    routes.update({path: Route(200, HTML, list_page(news)) for path in zones})
+    with ReplayServer(routes) as server:
+        entry = {"name": "small", "url": server.url("/"), "config": {"delay": 0}}
+        run = load_and_crawl(db_url, tmp_path, [entry], "-a", "site=small", "-a", "mode=discover")
+        stored = {"/" + u.removeprefix(server.url("")).lstrip("/") for u in articles_by_url(db_url)}
+        assert stored == set(news)
+        # Two pages of each repeated shape, once: the ids said article, the zones list.
+        assert stat(run, "zeroarchive/article_samples/requests") == 4
+        assert sum(server.hits[path] for path in news) == 2
+        assert sum(server.hits[path] for path in zones) == 2
+    archive = open_archive(url=db_url)
+    verdicts = {p.shape: p.verdict for p in PatternStore(archive.engine).load(1)}
+    assert verdicts[r"^/news/\d+$"] == "article"
+    assert verdicts[r"^/zone/\d+$"] == "other"

@@ -27,7 +27,8 @@ from zeroarchive.core.stats import count
 from zeroarchive.core.url_shapes import PAGE_EXTENSIONS, segment_shape, url_shape
 from zeroarchive.crawl.article_patterns import REPEATED, SitePatterns
 from zeroarchive.crawl.page_evidence import page_evidence
-from zeroarchive.sites.patterns import OTHER_VERDICT, SET
+from zeroarchive.crawl.url_evidence import url_score
+from zeroarchive.sites.patterns import OTHER_VERDICT, SET, Pattern
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.patterns import PatternStore
 
@@ -38,6 +39,12 @@ logger = logging.getLogger(__name__)
 #: Fetched pages of one shape read for evidence at most (a shape they disagree on stays
 #: undecided: more pages would not settle it, and each costs a parse).
 MAX_PAGES = 10
+#: Shapes sampled on one list page at most (two pages each: MIN_PAGES).
+MAX_SAMPLED_SHAPES = 3
+#: A shape is sampled when its last segment varies: a number or a name.
+_SAMPLED_PART = re.compile(r"(?:\\d\+|\[\^/\]\+)[^/]*/?\$$|\\\?.*\\d\+")
+#: URL features that rule a sample out: what is plainly no article.
+_NO_SAMPLE = frozenset(("list-word", "list-param", "asset", "front"))
 #: Letters and digits run together (item12): one word.
 _MIXED = re.compile(r"(?:\\[wd]\+){2,}")
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -95,6 +102,8 @@ class LinkSorter:
         #: Per site: shape -> [links, an example] of links that matched no regex.
         self.unmatched: dict[int, dict[str, list[object]]] = {}
         self._read_at: dict[int, float] = {}
+        #: (site id, shape) sampled this crawl.
+        self._sampled: set[tuple[int, str]] = set()
         self._saved_at = time.monotonic()
 
     @property
@@ -154,21 +163,57 @@ class LinkSorter:
         entry = shapes.setdefault(loose_shape(url), [0, url])
         entry[0] = int(entry[0]) + 1  # type: ignore[call-overload]
 
-    def page_fetched(self, site: Site, url: str, page: str) -> None:
-        """What a fetched article page of a site without a regex says of itself, counted for
-        its shape while the shape is undecided (a decided one needs no more pages)."""
+    def samples(
+        self, site: Site, links: Iterable[str], articles: Iterable[str]
+    ) -> dict[str, list[str]]:
+        """The undecided shapes of a list page worth fetching a page or two of, with their
+        links on the page: repeated there (a list of like links), varying by a number or a
+        name, no list's word in them, and not taken for articles by their URLs (a small
+        site's ``/news/4521``; a site's sections by code look the same, which is why a page
+        must say). Each shape is sampled once a crawl, ``MAX_SAMPLED_SHAPES`` a page at most."""
         if site.config.article:
-            return
+            return {}
+        taken = set(articles)
+        patterns = self.site_patterns(site.site_id)
+        by_shape: dict[str, list[str]] = {}
+        for url in links:
+            if url not in taken:
+                by_shape.setdefault(url_shape(url), []).append(url)
+        out: dict[str, list[str]] = {}
+        for shape, urls in by_shape.items():
+            key = (site.site_id, shape)
+            if len(urls) < REPEATED or key in self._sampled or not _SAMPLED_PART.search(shape):
+                continue
+            pattern = patterns.patterns.get(shape)
+            if pattern is not None and (
+                pattern.verdict or pattern.article_pages + pattern.other_pages
+            ):
+                continue
+            score, features = url_score(urls[0])
+            if score < -1 or _NO_SAMPLE.intersection(features):
+                continue
+            self._sampled.add(key)
+            out[shape] = urls
+            if len(out) >= MAX_SAMPLED_SHAPES:
+                break
+        return out
+
+    def page_fetched(self, site: Site, url: str, page: str) -> Pattern | None:
+        """What a fetched page of a site without a regex (a snapshot, or a sample of a
+        shape) says of itself, counted for its shape while the shape is undecided (a
+        decided one needs no more pages); the shape's pattern."""
+        if site.config.article:
+            return None
         patterns = self.site_patterns(site.site_id)
         pattern = patterns.patterns.get(url_shape(url))
         if patterns.decided(url) or (
             pattern is not None and pattern.article_pages + pattern.other_pages >= MAX_PAGES
         ):
-            return
+            return pattern
         evidence = page_evidence(page)
         if not evidence.verdict:
             count(self.stats, "page_evidence/unknown", site.site_id)
-            return
+            return pattern
         count(self.stats, f"page_evidence/{evidence.verdict}", site.site_id)
         pattern = patterns.record_page(url, evidence.verdict)
         if pattern is not None and pattern.verdict:
@@ -182,6 +227,7 @@ class LinkSorter:
                 pattern.other_pages,
             )
         self.maybe_save()
+        return pattern
 
     def maybe_save(self, force: bool = False) -> None:
         clock = time.monotonic()
