@@ -247,7 +247,12 @@ class LinkSorter:
                 if p.links >= REPEATED or p.article_pages or p.other_pages or p.origin == SET
             ]
             if worth:
-                self.store.save(site_id, worth, now)
+                try:
+                    self.store.save(site_id, worth, now)
+                except SQLAlchemyError:
+                    for pattern in worth:
+                        pattern.dirty = True  # written with the next save
+                    raise
             fresh = SitePatterns.of(self.store.load(site_id))
             # What this crawl counted but did not write yet (one-off shapes) is kept.
             for shape, pattern in patterns.patterns.items():

@@ -71,7 +71,9 @@ class PatternStore:
 
     def save(self, site_id: int, patterns: Iterable[Pattern], now: int) -> None:
         """Add what this crawl saw of each pattern since it was loaded or last saved (other
-        workers add theirs to the same rows), then settle each verdict on the totals."""
+        workers add theirs to the same rows), then settle each verdict on the totals. The
+        patterns are marked saved only once the transaction is committed."""
+        written: list[tuple[Pattern, Pattern | None]] = []
         with self.engine.begin() as conn:
             for pattern in patterns:
                 if len(pattern.shape) > MAX_SHAPE:
@@ -93,7 +95,7 @@ class PatternStore:
                             updated_at=now,
                         )
                     )
-                    pattern.mark_saved()
+                    written.append((pattern, None))
                     continue
                 total = _pattern(row)
                 total.links += links
@@ -111,11 +113,14 @@ class PatternStore:
                         updated_at=now,
                     )
                 )
+                written.append((pattern, total))
+        for pattern, total in written:
+            if total is not None:
                 pattern.verdict = total.verdict
                 pattern.links = total.links
                 pattern.article_pages = total.article_pages
                 pattern.other_pages = total.other_pages
-                pattern.mark_saved()
+            pattern.mark_saved()
 
     def set(self, site_id: int, shape: str, verdict: str, now: int) -> str:
         """A person's verdict on a shape (a regex on the path and query, as shown by
