@@ -114,12 +114,12 @@ class PatternStore:
                     )
                 )
                 written.append((pattern, total))
-        for pattern, total in written:
-            if total is not None:
-                pattern.verdict = total.verdict
-                pattern.links = total.links
-                pattern.article_pages = total.article_pages
-                pattern.other_pages = total.other_pages
+        for pattern, totals in written:
+            if totals is not None:
+                pattern.verdict = totals.verdict
+                pattern.links = totals.links
+                pattern.article_pages = totals.article_pages
+                pattern.other_pages = totals.other_pages
             pattern.mark_saved()
 
     def set(self, site_id: int, shape: str, verdict: str, now: int) -> str:
