@@ -1,11 +1,12 @@
 """News sites, content farms, government and organisation pages: any site described by
-an ``article`` regex (what to archive) and a ``following`` regex (which list pages to walk),
+an ``article`` regex (what to archive; without one, its article links are learnt:
+zeroarchive/crawl/article_patterns.py) and a ``following`` regex (which list pages to walk),
 its feeds and sitemaps read as list pages too (zeroarchive/crawl/feed_walk.py), logged in first
 when it has a ``login_url`` (zeroarchive/crawl/login.py).
 
     scrapy crawl generic                          every due generic site
     scrapy crawl generic -a site=3                one site, due or not
-    scrapy crawl generic -a url=https://news.example/list -a article='/story/\\d+'
+    scrapy crawl generic -a url=https://news.example/list [-a article='/story/\\d+']
                          [-a following='/list\\?page=\\d+'] [-a depth=2] [-a type=news]
 """
 
@@ -30,6 +31,7 @@ from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.crawl.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
 from zeroarchive.crawl.feed_walk import FeedWalkSpider
 from zeroarchive.crawl.login import LoginError, asks_for_password, credentials, login_request
+from zeroarchive.sites.patterns import MIN_PAGES
 from zeroarchive.sites.record import Site, SiteConfigError, parse_spec
 from zeroarchive.sources.generic import SOURCE
 from zeroarchive.storage.articles import DueArticle
@@ -99,7 +101,10 @@ class GenericSpider(FeedWalkSpider):
                 logger.error("-a article=... needs -a url=... (or use -a site=...)")
                 raise CloseSpider("bad_arguments")
             return None
-        config: dict[str, Any] = {"article": self.adhoc["article"]}
+        config: dict[str, Any] = {}
+        if self.adhoc["article"]:
+            # Without one, the site's article links are learnt (zeroarchive/crawl/link_sorting.py).
+            config["article"] = self.adhoc["article"]
         if self.adhoc["following"]:
             config["following"] = self.adhoc["following"]
         if self.adhoc["depth"] is not None:
@@ -197,8 +202,7 @@ class GenericSpider(FeedWalkSpider):
         self.list_page_answered(site)
         depth = response.meta[META_KEY]["depth"]
         page = decoded(response)
-        articles: list[str] = []
-        follow: list[str] = []
+        links: list[tuple[str, str]] = []
         for link in self.links.extract_links(page):
             try:
                 url = canonicalize_url(link.url, site.config.url_rules)
@@ -206,19 +210,53 @@ class GenericSpider(FeedWalkSpider):
                 count(stats, f"urls_rejected/{exc.reason}", site.site_id)
                 logger.warning("Ignoring a link on %s: %s", response.url, exc)
                 continue
-            if not is_on_site(url, site.url):
-                continue
-            if site.config.is_article(url, as_found=link.url):
-                articles.append(url)
-            elif depth < site.config.depth and site.config.is_following(url):
-                follow.append(url)
-        if articles:
+            if is_on_site(url, site.url):
+                links.append((url, link.url))
+        sorted_links = self.sorter().sort(site, links, may_follow=depth < site.config.depth)
+        if sorted_links.articles:
             yield ArticleLinks(
-                site.site_id, self.source.article_type, response.url, tuple(dict.fromkeys(articles))
+                site.site_id,
+                self.source.article_type,
+                response.url,
+                tuple(dict.fromkeys(sorted_links.articles)),
             )
-        for url in dict.fromkeys(follow):
+        for url in dict.fromkeys(sorted_links.follow):
             yield self._list_request(site, url, depth + 1)
+        samples = self.sorter().samples(site, (url for url, _ in links), sorted_links.articles)
+        for shape, urls in samples.items():
+            for url in urls[:MIN_PAGES]:
+                yield self._sample_request(site, url, shape, urls, response.url)
         yield from self.linked_feed_requests(site, page)
+
+    def _sample_request(
+        self, site: Site, url: str, shape: str, links: list[str], source_url: str
+    ) -> Request:
+        """A page of an undecided shape of a site without a regex, fetched to decide it."""
+        count(self.crawler.stats, "article_samples/requests", site.site_id)
+        return Request(
+            url,
+            callback=self.parse_sample,
+            errback=self.sample_failed,
+            meta=self.request_meta(site, "sample", shape=shape, links=links, source=source_url),
+            priority=self.source.list_priority,
+        )
+
+    def parse_sample(self, response: Response) -> Iterator[ArticleLinks]:
+        """What a sample page says decides its shape once enough pages agree; then the
+        links of that shape on the list page it came from are articles at once."""
+        site = self.response_site(response)
+        meta = response.meta[META_KEY]
+        # The link's own URL, whatever it redirected to: its shape is the one to decide.
+        url = (response.meta.get("redirect_urls") or [response.url])[0]
+        pattern = self.sorter().page_fetched(site, url, decoded(response).text)
+        if pattern is not None and pattern.shape == meta["shape"] and pattern.verdict == "article":
+            yield ArticleLinks(
+                site.site_id, self.source.article_type, meta["source"], tuple(meta["links"])
+            )
+
+    def sample_failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        count(self.crawler.stats, "article_samples/failed", request.meta[META_KEY]["site_id"])
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:
         meta = self.snapshot_meta(site, article)
@@ -240,6 +278,11 @@ class GenericSpider(FeedWalkSpider):
         )
 
     def parse_snapshot(self, response: Response) -> Iterator[FetchedPage]:
+        site = self.response_site(response)
+        if not site.config.article and response.status == 200:
+            self.sorter().page_fetched(
+                site, response.meta[META_KEY]["article_url"], decoded(response).text
+            )
         yield self._snapshot(response, "", rendered=False)
 
     def _snapshot(self, response: Response, encoding: str, rendered: bool) -> FetchedPage:
@@ -322,6 +365,9 @@ class GenericSpider(FeedWalkSpider):
             count(self.crawler.stats, "snapshot_failures", meta["site_id"])
             yield FailedFetch(meta["article_id"], meta["site_id"], now(), "browser")
             return
+        site = self.response_site(response)
+        if not site.config.article and rendered.status == 200:
+            self.sorter().page_fetched(site, response.meta[META_KEY]["article_url"], rendered.text)
         yield self._snapshot(rendered, "utf-8", rendered=True)
 
     async def rendered_list_failed(self, failure: Failure) -> None:

@@ -23,7 +23,7 @@ from zeroarchive.sites.airtable import (
     rate_limit_retry,
 )
 from zeroarchive.sites.airtable_rows import AirtableRowError, row_spec, type_label
-from zeroarchive.sites.record import SiteSpec
+from zeroarchive.sites.record import SiteSpec, parse_config
 from zeroarchive.sites.sync import plan_sync
 from zeroarchive.sources import label_types, source_for_type
 from zeroarchive.storage.schema import site
@@ -738,3 +738,13 @@ def test_a_database_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
         .startswith("error: cannot reach the database at mysql+pymysql://root:***@127.0.0.1:")
     )
     assert "Traceback" not in run.output and "pw-s3cret" not in run.output
+
+
+@pytest.mark.parametrize("article", ["", "\n", None])
+def test_a_row_with_an_empty_regex_has_its_article_links_learnt(article: Any) -> None:
+    fields: dict[str, Any] = {"name": "farm", "url": "https://farm.example/", "type": "內容農場"}
+    if article is not None:
+        fields["article"] = article
+    spec = row_spec(record(**fields))
+    assert (spec.name, spec.type) == ("farm", "content_farm")
+    assert parse_config(spec.config, spec.name).article == ()

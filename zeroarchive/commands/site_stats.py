@@ -9,6 +9,7 @@ from zeroarchive.core.clock import now as clock_now
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.services import one_line_errors
 from zeroarchive.core.shown import json_line, shown
+from zeroarchive.core.url_shapes import readable
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.site_stats import NEW_ARTICLE_DAYS, SiteStats, SiteStatsConfig, site_stats
 
@@ -63,6 +64,15 @@ class Command(ScrapyCommand):
                 f"{utc_minute(row.last_list_ok_at):16}  {flags(row):24}  "
                 f"{row.type:12} {shown(row.category or '-'):14} {shown(row.name)}"
             )
+        unmatched = [row for row in rows if row.unmatched]
+        if unmatched:
+            print("Links of the latest walk that matched neither article nor following:")
+        for row in unmatched:
+            for shape in row.unmatched:
+                print(
+                    f"{row.site_id:>5} {shown(row.name)}: {shown(readable(shape.shape))}: "
+                    f"{shape.links} links (e.g. {shown(shape.example)})"
+                )
         quiet = sum(row.quiet for row in rows)
         unanswered = sum(bool(row.unanswered) for row in rows)
         print(

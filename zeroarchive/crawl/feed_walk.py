@@ -4,7 +4,8 @@ and the sitemaps its robots.txt names.
 
 They are list requests like any other (the site's slot and delay, its proxy, the URL
 guard, block pages, the list round), always fetched without a browser, and read by
-zeroarchive/crawl/feeds.py. Entries on the site whose URL matches ``article`` become Articles
+zeroarchive/crawl/feeds.py. Entries on the site that are articles (by ``article``, or by the
+site's learnt patterns when it gives none: zeroarchive/crawl/link_sorting.py) become Articles
 with the publication time the document gives; a sitemap index is followed to its
 ``FEEDS_SITEMAPS_PER_INDEX`` newest children, through at most ``INDEX_NESTING`` indexes.
 """
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urljoin
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 from twisted.python.failure import Failure
@@ -27,8 +29,10 @@ from zeroarchive.core.stats import count
 from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.crawl import feeds
 from zeroarchive.crawl.feeds import BadListDocument, FeedsConfig, ListedLink
+from zeroarchive.crawl.link_sorting import LinkSorter
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.sites.record import Site
+from zeroarchive.storage.patterns import PatternStore
 
 logger = logging.getLogger(__name__)
 # The protocol has no index inside an index, but large sites nest them (an index of
@@ -42,13 +46,30 @@ class FeedWalkSpider(ArchiveSpider):
     #: From the settings; None in a spider built without a crawler (`scrapy schedule`
     #: only makes its requests, the workers that read the answers have it).
     feeds_config: FeedsConfig | None = None
+    #: Which links are articles (the site's regex or its learnt patterns); None in a spider
+    #: built without a crawler, like feeds_config.
+    link_sorter: LinkSorter | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedWalkSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, FeedWalkSpider)
         spider.feeds_config = FeedsConfig.from_settings(crawler.settings)
+        spider.link_sorter = LinkSorter(
+            PatternStore(spider.archive.engine),
+            lambda: crawler.stats,
+            crawler.settings.getfloat("ZEROARCHIVE_SITE_REFRESH_SECONDS"),
+        )
+        crawler.signals.connect(spider._save_link_patterns, signals.spider_closed)
         return spider
+
+    def _save_link_patterns(self) -> None:
+        if self.link_sorter is not None:
+            self.link_sorter.maybe_save(force=True)
+
+    def sorter(self) -> LinkSorter:
+        assert self.link_sorter is not None, "a spider built without a crawler reads no pages"
+        return self.link_sorter
 
     # --- requests -------------------------------------------------------------------------
 
@@ -208,9 +229,9 @@ class FeedWalkSpider(ArchiveSpider):
             url = self._on_site(site, link.url, what)
             if url is None:
                 continue
-            if not site.config.is_article(url, as_found=link.url):
+            if not self.sorter().is_article(site, url, link.url, in_feed=what == "feeds"):
                 count(self.crawler.stats, f"{what}/not_article", site.site_id)
-                logger.debug("Not an article by the site's regex: %s (%s)", url, link.title)
+                logger.debug("Not an article of the site: %s (%s)", url, link.title)
                 continue
             urls.append(url)
             if link.published is not None:

@@ -498,13 +498,14 @@ class ArchiveSpider(scrapy.Spider):
             metrics = site_metrics(stats, site.site_id)
             errors = sum(v for k, v in metrics.items() if k.startswith("errors/"))
             logger.info(
-                "Site %s (#%d): %d list pages, %d article links (%d new), "
-                "%d snapshots saved, %d unchanged, %d moved, %d failed, %d errors",
+                "Site %s (#%d): %d list pages, %d article links (%d new), %d links matched "
+                "nothing, %d snapshots saved, %d unchanged, %d moved, %d failed, %d errors",
                 site.name,
                 site.site_id,
                 metrics.get("list_pages", 0),
                 metrics.get("articles_found", 0),
                 metrics.get("articles_new", 0),
+                metrics.get("links_unmatched", 0),
                 metrics.get("snapshots_saved", 0),
                 metrics.get("snapshots_unchanged", 0),
                 metrics.get("canonical_redirects", 0),

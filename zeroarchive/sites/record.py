@@ -539,8 +539,6 @@ def parse_spec(raw: Any, labels: Mapping[str, str] | None = None) -> SiteSpec:
         url = canonicalize_url(source.site_url(url), parsed.url_rules)
     except (UrlRejected, SiteUrlError) as exc:
         raise SiteConfigError(name, "url", f"bad URL {url[:200]!r}: {exc}") from exc
-    if source.needs_article_regex and not parsed.article:
-        raise SiteConfigError(name, "article", f"a {source.name} site needs an article regex")
     return SiteSpec(
         name=name,
         url=url,

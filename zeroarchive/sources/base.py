@@ -64,8 +64,6 @@ class Source:
     #: post and comment pages as one JSON), not one answer as served: a WARC export writes
     #: it as a ``resource`` record, not a ``response``.
     assembled: bool = False
-    #: Whether each site must say which links are articles (config ``article``).
-    needs_article_regex: bool = False
     #: Queue priority of its list pages (snapshots have 0).
     list_priority: int = LIST_PRIORITY
 

@@ -31,5 +31,4 @@ SOURCE = Source(
         "政府": "gov",
         "組織官網": "organization",
     },
-    needs_article_regex=True,
 )

@@ -191,6 +191,37 @@ fixity_progress = Table(
     Column("updated_at", BigInteger, nullable=False),
 )
 
+# A site's link shapes (zeroarchive/core/url_shapes.py) when its config gives no `article`
+# regex: links seen, fetched pages that said article or not, and the verdict they settled
+# on, or a person set (migration 0027; zeroarchive/crawl/article_patterns.py).
+site_pattern = Table(
+    "site_pattern",
+    metadata,
+    Column("site_id", Id, ForeignKey("Site.site_id"), nullable=False),
+    Column("shape", String(512), nullable=False),
+    Column("verdict", String(8), nullable=False),
+    Column("origin", String(8), nullable=False),
+    Column("links", BigInteger, nullable=False),
+    Column("article_pages", BigInteger, nullable=False),
+    Column("other_pages", BigInteger, nullable=False),
+    Column("example", String(2048), nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("site_id", "shape"),
+)
+
+# Same-site links of a walk that matched neither `article` nor `following`, by shape: what a
+# wrong regex leaves out (site_stats; migration 0027). walk_at: the walk they were counted in.
+site_unmatched_link = Table(
+    "site_unmatched_link",
+    metadata,
+    Column("site_id", Id, ForeignKey("Site.site_id"), nullable=False),
+    Column("shape", String(512), nullable=False),
+    Column("links", BigInteger, nullable=False),
+    Column("example", String(2048), nullable=False),
+    Column("walk_at", BigInteger, nullable=False),
+    PrimaryKeyConstraint("site_id", "shape"),
+)
+
 # --- Publications (stage B, written only by the parser; see storage/publications.py) ---
 
 parser_info = Table(

@@ -20,6 +20,8 @@ from sqlalchemy.engine import Connection, Engine
 from zeroarchive.core.errors import BLOCKED
 from zeroarchive.core.owners import kind_of
 from zeroarchive.core.schedule import DAY, STOP
+from zeroarchive.core.url_shapes import readable
+from zeroarchive.storage.patterns import PatternStore, UnmatchedShape
 from zeroarchive.storage.schema import (
     article,
     article_event,
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 NEW_ARTICLE_DAYS = (3, 7, 28, 180, 360)
+#: Shapes of unmatched links shown per site.
+UNMATCHED_SHOWN = 3
 # Stops that are the plan working as meant, not a problem with the site.
 NORMAL_STOPS = ("plan_complete", "moved")
 
@@ -85,6 +89,9 @@ class SiteStats:
     #: Events (zeroarchive/events/) per UTC month "YYYY-MM" of the last year, newest first:
     #: {"deleted": n, "edited": n, "restored": n}.
     events: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The most common shapes of the same-site links its latest walk matched to neither
+    #: ``article`` nor ``following`` (zeroarchive/crawl/link_sorting.py), most first.
+    unmatched: tuple[UnmatchedShape, ...] = ()
 
     def events_this_month(self, now: int) -> dict[str, int]:
         """This UTC month's deletions, edits and restorations."""
@@ -93,6 +100,10 @@ class SiteStats:
     def as_json(self) -> dict[str, Any]:
         record = dict(self.__dict__)
         record["new"] = {f"{days}d": n for days, n in self.new.items()}
+        record["unmatched"] = [
+            {"shape": readable(u.shape), "links": u.links, "example": u.example}
+            for u in self.unmatched
+        ]
         return record
 
 
@@ -229,6 +240,7 @@ def _start_of_window(site_ids: list[int], start: int) -> Select[Any]:
 
 def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteStats]:
     """Stats of every site (sites without articles included), by site id."""
+    unmatched = PatternStore(engine).unmatched(UNMATCHED_SHOWN)
     with engine.connect() as conn:
         scheduled = {row.site_id: row for row in conn.execute(_scheduled_counts(now, config))}
         totals = {row.site_id: row for row in conn.execute(select(site_article_totals))}
@@ -301,6 +313,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 recoveries=int(row.recoveries),
                 last_recovery_at=int(row.last_recovery_at),
                 events=events.get(row.site_id, {}),
+                unmatched=tuple(unmatched.get(row.site_id, ())),
             )
         )
     return stats

@@ -16,6 +16,7 @@ from zeroarchive.sites.record import (
     SiteConfigError,
     SiteSpec,
     parse_config,
+    split_patterns,
 )
 from zeroarchive.storage.articles import due_for_snapshot
 from zeroarchive.storage.schema import article, site
@@ -34,6 +35,22 @@ class SiteRow:
     articles: int
     last_crawl_at: int
     next_crawl_at: int
+    #: The ``article`` regexes its config gives (none: its article links are learnt).
+    article: tuple[str, ...] = ()
+
+
+def given_article(config_json: str, name: str) -> tuple[str, ...]:
+    r"""The ``article`` regexes of a stored config, as written (a config that no longer
+    parses gives none here: the crawl reports it).
+
+    >>> given_article('{"article": "/a/\\\\d+; /b/"}', "demo")
+    ('/a/\\d+', '/b/')
+    """
+    try:
+        raw = json.loads(config_json or "{}")
+        return tuple(p.pattern for p in split_patterns(raw.get("article"), name, "article"))
+    except (json.JSONDecodeError, SiteConfigError, AttributeError):
+        return ()
 
 
 class AmbiguousSite(LookupError):
@@ -311,6 +328,7 @@ class SiteStore:
                     articles=int(row["articles"]),
                     last_crawl_at=row["last_crawl_at"],
                     next_crawl_at=row["next_crawl_at"],
+                    article=given_article(row["config"], row["name"]),
                 )
                 for row in conn.execute(query).mappings()
             ]
