@@ -16,6 +16,9 @@ from lxml import etree
 from tests.conftest import scrapy
 from tests.test_copies import NOW, Archived, text, to_simplified
 from zeroarchive.copies.network import CSV_COLUMNS, GEXF_NS, gexf, network
+from zeroarchive.parser import PARSER_VERSION
+from zeroarchive.search import open_index
+from zeroarchive.search.reindex import reindex
 
 #: (story, [(site, seconds after NOW), ...]): when each site first had it.
 PUBLISHED = (
@@ -140,3 +143,22 @@ def test_copy_network_and_site_stats_commands(archived: Archived, tmp_path: Path
         {"site": "b", "site_id": int(b), "stories": 1, "median_delay_seconds": 1000}
     ]
     assert by_name["c"]["copied_by"] == [] and len(by_name["c"]["copies_from"]) == 1
+
+
+def test_search_collapse_copies(archived: Archived, tmp_path: Path) -> None:
+    engine = archived.archive.engine
+    reindex(engine, open_index(engine), PARSER_VERSION)
+    db_url = str(engine.url.render_as_string(hide_password=False))
+    # The cna story as written in traditional script: on a, b and b again.
+    query = ("search", "中華代表隊", "--json")
+    every = scrapy(*query, db_url=db_url, cwd=tmp_path)
+    assert every.returncode == 0, every.stderr
+    assert len(every.stdout.splitlines()) == 3
+    run = scrapy(*query, "--collapse-copies", db_url=db_url, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    [hit] = map(json.loads, run.stdout.splitlines())
+    cluster = archived.cluster(hit["article_id"])
+    assert cluster is not None
+    assert hit["cluster"] == cluster.cluster_id and hit["copies"] == 4
+    readable = scrapy("search", "中華代表隊", "--collapse-copies", db_url=db_url, cwd=tmp_path)
+    assert f"and 4 copies: scrapy copies --article {hit['article_id']}" in readable.stdout
