@@ -187,11 +187,12 @@ def cluster_sizes(engine: Engine, article_ids: Collection[int]) -> dict[int, tup
         }
         if not found:
             return {}
-        sizes = dict(
-            conn.execute(
+        sizes = {
+            int(cluster): int(count)
+            for cluster, count in conn.execute(
                 select(doc.cluster_id, func.count())
                 .where(doc.cluster_id.in_(sorted(set(found.values()))))
                 .group_by(doc.cluster_id)
-            ).all()
-        )
-    return {article_id: (cluster, int(sizes[cluster])) for article_id, cluster in found.items()}
+            )
+        }
+    return {article_id: (cluster, sizes[cluster]) for article_id, cluster in found.items()}
