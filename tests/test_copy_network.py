@@ -15,7 +15,7 @@ from lxml import etree
 
 from tests.conftest import scrapy
 from tests.test_copies import NOW, Archived, text, to_simplified
-from zeroarchive.copies.network import CSV_COLUMNS, GEXF_NS, gexf, network
+from zeroarchive.copies.network import CSV_COLUMNS, GEXF_NS, Edge, Network, gexf, network
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
 from zeroarchive.search.reindex import reindex
@@ -162,3 +162,15 @@ def test_search_collapse_copies(archived: Archived, tmp_path: Path) -> None:
     assert hit["cluster"] == cluster.cluster_id and hit["copies"] == 4
     readable = scrapy("search", "中華代表隊", "--collapse-copies", db_url=db_url, cwd=tmp_path)
     assert f"and 4 copies: scrapy copies --article {hit['article_id']}" in readable.stdout
+
+
+def test_the_gexf_holds_any_site_name() -> None:
+    """A name with markup, quotes and a control character (which XML 1.0 cannot hold even
+    escaped) still makes a document Gephi can read."""
+    names = {1: "farm<b>&\"'\x07", 2: "抄" * 3}
+    graph = Network(names, (Edge(1, 2, [5, 8]),))
+    document = etree.fromstring(gexf(graph, NOW))
+    labels = [node.get("label") for node in document.iterfind(".//{*}node")]
+    assert labels == ["farm<b>&\"'\ufffd", "抄抄抄"]
+    [edge] = document.iterfind(".//{*}edge")
+    assert (edge.get("source"), edge.get("target"), edge.get("weight")) == ("1", "2", "2")

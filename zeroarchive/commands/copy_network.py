@@ -62,7 +62,7 @@ class Command(ScrapyCommand):
             if out.suffix.lower() not in FORMATS:
                 raise UsageError(f"--out takes a .gexf or .csv file, not {str(out)!r}")
         assert self.settings is not None
-        from zeroarchive.copies.network import gexf, network, write_csv
+        from zeroarchive.copies.network import network, write_csv, write_gexf
 
         archive = open_archive(self.settings)
         graph = network(archive.engine, since=opts.since)
@@ -71,7 +71,8 @@ class Command(ScrapyCommand):
             sys.stdout.flush()
         for out in outs:
             if out.suffix.lower() == ".gexf":
-                out.write_bytes(gexf(graph, clock_now()))
+                with out.open("wb") as binary:
+                    write_gexf(graph, binary, clock_now())
             else:
                 with out.open("w", encoding="utf-8", newline="") as handle:
                     write_csv(graph, handle)

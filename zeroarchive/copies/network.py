@@ -6,7 +6,7 @@ before B: who had a story first is what the archive knows; who took it from whom
 the later ones it does not, and every earlier member would count one copy many times.
 A site's own republications (members on the first's site) are no edge.
 
-Written as GEXF 1.3 (Gephi) with the standard library's ElementTree, or as CSV."""
+Written as GEXF 1.3 (Gephi), XML from the standard library's quoting, or as CSV."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import datetime as dt
 import io
 import re
 import statistics
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
+from xml.sax.saxutils import quoteattr
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -143,6 +143,8 @@ def network(engine: Engine, since: int | None = None, site_id: int | None = None
                 select(site.c.site_id, site.c.name).where(site.c.site_id.in_(sorted(ids)))
             )
             names = {int(row.site_id): row.name for row in rows}
+    # A site row gone (deleted by hand) leaves its id as its name.
+    names.update({site_id: str(site_id) for site_id in ids - names.keys()})
     ordered = sorted(
         edges.values(), key=lambda edge: (-edge.stories, edge.source_id, edge.target_id)
     )
@@ -165,69 +167,59 @@ def write_csv(graph: Network, out: IO[str]) -> None:
         )
 
 
-def _xml_text(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
+def _attr(text: str) -> str:
+    """Text as a quoted XML attribute: what XML 1.0 cannot hold at all replaced."""
+    return quoteattr(_NOT_XML.sub("\ufffd", text))
+
+
+def write_gexf(graph: Network, out: IO[bytes], now: int) -> None:
+    """The network as a GEXF 1.3 document: nodes are sites (id: the site id, label: its
+    name), directed edges carry ``weight`` (stories) and the median delay. Written line by
+    line (an ElementTree of a large network took ten times as long)."""
+    day = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%d")
+    head = f"""<?xml version="1.0" encoding="UTF-8"?>
+<gexf xmlns="{GEXF_NS}" xmlns:xsi="{_XSI}" version="1.3"
+      xsi:schemaLocation="{GEXF_NS} {GEXF_NS}/gexf.xsd">
+  <meta lastmodifieddate="{day}">
+    <creator>zeroarchive copy_network</creator>
+    <description>Sites; an edge A-&gt;B weighs the stories B published after A had them
+first; median_delay_seconds from A's first snapshot to B's.</description>
+  </meta>
+  <graph defaultedgetype="directed">
+    <attributes class="node">
+      <attribute id="site_id" title="site_id" type="integer"/>
+    </attributes>
+    <attributes class="edge">
+      <attribute id="stories" title="stories" type="integer"/>
+      <attribute id="median_delay_seconds" title="median_delay_seconds" type="double"/>
+    </attributes>
+    <nodes>
+"""
+    out.write(head.encode())
+    lines = []
+    for site_id in sorted(graph.names):
+        lines.append(
+            f'      <node id="{site_id}" label={_attr(graph.names[site_id])}>'
+            f'<attvalues><attvalue for="site_id" value="{site_id}"/></attvalues></node>\n'
+        )
+    lines.append("    </nodes>\n    <edges>\n")
+    for number, edge in enumerate(graph.edges):
+        lines.append(
+            f'      <edge id="{number}" source="{edge.source_id}" target="{edge.target_id}" '
+            f'weight="{edge.stories}"><attvalues>'
+            f'<attvalue for="stories" value="{edge.stories}"/>'
+            f'<attvalue for="median_delay_seconds" value="{edge.median_delay!r}"/>'
+            "</attvalues></edge>\n"
+        )
+        if len(lines) >= 10_000:
+            out.write("".join(lines).encode())
+            lines = []
+    lines.append("    </edges>\n  </graph>\n</gexf>\n")
+    out.write("".join(lines).encode())
 
 
 def gexf(graph: Network, now: int) -> bytes:
-    """The network as a GEXF 1.3 document: nodes are sites (id: the site id, label: its
-    name), directed edges carry ``weight`` (stories) and the median delay."""
-    ET.register_namespace("", GEXF_NS)
-    ET.register_namespace("xsi", _XSI)
-
-    def tag(name: str) -> str:
-        return f"{{{GEXF_NS}}}{name}"
-
-    root = ET.Element(
-        tag("gexf"),
-        {
-            "version": "1.3",
-            f"{{{_XSI}}}schemaLocation": f"{GEXF_NS} {GEXF_NS}/gexf.xsd",
-        },
-    )
-    day = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%d")
-    meta = ET.SubElement(root, tag("meta"), {"lastmodifieddate": day})
-    ET.SubElement(meta, tag("creator")).text = "zeroarchive copy_network"
-    ET.SubElement(meta, tag("description")).text = (
-        "Sites; an edge A->B weighs the stories B published after A had them first; "
-        "median_delay_seconds from A's first snapshot to B's."
-    )
-    graph_element = ET.SubElement(root, tag("graph"), {"defaultedgetype": "directed"})
-    node_attributes = ET.SubElement(graph_element, tag("attributes"), {"class": "node"})
-    ET.SubElement(
-        node_attributes, tag("attribute"), {"id": "site_id", "title": "site_id", "type": "integer"}
-    )
-    edge_attributes = ET.SubElement(graph_element, tag("attributes"), {"class": "edge"})
-    for name, kind in (("stories", "integer"), ("median_delay_seconds", "double")):
-        ET.SubElement(edge_attributes, tag("attribute"), {"id": name, "title": name, "type": kind})
-    nodes = ET.SubElement(graph_element, tag("nodes"))
-    for site_id in sorted(graph.names):
-        node = ET.SubElement(
-            nodes, tag("node"), {"id": str(site_id), "label": _xml_text(graph.names[site_id])}
-        )
-        values = ET.SubElement(node, tag("attvalues"))
-        ET.SubElement(values, tag("attvalue"), {"for": "site_id", "value": str(site_id)})
-    edges = ET.SubElement(graph_element, tag("edges"))
-    for number, edge in enumerate(graph.edges):
-        element = ET.SubElement(
-            edges,
-            tag("edge"),
-            {
-                "id": str(number),
-                "source": str(edge.source_id),
-                "target": str(edge.target_id),
-                "weight": str(edge.stories),
-            },
-        )
-        values = ET.SubElement(element, tag("attvalues"))
-        ET.SubElement(values, tag("attvalue"), {"for": "stories", "value": str(edge.stories)})
-        ET.SubElement(
-            values,
-            tag("attvalue"),
-            {"for": "median_delay_seconds", "value": repr(edge.median_delay)},
-        )
-    ET.indent(root)
+    """``write_gexf``'s document."""
     buffer = io.BytesIO()
-    ET.ElementTree(root).write(buffer, encoding="UTF-8", xml_declaration=True)
-    buffer.write(b"\n")
+    write_gexf(graph, buffer, now)
     return buffer.getvalue()
