@@ -48,7 +48,7 @@ ALLOWED = {
     "search": {"core", "storage"},
     "copies": {"core", "storage", "search"},
     "publish": {"core", "sources", "sites", "storage"},
-    "monitor": {"core", "sources", "storage", "search", "events"},
+    "monitor": {"core", "sources", "storage", "search", "events", "copies"},
     "commands": set(LAYERS),
 }
 

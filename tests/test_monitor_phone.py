@@ -15,7 +15,9 @@ from playwright.sync_api import sync_playwright
 from sqlalchemy import select
 
 from tests.monitor_archive import LIMITS, NOW, Built, build, serving
+from tests.test_copies import text as article_text
 from tests.test_monitor_browser import PHONE, browser_config, chromium, free_port
+from zeroarchive.copies.hook import copies_hook
 from zeroarchive.core.items import FetchedPage, Parsed
 from zeroarchive.events.edits import edit_hook
 from zeroarchive.events.store import GoneAnswer, record_gone
@@ -25,7 +27,7 @@ from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
 from zeroarchive.search.reindex import reindex
 from zeroarchive.sites.record import parse_spec
-from zeroarchive.storage.archive import close_archives, open_archive
+from zeroarchive.storage.archive import Archive, close_archives, open_archive
 from zeroarchive.storage.publications import ArticleInfo, PublicationStore
 from zeroarchive.storage.schema import article, article_event
 from zeroarchive.storage.site_stats import SiteStatsConfig
@@ -72,6 +74,7 @@ def long_archive(url: str) -> tuple[Built, dict[str, int]]:
     for at, text in ((NOW - 2 * 86400, PARAGRAPH), (NOW - 86400, PARAGRAPH + "調降" + PARAGRAPH)):
         parsed = Parsed(LONG_URL, HEADLINE, text)
         store.add_version(info, at, parsed, parsed.digest(), at, hooks=[edit_hook])
+    copy_id = copied_story(archive, store, site_id)
     evidence = "redirect:" + LONG_URL
     record_gone(archive.engine, [GoneAnswer(article_id, site_id, NOW - 3600, evidence)])
     record_gone(archive.engine, [GoneAnswer(article_id, site_id, NOW - 600, evidence)])
@@ -85,7 +88,35 @@ def long_archive(url: str) -> tuple[Built, dict[str, int]]:
         "snapshot": NOW - 2 * 86400,
         "event": event_ids["edited"],
         "deleted": event_ids["deleted"],
+        "copy": copy_id,
     }
+
+
+def copied_story(archive: Archive, store: PublicationStore, site_id: int) -> int:
+    """A real story on the long-named site and its copy, under a long URL, on another
+    long-named site: the copy's id (its page lists the original, the site page the
+    copier)."""
+    spec = parse_spec(
+        {"name": "抄" * 60, "url": HOST + "/copies/", "type": "news", "config": {"article": "/"}}
+    )
+    copier, _ = archive.sites.upsert(spec, NOW - 10 * 86400)
+    hooks = [copies_hook()]
+    story = article_text("cna_s1")
+    ids = []
+    for site, url, at in (
+        (site_id, HOST + "/news/original.html", NOW - 5 * 86400),
+        (copier, LONG_URL + "?copy", NOW - 4 * 86400),
+    ):
+        archive.articles.add(site, "Article", [url], at)
+        with archive.engine.connect() as conn:
+            article_id = conn.execute(
+                select(article.c.article_id).where(article.c.url == url)
+            ).scalar_one()
+        parsed = Parsed(url, HEADLINE, story)
+        info = ArticleInfo(article_id, site, "Article", url)
+        store.add_version(info, at, parsed, parsed.digest(), at, hooks=hooks)
+        ids.append(article_id)
+    return ids[-1]
 
 
 @pytest.fixture
@@ -112,13 +143,18 @@ def pages_of(paths: list[str], ids: dict[str, int]) -> list[str]:
         "/articles/{article_id:id}": [
             f"/articles/{ids['article']}",
             f"/articles/{ids['article']}?a=1&b=2",
+            f"/articles/{ids['copy']}",
         ],
         "/articles/{article_id:id}/snapshots/{snapshot_at:id}": [
             f"/articles/{ids['article']}/snapshots/{ids['snapshot']}"
         ],
         "/events": ["/events"],
         "/events/{event_id:id}": [f"/events/{ids['event']}", f"/events/{ids['deleted']}"],
-        "/search": ["/search?q=" + quote("預算"), "/search?q=" + quote(PARAGRAPH[:30])],
+        "/search": [
+            "/search?q=" + quote("預算"),
+            "/search?q=" + quote(PARAGRAPH[:30]),
+            "/search?collapse=1&q=" + quote("中華代表隊"),
+        ],
         "/save": ["/save"],
     }
     not_pages = {

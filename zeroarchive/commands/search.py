@@ -54,6 +54,23 @@ def readable(hit: Hit, number: int) -> str:
     return "\n".join(lines)
 
 
+def collapsed(archive: Archive, hits: list[Hit]) -> tuple[list[Hit], dict[int, tuple[int, int]]]:
+    """The hits left when those whose cluster of copies a better hit is in are left out,
+    and {article id: (cluster, members)} of those shown in a cluster."""
+    from zeroarchive.copies.read import cluster_sizes
+
+    sizes = cluster_sizes(archive.engine, [hit.article_id for hit in hits])
+    kept, seen = [], set()
+    for hit in hits:
+        cluster = sizes.get(hit.article_id)
+        if cluster is not None:
+            if cluster[0] in seen:
+                continue
+            seen.add(cluster[0])
+        kept.append(hit)
+    return kept, {hit.article_id: sizes[hit.article_id] for hit in kept if hit.article_id in sizes}
+
+
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
@@ -61,7 +78,8 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return (
             "QUERY [--site NAME]... [--since TIME] [--until TIME] "
-            "[--all-versions] [--sort relevance|date] [--limit N] [--fold-chinese] [--json]"
+            "[--all-versions] [--sort relevance|date] [--limit N] [--fold-chinese] "
+            "[--collapse-copies] [--json]"
         )
 
     def short_desc(self) -> str:
@@ -131,6 +149,13 @@ class Command(ScrapyCommand):
             "and Hong Kong's variants (台灣, 臺灣 and 台湾 alike)",
         )
         parser.add_argument(
+            "--collapse-copies",
+            action="store_true",
+            help="one hit per story: of the hits shown, those whose cluster of copies "
+            "(scrapy copies) a better hit is in are left out, and each hit says how many "
+            "copies its story has (JSON: cluster, copies)",
+        )
+        parser.add_argument(
             "--json",
             action="store_true",
             help="one JSON object per hit, best first: article_id, site, url (the URL "
@@ -186,10 +211,23 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
-        for number, hit in enumerate(hits.hits, 1):
+        shown_hits, copies = list(hits.hits), dict[int, tuple[int, int]]()
+        if opts.collapse_copies:
+            shown_hits, copies = collapsed(archive, shown_hits)
+        for number, hit in enumerate(shown_hits, 1):
+            cluster = copies.get(hit.article_id)
             if opts.json:
-                print(json_line(hit.as_json()))
+                record = hit.as_json()
+                if opts.collapse_copies:
+                    record["cluster"] = cluster[0] if cluster else None
+                    record["copies"] = cluster[1] - 1 if cluster else 0
+                print(json_line(record))
             else:
                 print(readable(hit, number))
+                if cluster:
+                    print(
+                        f"   and {cluster[1] - 1} cop{'y' if cluster[1] == 2 else 'ies'}: "
+                        f"scrapy copies --article {hit.article_id}"
+                    )
         sys.stdout.flush()
         print(hits.total_line(), file=sys.stderr)

@@ -26,7 +26,13 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--json", action="store_true", help="one JSON object per site")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="one JSON object per site, with its copies_from and copied_by: the sites "
+            "it published stories after, and those that published its stories after it "
+            "([{site, site_id, stories, median_delay_seconds}], most stories first)",
+        )
         parser.add_argument(
             "--quiet-days", type=int, help="flag sites without a new article for N days"
         )
@@ -44,8 +50,14 @@ class Command(ScrapyCommand):
         now = clock_now()
         rows = site_stats(archive.engine, now, config)
         if opts.json:
+            from zeroarchive.copies.network import network
+
+            copies = network(archive.engine)
             for row in rows:
-                print(json_line(row.as_json()))
+                record = row.as_json()
+                record["copies_from"] = copies.copies_from(row.site_id)
+                record["copied_by"] = copies.copied_by(row.site_id)
+                print(json_line(record))
             return
         new_heads = " ".join(f"{f'{d}d':>6}" for d in NEW_ARTICLE_DAYS)
         print(

@@ -3,11 +3,11 @@ it was first seen, its similarity to the first and whether its script was conver
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from zeroarchive.copies.fingerprint import NO_SCRIPT
@@ -28,6 +28,7 @@ class Member:
     similarity: float
     #: "same" or "converted": its script against the first's.
     script: str
+    site_id: int
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +66,7 @@ def _members(engine: Engine, cluster_ids: Sequence[int]) -> dict[int, list[Any]]
         select(
             doc.cluster_id,
             doc.article_id,
+            doc.site_id,
             site.c.name,
             article.c.url,
             doc.first_seen_at,
@@ -102,6 +104,7 @@ def _cluster(cluster_id: int, rows: list[Any], min_similarity: float | None) -> 
                 None if row.published_at is None else int(row.published_at),
                 similarity,
                 "converted" if converted else "same",
+                int(row.site_id),
             )
         )
     if len(members) < 2:
@@ -128,11 +131,13 @@ def clusters(
     site_ids: Sequence[int] = (),
     since: int | None = None,
     min_similarity: float | None = None,
+    after: int = 0,
 ) -> Iterator[Cluster]:
     """Every cluster, oldest id first; with ``site_ids``, those with a member on one of
-    them; with ``since``, those with a member first seen at or after it."""
+    them; with ``since``, those with a member first seen at or after it; with ``after``,
+    those of a greater id."""
     doc = copy_doc.c
-    last = 0
+    last = after
     while True:
         query = (
             select(copy_cluster.c.cluster_id)
@@ -163,3 +168,31 @@ def clusters(
             if found is not None:
                 yield found
         last = ids[-1]
+
+
+def cluster_sizes(engine: Engine, article_ids: Collection[int]) -> dict[int, tuple[int, int]]:
+    """{article id: (its cluster, the cluster's members)} of those of ``article_ids`` in
+    a cluster."""
+    if not article_ids:
+        return {}
+    doc = copy_doc.c
+    with engine.connect() as conn:
+        found = {
+            int(row.article_id): int(row.cluster_id)
+            for row in conn.execute(
+                select(doc.article_id, doc.cluster_id).where(
+                    doc.article_id.in_(sorted(article_ids)), doc.cluster_id.is_not(None)
+                )
+            )
+        }
+        if not found:
+            return {}
+        sizes = {
+            int(cluster): int(count)
+            for cluster, count in conn.execute(
+                select(doc.cluster_id, func.count())
+                .where(doc.cluster_id.in_(sorted(set(found.values()))))
+                .group_by(doc.cluster_id)
+            )
+        }
+    return {article_id: (cluster, sizes[cluster]) for article_id, cluster in found.items()}

@@ -2,6 +2,7 @@
 0archive GraphQL sites API and search at /graphql, and the site monitor's pages and the
 /search page, from server-side templates with no script and nothing loaded from elsewhere.
 
-May import: ``search``, ``storage``, ``events`` (reading events), ``sources``, ``core``.
+May import: ``search``, ``storage``, ``events`` (reading events), ``copies`` (reading
+clusters), ``sources``, ``core``.
 Never imported by: anything but ``commands``.
 """

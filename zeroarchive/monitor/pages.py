@@ -20,6 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from zeroarchive.copies.network import network
+from zeroarchive.copies.read import cluster_of
 from zeroarchive.core.clock import utc_minute
 from zeroarchive.core.shown import html_safe, masked_url
 from zeroarchive.events.next_check import ArticleState, NextCheck, next_check
@@ -62,6 +64,8 @@ ACTIVE_CHOICES = {"": "all", "yes": "active", "no": "inactive"}
 #: The navigation bar, in one place: (path, label). A page whose path starts with an
 #: entry's path shows that entry as current. /search and /events are other modules' pages.
 NAV = (("/sites", "Sites"), ("/search", "Search"), ("/events", "Events"))
+#: Rows of a site page's "copies from" and "copied by" tables (most stories first).
+COPY_SITES = 20
 
 
 class IdConvertor(Convertor[int]):
@@ -87,6 +91,22 @@ def when(ts: int | None) -> str:
     ('2023-11-14 22:13', 'never')
     """
     return utc_minute(ts)
+
+
+def delay(seconds: float) -> str:
+    """A delay for people, to the minute under a day, to the hour beyond.
+
+    >>> delay(0), delay(45), delay(150), delay(3 * 3600 + 120), delay(2 * 86400 + 7300)
+    ('0 s', '45 s', '2 min', '3 h 2 min', '2 d 2 h')
+    """
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
 
 
 def article_check(row: ArticleRow) -> NextCheck:
@@ -143,6 +163,7 @@ templates = Jinja2Templates(
     )
 )
 templates.env.filters["when"] = when
+templates.env.filters["delay"] = delay
 templates.env.filters["next_check"] = article_check
 # Plain masked text, for where markup cannot go (a title, an attribute, an option).
 templates.env.filters["masked_url"] = masked_url
@@ -318,6 +339,7 @@ def site_page(request: Request) -> Response:
     view: StatsView = request.app.state.stats.current()
     row = view.of_site(site_id)
     articles = recent_articles(engine, site_id, request.app.state.config.site_articles)
+    copies = network(engine, site_id=site_id)
     return render(
         request,
         "site.html",
@@ -331,6 +353,8 @@ def site_page(request: Request) -> Response:
             "chart_days": request.app.state.charts.days,
             "articles": articles,
             "titles": latest_titles(engine, [found.article_id for found in articles]),
+            "copies_from": copies.copies_from(site_id)[:COPY_SITES],
+            "copied_by": copies.copied_by(site_id)[:COPY_SITES],
         },
     )
 
@@ -368,6 +392,7 @@ def article_page(request: Request) -> Response:
             "diff": diff,
             "recheck_token": recheck_token(request),
             "rechecking": request.query_params.get("rechecking") == "1",
+            "copies": cluster_of(engine, article_id),
         },
     )
 

@@ -305,15 +305,17 @@ def list_sizes(stats: StatsCache) -> ListSizes:
 
 
 def build_schema() -> GraphQLSchema:
+    from zeroarchive.monitor import copies_api
     from zeroarchive.monitor.events_api import BINDABLES, EVENTS_SCHEMA
     from zeroarchive.monitor.save_page import SAVE_SCHEMA, mutation
 
     return make_executable_schema(
-        [SCHEMA, search_api.SCHEMA, EVENTS_SCHEMA, SAVE_SCHEMA],
+        [SCHEMA, search_api.SCHEMA, EVENTS_SCHEMA, SAVE_SCHEMA, copies_api.COPIES_SCHEMA],
         query,
         mutation,
         *search_api.BINDABLES,
         *BINDABLES,
+        *copies_api.BINDABLES,
         site_type,
         articles_result,
         article_type,
