@@ -159,8 +159,13 @@ class SnapshotsPipeline:
     async def _flush_periodically(self) -> None:
         while True:
             await asyncio.sleep(self.config.flush_seconds)
-            # Shielded: cancelling this timer at close must not abandon a write half done.
-            await asyncio.shield(self.flush())
+            # Shielded: cancelling this timer at close must not abandon a write half done;
+            # and kept with the other writes, so that close waits for it (a crawl closing
+            # during a timed flush reported and counted nothing of that batch).
+            write = asyncio.ensure_future(self.flush())
+            self._writes.append(write)
+            write.add_done_callback(self._writes.remove)
+            await asyncio.shield(write)
 
     def _take_batch(self) -> list[FetchedPage | FailedFetch | MediaAnswer]:
         batch, self.pending, self.pending_bytes = self.pending, [], 0

@@ -248,3 +248,33 @@ def test_a_snapshot_and_the_restoration_it_settles_land_together_or_not_at_all(
     monkeypatch.undo()
     crawl()
     assert state() == (2, ["deleted", "restored"])
+
+
+def test_close_waits_for_the_timers_flush_under_way(tmp_path: Path) -> None:
+    """A crawl closing while the timer's flush writes its batch: close returns only once
+    that batch is written and counted (it returned at once, and `scrapy save` said NOT
+    saved of a page written a moment later)."""
+    pipeline, store, crawler = make_pipeline(tmp_path)
+    pipeline.config = BatchConfig(
+        max_items=100, max_bytes=10**9, flush_seconds=0.01, db_retry_seconds=0, writer="thread"
+    )
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        store.gate.clear()
+        await pipeline.process_item(fetched(1))
+        # The timer takes the batch and blocks in the store.
+        for _ in range(200):
+            if not pipeline.pending:
+                break
+            await asyncio.sleep(0.01)
+        assert not pipeline.pending
+        closing = asyncio.ensure_future(pipeline.close_spider())
+        await asyncio.sleep(0.2)
+        assert not closing.done(), "close returned while a batch was being written"
+        store.gate.set()
+        await asyncio.wait_for(closing, 10)
+
+    asyncio.run(crawl())
+    assert store.batches == [[1]]
+    assert crawler.stats.get_value("zeroarchive/snapshots_saved") == 1
