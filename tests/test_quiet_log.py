@@ -16,14 +16,20 @@ from zeroarchive.core.quiet_log import START_UP, asked_for, quiet_start_up
 LOGGERS = {name for name, _ in START_UP} | {"scrapy.statscollectors"}
 
 
-@pytest.fixture(autouse=True)
-def _no_filters_left() -> Iterator[None]:
-    yield
+def _remove_filters() -> None:
     for name in LOGGERS:
         logger = logging.getLogger(name)
         for found in list(logger.filters):
             if type(found).__module__ == "zeroarchive.core.quiet_log":
                 logger.removeFilter(found)
+
+
+@pytest.fixture(autouse=True)
+def _no_filters_left() -> Iterator[None]:
+    # Before too: a crawl run earlier in this test process may have left its filters.
+    _remove_filters()
+    yield
+    _remove_filters()
 
 
 def _log_start_up(caplog: pytest.LogCaptureFixture) -> dict[str, int]:

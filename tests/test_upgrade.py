@@ -142,6 +142,7 @@ def test_a_running_scheduler_and_two_workers_upgrade_one_by_one(
                     process.kill()
     articles, _, covered = counts(mariadb_url)
     assert articles == covered == len(pages)
-    for n in (1, 2):
-        old_output = (logs / f"old-worker-{n}.log").read_text(errors="replace")
-        assert "zeroarchive/snapshots_saved" in old_output, "both old workers worked"
+    # The old code stored snapshots on its schema before the upgrade (which of the two
+    # workers took them depends on the machine's load).
+    old_outputs = [(logs / f"old-worker-{n}.log").read_text(errors="replace") for n in (1, 2)]
+    assert any("zeroarchive/snapshots_saved" in output for output in old_outputs)
