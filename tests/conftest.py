@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,13 +106,31 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.maxschedchunk = 1
 
 
+@pytest.fixture(scope="session")
+def _migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite archive migrated to the newest schema, once per test process."""
+    from zeroarchive.storage.engine import make_engine, migrate
+
+    path = tmp_path_factory.mktemp("migrated") / "archive.db"
+    engine = make_engine(f"sqlite:///{path}")
+    try:
+        migrate(engine)
+    finally:
+        engine.dispose()  # the last connection checkpoints the WAL into the file
+    return path
+
+
 @pytest.fixture(params=["sqlite", "mariadb"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty archive database: a new SQLite file (no schema yet), or this test
-    process's MariaDB archive database, its schema up to date and every table empty.
-    Tests about a database without a schema take ``blank_db_url``."""
+    """An empty archive database, its schema up to date: a new SQLite file (a copy of one
+    migrated once per test process), or this test process's MariaDB archive database with
+    every table empty. Tests about a database without a schema take ``blank_db_url``."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'archive.db'}"
+        # Migrating a new file took 0.07 CPU s but 0.2-0.9 s of the DDL's fsyncs per test,
+        # on about 800 tests; the copy takes 5 ms.
+        path = tmp_path / "archive.db"
+        shutil.copyfile(request.getfixturevalue("_migrated_sqlite"), path)
+        yield f"sqlite:///{path}"
         close_archives()
         return
     yield _shared_mariadb.take()
