@@ -213,7 +213,7 @@ class SharedMariadb:
                 conn.execute(text("SET SESSION lock_wait_timeout = 10"))
                 if _schema_shape(conn) == self.shape:
                     conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
-                    for table in self.tables:
+                    for table in _written_tables(conn, self.tables):
                         conn.execute(text(f"TRUNCATE TABLE `{table}`"))
                     return
         except Exception:
@@ -231,6 +231,25 @@ class SharedMariadb:
             conn.execute(text("SET SESSION lock_wait_timeout = 10"))
             conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
         admin.dispose()
+
+
+def _written_tables(conn: Any, tables: list[str]) -> list[str]:
+    """The tables a test left rows in or took ids from: TRUNCATE of all 25 took 0.4-0.5 s
+    of InnoDB's table re-creation per test, most tests write to two or three."""
+    rows = " UNION ALL ".join(
+        f"SELECT '{table}', EXISTS(SELECT 1 FROM `{table}`)" for table in tables
+    )
+    written = {name for name, used in conn.execute(text(rows)) if used}
+    written.update(
+        name
+        for (name,) in conn.execute(
+            text(
+                "SELECT TABLE_NAME FROM information_schema.TABLES "
+                "WHERE TABLE_SCHEMA = DATABASE() AND AUTO_INCREMENT > 1"
+            )
+        )
+    )
+    return [table for table in tables if table in written]
 
 
 def _schema_shape(conn: Any) -> tuple[object, ...]:
