@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -13,6 +12,7 @@ from scrapy.exceptions import UsageError
 from zeroarchive.commands import site_option
 from zeroarchive.core.clock import now, parse_time, utc_minute
 from zeroarchive.core.services import one_line_errors
+from zeroarchive.core.shown import json_line, shown
 from zeroarchive.storage.archive import Archive, open_archive
 
 if TYPE_CHECKING:
@@ -70,21 +70,13 @@ def damage_line(damage: Damage) -> str:
     >>> print(damage_line(Damage("snapshot", {"article_id": 7}, url, "missing", "x")))
     damaged snapshot article_id=7 url=https://***@x.example/\x1b[2J missing: x
     """
-    from zeroarchive.monitor.masking import masked_url
-
     ids = " ".join(f"{key}={value}" for key, value in damage.ids.items())
-    url = masked_url(damage.url) if damage.url else "-"
-    line = f"damaged {damage.source} {ids} url={url} {damage.problem}: {damage.detail}"
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in line)
+    url = damage.url or "-"
+    return shown(f"damaged {damage.source} {ids} url={url} {damage.problem}: {damage.detail}")
 
 
 def _json_line(damage: Damage) -> str:
-    from zeroarchive.monitor.masking import masked_url
-
-    record: dict[str, Any] = damage.record()
-    if damage.url:
-        record["url"] = masked_url(damage.url)
-    return json.dumps(record, ensure_ascii=False)
+    return json_line(dict(damage.record()))
 
 
 def stop_on_sigterm(_signum: int, _frame: object) -> None:
