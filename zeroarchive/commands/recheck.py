@@ -83,9 +83,8 @@ class Command(ScrapyCommand):
         self.crawler_process.start()
 
         # A second sign of a deletion is confirmed now (the crawl held it for ten minutes).
-        records = {site_id: archive.sites.get(site_id) for site_id in sites}
-        pages = [settle(page, records.get(page.site_id), []) for page in asked.pages()]
-        signs = sort_batch(archive, [*pages, *asked.failures()], records).gone
+        pages = [settle(page, sites.get(page.site_id), []) for page in asked.pages()]
+        signs = sort_batch(archive, [*pages, *asked.failures()], sites).gone
         confirm_asked(archive.engine, signs, asked_at)
 
         self._parse(archive, list(sites), asked_at)
