@@ -74,6 +74,7 @@ class VideoDownloaderMiddleware:
             max_bytes=int(request.meta.get("download_maxsize") or 0) or 2**63,
             retries=int(self.crawler.settings.getint("RETRY_TIMES")),
         )
+        logger.debug("Video %s: downloading", request.url)
         if self._turns is None:
             self._turns = asyncio.Semaphore(self.config.concurrency)
         async with self._turns:

@@ -57,6 +57,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.media.expiry import rotate_videos
         from zeroarchive.publish.warc.export import WarcExportConfig
         from zeroarchive.publish.warc.rotation import WarcMonthExport
 
@@ -76,6 +77,9 @@ class Command(ScrapyCommand):
                 raise UsageError(str(exc)) from None
             exporter = WarcMonthExport(config.roll_bytes)
         archive = open_archive(self.settings)
+        # Videos past their site's video_keep_days lose their bytes, not their records.
+        media_dir = (self.settings.get("ZEROARCHIVE_MEDIA_DIR") if self.settings else "") or ""
+        print(rotate_videos(archive.engine, media_dir, dry_run=opts.export is None))
         if opts.export is None:
             months = months_before(archive.engine, cutoff)
             print(
