@@ -40,7 +40,9 @@ class Command(ScrapyCommand):
             "(--format warc: the directory DIR/snapshots-YYYY-MM/ of WARC files and "
             "index.cdxj), re-read and checked against the database (count and content "
             "hashes, and WARC digests), then dropped. Without --export nothing is dropped: "
-            "the months are only listed."
+            "the months are only listed. Every run also removes the bytes of the videos kept "
+            "longer than their site's video_keep_days, keeping their records as expired "
+            "(without --export: only counted)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
