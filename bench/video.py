@@ -6,8 +6,9 @@ repeating block, with its Content-Length: never the whole file in this process),
 the article and the tiny video. Each round runs ``scrapy crawl generic`` into a fresh SQLite
 file (the database backend, or ``--media-dir`` for the directory one) and samples, every
 50 ms, the resident memory (VmRSS) of the crawl's process and of each of its children (the
-snapshot writer process). It prints the peak of each, the big video's minus the tiny one's
-(what the video added), and checks the stored item's size and SHA-256.
+snapshot writer process once started; yt-dlp's short ffmpeg probes). It prints the peak of
+each, the big video's minus the tiny one's (what the video added), and checks the stored
+item's size and SHA-256.
 
     python bench/video.py [--size 500] [--rounds 2] [--media-dir]
 """
@@ -223,12 +224,12 @@ def main() -> None:
                     tiny = crawl_peak, child_peak
                 print(
                     f"round {round_number + 1} {video:8}: crawl peak {crawl_peak / 1024:7.1f} MiB, "
-                    f"writer peak {child_peak / 1024:7.1f} MiB, {elapsed:6.1f} s"
+                    f"children's peak {child_peak / 1024:7.1f} MiB, {elapsed:6.1f} s"
                 )
             print(
                 f"round {round_number + 1}: the {options.size} MiB video added "
                 f"{(big[0] - tiny[0]) / 1024:+.1f} MiB to the crawl's peak, "
-                f"{(big[1] - tiny[1]) / 1024:+.1f} MiB to the writer's"
+                f"{(big[1] - tiny[1]) / 1024:+.1f} MiB to its children's"
             )
     server.shutdown()
 
