@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.conftest import scrapy
+from tests.forward_proxy import ForwardProxy
 from tests.replay import ReplayServer, Route
 from tests.test_generic import write_sites
 from zeroarchive.core.items import FetchedPage
@@ -215,14 +216,24 @@ def test_html5_videos_are_downloaded_by_ytdlp_stored_once_and_refusals_recorded(
     assert "'zeroarchive/media/refused/failed': 3" in output
 
 
-def test_a_directory_backend_keeps_the_video_and_no_download_is_left_behind(
+def test_a_video_goes_through_the_sites_proxy_into_the_directory_backend(
     tmp_path: Path, videos: _VideoServer
 ) -> None:
     db_url = f"sqlite:///{tmp_path / 'a.db'}"
     media_dir = tmp_path / "media"
     pages = {"one": f'</head><body><video src="{videos.url("/clip.mp4")}"></video>'}
-    with ReplayServer(routes_for(pages)) as server:
-        crawl(db_url, tmp_path, [site(server)], f"ZEROARCHIVE_MEDIA_DIR={media_dir}")
+    with (
+        ForwardProxy(credentials="archiver:s3cret") as proxy,
+        ReplayServer(routes_for(pages)) as server,
+    ):
+        crawl(
+            db_url,
+            tmp_path,
+            [site(server, proxy=proxy.url())],
+            f"ZEROARCHIVE_MEDIA_DIR={media_dir}",
+        )
+    # yt-dlp went out through the site's proxy, with its credentials.
+    assert proxy.passed[videos.url("/clip.mp4")] >= 1 and proxy.refused == 0
     (row,) = media_json(db_url, tmp_path)
     digest = hashlib.sha256(MP4).hexdigest()
     assert row["stored"] and row["sha256"] == digest
