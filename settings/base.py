@@ -195,6 +195,9 @@ DOWNLOADER_MIDDLEWARES = {
     # After retry in process_request order, so before it in process_exception order: a
     # host name that did not resolve is marked not to be retried.
     "middlewares.dns_failures.DnsFailuresDownloaderMiddleware": 590,
+    # Last before Scrapy's HttpProxyMiddleware (750): yt-dlp downloads a page's videos with
+    # the request as the middlewares above made it (proxy, user agent, cookies, Referer).
+    "middlewares.video.VideoDownloaderMiddleware": 745,
 }
 # Nobody needs a remote shell into an archiving crawler: the remote control and the telnet
 # console are left out of Scrapy's base list (so their *_ENABLED settings do nothing here),
@@ -226,6 +229,13 @@ SPIDER_MIDDLEWARES = {
 # variable of the same name wins (a lab or test deployment whose saved pages name their
 # images on the live sites).
 ZEROARCHIVE_MEDIA_ENABLED = True
+# Videos (zeroarchive/media/video.py, yt-dlp): the best format up to this height in pixels
+# (0: the best there is), this many downloads at once per crawl process, and the seconds
+# one download may take in all (its connections give up sooner, after DOWNLOAD_TIMEOUT
+# without a byte).
+ZEROARCHIVE_VIDEO_CONCURRENCY = 2
+ZEROARCHIVE_VIDEO_MAX_HEIGHT = 720
+ZEROARCHIVE_VIDEO_TIMEOUT = 3600.0
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,

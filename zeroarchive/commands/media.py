@@ -46,11 +46,13 @@ class Command(ScrapyCommand):
             "One line per (snapshot, item): the images, stylesheets (with the fonts and "
             "images they reference) and videos each stored snapshot showed, kept once by "
             "the SHA-256 of their bytes, or why an item was not kept (too-large, too-many, "
-            "not-media, failed:<HTTP status or error>). An unchanged re-snapshot has no rows "
-            "of its own: it showed the set of the snapshot with its bytes. With --json, one "
-            "object per line with the keys article_id, snapshot_at, kind, url, sha256, "
+            "not-media, failed:<HTTP status or error>, expired: a video whose bytes the "
+            "rotation removed after its site's video_keep_days). An unchanged re-snapshot has "
+            "no rows of its own: it showed the set of the snapshot with its bytes. With "
+            "--json, one object per line with the keys article_id, snapshot_at, kind, url, sha256, "
             "bytes, content_type, fetched_at, stored, reason (times in unix seconds; "
-            "sha256, bytes and content_type null for an item not stored)."
+            "sha256, bytes and content_type null for an item not stored; an expired video "
+            "keeps the ones it had and adds expired_at)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:

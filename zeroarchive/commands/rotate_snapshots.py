@@ -40,7 +40,9 @@ class Command(ScrapyCommand):
             "(--format warc: the directory DIR/snapshots-YYYY-MM/ of WARC files and "
             "index.cdxj), re-read and checked against the database (count and content "
             "hashes, and WARC digests), then dropped. Without --export nothing is dropped: "
-            "the months are only listed."
+            "the months are only listed. Every run also removes the bytes of the videos kept "
+            "longer than their site's video_keep_days, keeping their records as expired "
+            "(without --export: only counted)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -57,6 +59,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.media.expiry import rotate_videos
         from zeroarchive.publish.warc.export import WarcExportConfig
         from zeroarchive.publish.warc.rotation import WarcMonthExport
 
@@ -76,6 +79,9 @@ class Command(ScrapyCommand):
                 raise UsageError(str(exc)) from None
             exporter = WarcMonthExport(config.roll_bytes)
         archive = open_archive(self.settings)
+        # Videos past their site's video_keep_days lose their bytes, not their records.
+        media_dir = (self.settings.get("ZEROARCHIVE_MEDIA_DIR") if self.settings else "") or ""
+        print(rotate_videos(archive.engine, media_dir, dry_run=opts.export is None))
         if opts.export is None:
             months = months_before(archive.engine, cutoff)
             print(

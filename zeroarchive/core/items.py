@@ -77,6 +77,9 @@ class MediaAnswer:
     body: bytes | None = field(default=None, repr=False)
     content_type: str | None = None
     reason: str | None = None
+    #: A file holding the bytes instead of ``body`` (a video: zeroarchive/media/video.py),
+    #: removed by the snapshot writer once the batch is written (or cannot be).
+    spooled: str | None = None
 
 
 def header_lists(headers: Headers) -> dict[str, list[str]]:

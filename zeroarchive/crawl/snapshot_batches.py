@@ -11,7 +11,7 @@ pipeline adds to the crawl's stats.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -30,6 +30,7 @@ from zeroarchive.events.answers import (
 from zeroarchive.events.probe import load_probes
 from zeroarchive.events.store import Answered, record_answered, record_gone, record_not_modified
 from zeroarchive.media.store import CHUNK, MediaRecord, MediaStore, media_store
+from zeroarchive.media.video import discard
 from zeroarchive.sites.record import Site
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.snapshots import SaveResult
@@ -86,6 +87,10 @@ def write_batch(
     except Exception:
         logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
         return [*counts, ("errors/db_write", None, len(batch))]
+    finally:
+        for item in batch:
+            if isinstance(item, MediaAnswer) and item.spooled is not None:
+                discard(item.spooled)
     return counts + written_counts(answers, written)
 
 
@@ -192,7 +197,7 @@ def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer
     counts: list[Count] = []
     records = []
     for item in items:
-        if item.body is None:
+        if item.body is None and item.spooled is None:
             records.append(
                 MediaRecord(
                     item.article_id,
@@ -209,9 +214,13 @@ def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer
             )
             counts.append((f"media/refused/{(item.reason or '').split(':')[0]}", item.site_id, 1))
             continue
-        view = memoryview(item.body)
-        chunks = (view[i : i + CHUNK] for i in range(0, len(view), CHUNK))
-        put = media.put(conn, chunks, item.content_type, item.fetched_at)
+        if item.spooled is not None:
+            put = media.put(conn, _file_chunks(item.spooled), item.content_type, item.fetched_at)
+        else:
+            assert item.body is not None
+            view = memoryview(item.body)
+            chunks = (view[i : i + CHUNK] for i in range(0, len(view), CHUNK))
+            put = media.put(conn, chunks, item.content_type, item.fetched_at)
         records.append(
             MediaRecord(
                 item.article_id,
@@ -233,6 +242,12 @@ def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer
             counts.append(("media/bytes_stored", item.site_id, put.size))
     media.record(conn, records)
     return counts
+
+
+def _file_chunks(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk
 
 
 def written_counts(answers: SortedAnswers, written: Written) -> list[Count]:

@@ -20,6 +20,7 @@ from zeroarchive.core.errors import error_kind
 from zeroarchive.core.items import FetchedPage, MediaAnswer
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.media.find import CONFIG_KINDS, Found, find_media, stylesheet_items
+from zeroarchive.media.video import VIDEO_META
 from zeroarchive.sites.record import Site
 
 if TYPE_CHECKING:
@@ -105,7 +106,13 @@ def page_media(page: FetchedPage, site: Site, last_hash: str | None) -> list[Fou
     kinds = [CONFIG_KINDS[kind] for kind in site.media]
     if not kinds or not changed(page, last_hash) or not _is_html(page):
         return []
-    return find_media(page.body, page.final_url, kinds)
+    found = find_media(page.body, page.final_url, kinds)
+    if "video" in kinds and site.source.name == "youtube":
+        # A watch page is its video: yt-dlp's YouTube extractor takes the page's own URL
+        # (its og:video is the embedded player of the same video).
+        # First: the places media_max_items leaves go to the video before the images.
+        found = [Found("video", page.final_url), *(f for f in found if f.kind != "video")]
+    return found
 
 
 def media_outputs(
@@ -173,6 +180,21 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
     references (up to its share of the snapshot's places; the rest ``too-many``)."""
     meta = response.meta[META_KEY]
     kind = meta["media_kind"]
+    video = response.meta.get(VIDEO_META)
+    if video is not None:
+        # Downloaded by yt-dlp into a file (middlewares/video.py): the writer stores it.
+        yield MediaAnswer(
+            meta["article_id"],
+            meta["site_id"],
+            meta["snapshot_at"],
+            kind,
+            response.url,
+            now(),
+            content_type=video.content_type,
+            reason=video.reason,
+            spooled=video.path,
+        )
+        return
     raw_type = response.headers.get("Content-Type")
     content_type = None if raw_type is None else raw_type.decode("latin-1")
     body = response.body

@@ -55,6 +55,7 @@ CONFIG_KEYS = (
     "media",
     "media_max_bytes",
     "media_max_items",
+    "video_keep_days",
 )
 #: What a site keeps of its pages' media by default (zeroarchive/media/), by site type.
 DEFAULT_MEDIA = ("images", "styles")
@@ -62,6 +63,8 @@ TYPE_MEDIA = {"youtube": ("images", "styles", "video")}
 MEDIA_CONFIG_KINDS = ("images", "styles", "video")
 DEFAULT_MEDIA_MAX_BYTES = 20 * 2**20
 DEFAULT_MEDIA_MAX_ITEMS = 40
+#: Days a video's bytes are kept after the last snapshot that showed it (media/expiry.py).
+DEFAULT_VIDEO_KEEP_DAYS = 30
 #: 0archive's names of config keys.
 CONFIG_ALIASES = {"selenium": "render"}
 URL_RULE_KEYS = ("strip_www", "trailing_slash", "ignore_params", "keep_fragment")
@@ -116,6 +119,8 @@ class SiteConfig:
     media: tuple[str, ...] | None = None
     media_max_bytes: int = DEFAULT_MEDIA_MAX_BYTES
     media_max_items: int = DEFAULT_MEDIA_MAX_ITEMS
+    #: Days its videos' bytes are kept; then `scrapy rotate_snapshots` removes them.
+    video_keep_days: int = DEFAULT_VIDEO_KEEP_DAYS
 
     def is_article(self, url: str, as_found: str | None = None) -> bool:
         """Whether a link is an article: its canonical ``url``, or the link ``as_found`` on
@@ -360,6 +365,19 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
                 ),
                 site,
                 "media_max_items",
+            )
+        ),
+        video_keep_days=int(
+            _whole(
+                _number(
+                    raw.get("video_keep_days", DEFAULT_VIDEO_KEEP_DAYS),
+                    site,
+                    "video_keep_days",
+                    1,
+                    100 * 366,
+                ),
+                site,
+                "video_keep_days",
             )
         ),
     )

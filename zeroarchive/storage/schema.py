@@ -503,6 +503,8 @@ snapshot_media = Table(
     Column("fetched_at", BigInteger, nullable=False),
     Column("stored", Boolean, nullable=False),
     Column("reason", String(64), nullable=True),
+    # When the rotation removed the item's bytes (reason "expired"; migration 0028).
+    Column("expired_at", BigInteger, nullable=True),
     Index("ix_SnapshotMedia_snapshot", "article_id", "snapshot_at"),
     Index("ix_SnapshotMedia_sha256", "sha256"),
 )
