@@ -51,6 +51,15 @@ class Blobs(Protocol):
     def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
         """The item's bytes in chunks; raises ``LookupError`` when they are not there."""
 
+    def holds(self, engine: Engine, digest: bytes) -> bool:
+        """Whether the backend has bytes for ``digest`` (whole: a file is linked whole, the
+        chunks are written in one transaction)."""
+
+    def remove(self, conn: Connection | None, digest: bytes) -> None:
+        """Remove the item's bytes. The database's go with ``conn``'s transaction; a file
+        goes at once (``conn`` may be None), so call it once the index no longer names
+        the item."""
+
 
 class DatabaseBlobs:
     """Items in the archive's own database (one place to back up): ``MediaChunk`` rows."""
@@ -79,6 +88,15 @@ class DatabaseBlobs:
                 return
             yield bytes(data)
             seq += 1
+
+    def holds(self, engine: Engine, digest: bytes) -> bool:
+        with engine.connect() as conn:
+            first = media_chunk.c.sha256 == digest
+            return conn.execute(select(media_chunk.c.seq).where(first).limit(1)).first() is not None
+
+    def remove(self, conn: Connection | None, digest: bytes) -> None:
+        assert conn is not None, "the database's chunks go with a transaction"
+        conn.execute(media_chunk.delete().where(media_chunk.c.sha256 == digest))
 
 
 class DirectoryBlobs:
@@ -122,6 +140,12 @@ class DirectoryBlobs:
         with handle:
             while chunk := handle.read(CHUNK):
                 yield chunk
+
+    def holds(self, engine: Engine, digest: bytes) -> bool:
+        return self.path(digest).is_file()
+
+    def remove(self, conn: Connection | None, digest: bytes) -> None:
+        self.path(digest).unlink(missing_ok=True)
 
 
 def blobs_for(directory: str) -> Blobs:
@@ -225,6 +249,33 @@ class MediaStore:
     def read(self, digest: bytes) -> Iterator[bytes]:
         """An item's bytes, in chunks."""
         return self.blobs.read(self.engine, digest)
+
+    def forget(self, digests: Iterable[bytes]) -> tuple[int, int]:
+        """Remove the items among ``digests`` that no record refers to any more: their
+        index row and their bytes (a file once the index row is gone for good). Returns
+        (items, bytes) removed; an item a record still shows stays."""
+        removed: list[tuple[bytes, int]] = []
+        in_database = isinstance(self.blobs, DatabaseBlobs)
+        with self.engine.begin() as conn:
+            for digest in digests:
+                shown = select(snapshot_media.c.media_id).where(snapshot_media.c.sha256 == digest)
+                if conn.execute(shown.limit(1)).first() is not None:
+                    continue
+                size = conn.execute(
+                    select(media_item.c.size).where(media_item.c.sha256 == digest)
+                ).scalar()
+                if size is None:
+                    continue
+                conn.execute(media_item.delete().where(media_item.c.sha256 == digest))
+                if in_database:
+                    self.blobs.remove(conn, digest)
+                removed.append((digest, int(size)))
+        if not in_database:
+            # After the commit: a crash before leaves a file no index row names (harmless:
+            # the same bytes stored again find it there), never a row without its bytes.
+            for digest, _ in removed:
+                self.blobs.remove(None, digest)
+        return len(removed), sum(size for _, size in removed)
 
     def record(self, conn: Connection, records: Sequence[MediaRecord]) -> None:
         """Write the (snapshot, item) rows."""
