@@ -39,10 +39,12 @@ class Command(ScrapyCommand):
             "Every month before --before is exported to DIR/snapshots-YYYY-MM.jsonl.gz "
             "(--format warc: the directory DIR/snapshots-YYYY-MM/ of WARC files and "
             "index.cdxj), re-read and checked against the database (count and content "
-            "hashes, and WARC digests), then dropped. Without --export nothing is dropped: "
-            "the months are only listed. Every run also removes the bytes of the videos kept "
-            "longer than their site's video_keep_days, keeping their records as expired "
-            "(without --export: only counted)."
+            "hashes, and WARC digests), then dropped. The month's media records go to "
+            "DIR/media-YYYY-MM.jsonl.gz and the bytes of items no kept snapshot shows to "
+            "DIR/media-YYYY-MM/ (re-hashed) before they leave the store (ZEROARCHIVE_MEDIA_DIR). "
+            "Without --export nothing is dropped: the months are only listed. Every run also "
+            "removes the bytes of the videos kept longer than their site's video_keep_days, "
+            "keeping their records as expired (without --export: only counted)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -60,6 +62,8 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
         from zeroarchive.media.expiry import rotate_videos
+        from zeroarchive.media.rotation import MediaRotation
+        from zeroarchive.media.store import media_store
         from zeroarchive.publish.warc.export import WarcExportConfig
         from zeroarchive.publish.warc.rotation import WarcMonthExport
 
@@ -90,11 +94,15 @@ class Command(ScrapyCommand):
                 + " (give --export DIR to export and drop)"
             )
             return
+        assert self.settings is not None
+        media = MediaRotation(
+            media_store(archive.engine, self.settings.get("ZEROARCHIVE_MEDIA_DIR") or "")
+        )
         try:
             resume = "run it again: the months already rotated are gone from the database"
             with Progress("rotate_snapshots", unit="month", resume=resume) as progress:
                 results = rotate(
-                    archive.engine, cutoff, Path(opts.export), today, exporter, progress
+                    archive.engine, cutoff, Path(opts.export), today, exporter, progress, [media]
                 )
         except (RotationError, OSError) as exc:
             logger.error("Rotation stopped, nothing of this month was dropped: %s", exc)
@@ -104,5 +112,12 @@ class Command(ScrapyCommand):
             print(
                 f"{result.month}: {result.snapshots} snapshot(s) exported to {result.export} "
                 f"and dropped; {result.bytes_carried} kept snapshot(s) took over their bytes"
+            )
+        for done in (m for m in media.results if m.records):
+            print(
+                f"{done.month}: {done.records} media record(s) exported and dropped "
+                f"({done.carried} carried forward to kept snapshots); {done.exported_items} "
+                f"item(s) ({done.exported_bytes:,} bytes) exported, {done.removed_items} "
+                f"({done.removed_bytes:,} bytes) removed from the store"
             )
         print(f"{len(results)} month(s) rotated", file=sys.stderr)

@@ -4,6 +4,7 @@ import argparse
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from sqlalchemy.engine import Engine
 
 from zeroarchive.core.clock import now as clock_now
 from zeroarchive.core.clock import utc_minute
@@ -31,7 +32,8 @@ class Command(ScrapyCommand):
             action="store_true",
             help="one JSON object per site, with its copies_from and copied_by: the sites "
             "it published stories after, and those that published its stories after it "
-            "([{site, site_id, stories, median_delay_seconds}], most stories first)",
+            "([{site, site_id, stories, median_delay_seconds}], most stories first), and "
+            "its media (items, stored, refused by reason, bytes_fetched, bytes_stored)",
         )
         parser.add_argument(
             "--quiet-days", type=int, help="flag sites without a new article for N days"
@@ -85,12 +87,35 @@ class Command(ScrapyCommand):
                     f"{row.site_id:>5} {shown(row.name)}: {shown(readable(shape.shape))}: "
                     f"{shape.links} links (e.g. {shown(shape.example)})"
                 )
+        print_media(rows, archive.engine)
         quiet = sum(row.quiet for row in rows)
         unanswered = sum(bool(row.unanswered) for row in rows)
         print(
             f"{len(rows)} site(s), {quiet} without a new article in {config.quiet_days} day(s), "
             f"{unanswered} whose list pages do not answer"
         )
+
+
+def print_media(rows: list[SiteStats], engine: Engine) -> None:
+    """The media table: per site with any, its records, stored, refused by reason, bytes
+    fetched and stored; then what the store holds."""
+    with_media = [row for row in rows if row.media.items]
+    if not with_media:
+        return
+    from zeroarchive.storage.media_stats import store_totals
+
+    print("Media of the snapshots (records, stored, bytes fetched and stored, refused):")
+    print(f"{'id':>5} {'items':>8} {'stored':>8} {'fetched':>14} {'stored bytes':>14}  refused")
+    for row in with_media:
+        media = row.media
+        refused = ", ".join(f"{why} {n}" for why, n in media.refused.items()) or "-"
+        print(
+            f"{row.site_id:>5} {media.items:>8} {media.stored:>8} {media.bytes_fetched:>14,} "
+            f"{media.bytes_stored:>14,}  {shown(refused)} ({shown(row.name)})"
+        )
+    with engine.connect() as conn:
+        items, size = store_totals(conn)
+    print(f"The media store holds {items} item(s), {size:,} bytes (each item once)")
 
 
 def flags(row: SiteStats) -> str:

@@ -125,7 +125,7 @@ def expire_videos(store: MediaStore, at: int, dry_run: bool = False) -> Expired:
                 .values(stored=False, reason=EXPIRED, expired_at=at)
             ).rowcount
             conn.execute(delete(media_item).where(media_item.c.sha256 == item.sha256))
-            store.blobs.forget(conn, item.sha256)
+            store.blobs.remove(conn, item.sha256)
         videos += 1
         size += item.size
         records += marked

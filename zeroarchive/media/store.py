@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.storage.schema import article, media_chunk, media_item, snapshot_media
@@ -51,9 +51,14 @@ class Blobs(Protocol):
     def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
         """The item's bytes in chunks; raises ``LookupError`` when they are not there."""
 
-    def forget(self, conn: Connection, digest: bytes) -> None:
-        """Remove an item's bytes (an expired video: media/expiry.py), in ``conn``'s
-        transaction where they are rows; a file goes at once (gone already: nothing)."""
+    def holds(self, engine: Engine, digest: bytes) -> bool:
+        """Whether the backend has bytes for ``digest`` (whole: a file is linked whole, the
+        chunks are written in one transaction)."""
+
+    def remove(self, conn: Connection | None, digest: bytes) -> None:
+        """Remove the item's bytes. The database's go with ``conn``'s transaction; a file
+        goes at once (``conn`` may be None), so call it once the index no longer names
+        the item."""
 
 
 class DatabaseBlobs:
@@ -84,8 +89,14 @@ class DatabaseBlobs:
             yield bytes(data)
             seq += 1
 
-    def forget(self, conn: Connection, digest: bytes) -> None:
-        conn.execute(delete(media_chunk).where(media_chunk.c.sha256 == digest))
+    def holds(self, engine: Engine, digest: bytes) -> bool:
+        with engine.connect() as conn:
+            first = media_chunk.c.sha256 == digest
+            return conn.execute(select(media_chunk.c.seq).where(first).limit(1)).first() is not None
+
+    def remove(self, conn: Connection | None, digest: bytes) -> None:
+        assert conn is not None, "the database's chunks go with a transaction"
+        conn.execute(media_chunk.delete().where(media_chunk.c.sha256 == digest))
 
 
 class DirectoryBlobs:
@@ -130,9 +141,11 @@ class DirectoryBlobs:
             while chunk := handle.read(CHUNK):
                 yield chunk
 
-    def forget(self, conn: Connection, digest: bytes) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path(digest).unlink()
+    def holds(self, engine: Engine, digest: bytes) -> bool:
+        return self.path(digest).is_file()
+
+    def remove(self, conn: Connection | None, digest: bytes) -> None:
+        self.path(digest).unlink(missing_ok=True)
 
 
 def blobs_for(directory: str) -> Blobs:
@@ -167,25 +180,17 @@ class MediaRecord:
     fetched_at: int
     stored: bool
     reason: str | None
-    #: When the item's bytes were removed (reason "expired": media/expiry.py).
-    expired_at: int | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The object of ``scrapy media --json``. An expired item (its bytes removed by the
-        rotation) keeps the digest, size and type it had, and says when it was removed.
+        """The object of ``scrapy media --json``.
 
         >>> MediaRecord(1, 2, "image", "u", None, None, None, 3, False, "failed:404").as_json()
         ... # doctest: +NORMALIZE_WHITESPACE
         {'article_id': 1, 'snapshot_at': 2, 'kind': 'image', 'url': 'u', 'sha256': None,
          'bytes': None, 'content_type': None, 'fetched_at': 3, 'stored': False,
          'reason': 'failed:404'}
-        >>> MediaRecord(1, 2, "video", "u", b"\xab", 9, "video/mp4", 3, False, "expired",
-        ...             4).as_json()  # doctest: +NORMALIZE_WHITESPACE
-        {'article_id': 1, 'snapshot_at': 2, 'kind': 'video', 'url': 'u', 'sha256': 'ab',
-         'bytes': 9, 'content_type': 'video/mp4', 'fetched_at': 3, 'stored': False,
-         'reason': 'expired', 'expired_at': 4}
         """
-        shown = {
+        return {
             "article_id": self.article_id,
             "snapshot_at": self.snapshot_at,
             "kind": self.kind,
@@ -197,9 +202,6 @@ class MediaRecord:
             "stored": self.stored,
             "reason": self.reason,
         }
-        if self.expired_at is not None:
-            shown["expired_at"] = self.expired_at
-        return shown
 
 
 class MediaStore:
@@ -247,6 +249,33 @@ class MediaStore:
     def read(self, digest: bytes) -> Iterator[bytes]:
         """An item's bytes, in chunks."""
         return self.blobs.read(self.engine, digest)
+
+    def forget(self, digests: Iterable[bytes]) -> tuple[int, int]:
+        """Remove the items among ``digests`` that no record refers to any more: their
+        index row and their bytes (a file once the index row is gone for good). Returns
+        (items, bytes) removed; an item a record still shows stays."""
+        removed: list[tuple[bytes, int]] = []
+        in_database = isinstance(self.blobs, DatabaseBlobs)
+        with self.engine.begin() as conn:
+            for digest in digests:
+                shown = select(snapshot_media.c.media_id).where(snapshot_media.c.sha256 == digest)
+                if conn.execute(shown.limit(1)).first() is not None:
+                    continue
+                size = conn.execute(
+                    select(media_item.c.size).where(media_item.c.sha256 == digest)
+                ).scalar()
+                if size is None:
+                    continue
+                conn.execute(media_item.delete().where(media_item.c.sha256 == digest))
+                if in_database:
+                    self.blobs.remove(conn, digest)
+                removed.append((digest, int(size)))
+        if not in_database:
+            # After the commit: a crash before leaves a file no index row names (harmless:
+            # the same bytes stored again find it there), never a row without its bytes.
+            for digest, _ in removed:
+                self.blobs.remove(None, digest)
+        return len(removed), sum(size for _, size in removed)
 
     def record(self, conn: Connection, records: Sequence[MediaRecord]) -> None:
         """Write the (snapshot, item) rows."""
@@ -311,5 +340,4 @@ def media_records(
                 int(found.fetched_at),
                 bool(found.stored),
                 found.reason,
-                found.expired_at,
             )

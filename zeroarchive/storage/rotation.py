@@ -30,7 +30,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -249,6 +249,17 @@ class JsonlMonthExport:
         return verify_export(engine, month, path)
 
 
+class MonthCompanion(Protocol):
+    """What else goes with a month (zeroarchive.media.rotation's media): exported and
+    proved after the snapshots' export is, dropped after the snapshots are."""
+
+    def export(self, engine: Engine, month: Month, directory: Path) -> None:
+        """Export and verify; RotationError or OSError stop the rotation before any drop."""
+        ...
+
+    def drop(self, engine: Engine, month: Month) -> None: ...
+
+
 def carry_bytes_forward(engine: Engine, month: Month) -> int:
     """Copy bytes that kept unchanged snapshots repeat out of ``month``; return how many
     snapshots received bytes."""
@@ -449,10 +460,12 @@ def rotate(
     today: dt.date | None = None,
     exporter: MonthExporter | None = None,
     progress: Progress | None = None,
+    companions: Sequence[MonthCompanion] = (),
 ) -> list[MonthResult]:
     """Export, verify and drop every month before ``cutoff``, oldest first; then split the
     coming months' partitions ahead (from ``today``, on MySQL/MariaDB). ``progress``, when
-    given, counts the months.
+    given, counts the months. ``companions`` export (after the snapshots) and drop (after
+    them) what else goes with each month.
 
     Stops at the first month whose export or verification fails (RotationError or OSError
     propagate); months done before it stay done, nothing of it or later is dropped.
@@ -465,8 +478,12 @@ def rotate(
     for month in months:
         path = exporter.export(engine, month, directory)
         count = exporter.verify(engine, month, path)
+        for companion in companions:
+            companion.export(engine, month, directory)
         carried = carry_bytes_forward(engine, month)
         drop_month(engine, month, count)
+        for companion in companions:
+            companion.drop(engine, month)
         logger.info(
             "Rotated %s: %d snapshot(s) exported to %s and dropped (%d carried forward)",
             month.label,

@@ -21,6 +21,7 @@ from zeroarchive.core.errors import BLOCKED
 from zeroarchive.core.owners import kind_of
 from zeroarchive.core.schedule import DAY, STOP
 from zeroarchive.core.url_shapes import readable
+from zeroarchive.storage.media_stats import SiteMedia, site_media
 from zeroarchive.storage.patterns import PatternStore, UnmatchedShape
 from zeroarchive.storage.schema import (
     article,
@@ -92,6 +93,8 @@ class SiteStats:
     #: The most common shapes of the same-site links its latest walk matched to neither
     #: ``article`` nor ``following`` (zeroarchive/crawl/link_sorting.py), most first.
     unmatched: tuple[UnmatchedShape, ...] = ()
+    #: The media its snapshots showed (zeroarchive/storage/media_stats.py).
+    media: SiteMedia = field(default_factory=SiteMedia)
 
     def events_this_month(self, now: int) -> dict[str, int]:
         """This UTC month's deletions, edits and restorations."""
@@ -104,6 +107,7 @@ class SiteStats:
             {"shape": readable(u.shape), "links": u.links, "example": u.example}
             for u in self.unmatched
         ]
+        record["media"] = self.media.as_json()
         return record
 
 
@@ -247,6 +251,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
         whole_days = {row.site_id: row for row in conn.execute(_whole_days_since(now))}
         newest = {row.site_id: row.last for row in conn.execute(_newest_articles())}
         events = monthly_events(conn, now)
+        media = site_media(conn)
         site_ids = list(newest)
         part_days: dict[int, dict[int, int]] = {
             n: {r.site_id: r.articles for r in conn.execute(_start_of_window(site_ids, start))}
@@ -314,6 +319,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 last_recovery_at=int(row.last_recovery_at),
                 events=events.get(row.site_id, {}),
                 unmatched=tuple(unmatched.get(row.site_id, ())),
+                media=media.get(row.site_id, SiteMedia()),
             )
         )
     return stats

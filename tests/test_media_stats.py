@@ -1,0 +1,155 @@
+"""Per-site media counts and bytes: `scrapy site_stats` (table and --json) and the monitor's
+dashboard, from an archive whose media records are written as the crawl's writer writes
+them."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from sqlalchemy import select
+from starlette.testclient import TestClient
+
+from tests.conftest import scrapy
+from tests.test_media import PNG, PNG2
+from tests.test_monitor import config
+from zeroarchive.media.store import MediaRecord, MediaStore, blobs_for
+from zeroarchive.monitor.app import create_app
+from zeroarchive.sites.record import parse_spec
+from zeroarchive.storage.archive import close_archives, open_archive
+from zeroarchive.storage.media_stats import store_totals
+from zeroarchive.storage.schema import article
+from zeroarchive.storage.site_stats import SiteStatsConfig, site_stats
+
+NOW = 1_750_000_000
+
+
+def put_records(
+    store: MediaStore, article_id: int, at: int, items: list[tuple[str, bytes | str]]
+) -> None:
+    """One snapshot's records: (url, bytes) stored, (url, reason) refused."""
+    with store.engine.begin() as conn:
+        records = []
+        for url, what in items:
+            if isinstance(what, str):
+                records.append(
+                    MediaRecord(article_id, at, "image", url, None, None, None, at, False, what)
+                )
+                continue
+            put = store.put(conn, [what], "image/png", at)
+            records.append(
+                MediaRecord(
+                    article_id, at, "image", url, put.sha256, put.size, "image/png", at, True, None
+                )
+            )
+        store.record(conn, records)
+
+
+def media_archive(db_url: str, now: int = NOW, directory: str = "") -> dict[str, int]:
+    """Two sites: "pics" shows the logo on two articles, a photo and a missing image (twice),
+    and a too-large one; "text" shows the same logo once. "none" has no media."""
+    archive = open_archive(url=db_url)
+    ids = {}
+    for name in ("pics", "text", "none"):
+        spec = parse_spec(
+            {"name": name, "url": f"https://{name}.example/", "config": {"article": "/a/"}}
+        )
+        ids[name], _ = archive.sites.upsert(spec, now - 10 * 86400)
+        archive.articles.add(
+            ids[name], "Article", [f"https://{name}.example/a/{n}" for n in (1, 2)], now - 86400
+        )
+    with archive.engine.connect() as conn:
+        articles = dict(conn.execute(select(article.c.url, article.c.article_id)).all())
+    store = MediaStore(archive.engine, blobs_for(directory))
+    put_records(
+        store,
+        articles["https://pics.example/a/1"],
+        now - 100,
+        [
+            ("https://cdn/logo.png", PNG),
+            ("https://cdn/photo.png", PNG2),
+            ("https://cdn/x.png", "failed:404"),
+        ],
+    )
+    put_records(
+        store,
+        articles["https://pics.example/a/2"],
+        now - 50,
+        [
+            ("https://cdn/logo.png", PNG),
+            ("https://cdn/x.png", "failed:404"),
+            ("https://cdn/big.png", "too-large"),
+        ],
+    )
+    put_records(
+        store, articles["https://text.example/a/1"], now - 10, [("https://cdn/logo.png", PNG)]
+    )
+    return ids
+
+
+def test_media_per_site_counts_records_refusals_and_bytes(db_url: str) -> None:
+    ids = media_archive(db_url)
+    engine = open_archive(url=db_url).engine
+    stats = {s.name: s.media for s in site_stats(engine, NOW, SiteStatsConfig(3, 3600))}
+    pics = stats["pics"]
+    assert (pics.items, pics.stored) == (6, 3)
+    assert pics.refused == {"failed:404": 2, "too-large": 1}
+    # Fetched: the logo twice and the photo; stored: the logo once and the photo.
+    assert pics.bytes_fetched == 2 * len(PNG) + len(PNG2)
+    assert pics.bytes_stored == len(PNG) + len(PNG2)
+    text = stats["text"]
+    assert (text.items, text.stored, text.refused) == (1, 1, {})
+    assert text.bytes_fetched == text.bytes_stored == len(PNG)
+    assert stats["none"].items == 0 and stats["none"].bytes_stored == 0
+    # The store holds the logo once for both sites.
+    with engine.connect() as conn:
+        assert store_totals(conn) == (2, len(PNG) + len(PNG2))
+    assert set(ids) == set(stats)
+
+
+def test_site_stats_command_shows_media(db_url: str, tmp_path: Path) -> None:
+    media_archive(db_url, int(time.time()))
+    close_archives()
+    run = scrapy("site_stats", "--json", db_url=db_url, cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    rows = {r["name"]: r for r in map(json.loads, run.stdout.splitlines())}
+    assert rows["pics"]["media"] == {
+        "items": 6,
+        "stored": 3,
+        "refused": {"failed:404": 2, "too-large": 1},
+        "bytes_fetched": 2 * len(PNG) + len(PNG2),
+        "bytes_stored": len(PNG) + len(PNG2),
+    }
+    assert rows["none"]["media"] == {
+        "items": 0,
+        "stored": 0,
+        "refused": {},
+        "bytes_fetched": 0,
+        "bytes_stored": 0,
+    }
+    table = scrapy("site_stats", db_url=db_url, cwd=tmp_path)
+    assert table.returncode == 0, table.output
+    lines = table.stdout.splitlines()
+    pics = next(line for line in lines if line.endswith("(pics)"))
+    assert pics.split()[1:5] == [
+        "6",
+        "3",
+        f"{2 * len(PNG) + len(PNG2):,}",
+        f"{len(PNG) + len(PNG2):,}",
+    ]
+    assert "failed:404 2, too-large 1" in pics
+    assert not any(line.endswith("(none)") for line in lines)
+    assert f"The media store holds 2 item(s), {len(PNG) + len(PNG2):,} bytes" in table.stdout
+
+
+def test_the_dashboard_shows_each_sites_media(db_url: str) -> None:
+    ids = media_archive(db_url)
+    engine = open_archive(url=db_url).engine
+    app = create_app(engine, config(), SiteStatsConfig(3, 3600), clock=lambda: NOW)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        html = client.get("/").text
+    row = html.split(f'data-site-id="{ids["pics"]}"')[1].split("</tr>")[0]
+    assert '<dt>media</dt><dd class="media">3 of 6 item(s) stored;' in row
+    assert "failed:404 2; too-large 1</dd>" in row
+    assert "<dt>media</dt>" not in html.split(f'data-site-id="{ids["none"]}"')[1].split("</tr>")[0]

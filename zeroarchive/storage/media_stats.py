@@ -1,0 +1,100 @@
+"""Per site, the media its snapshots showed (``SnapshotMedia``): items recorded, stored,
+refused by reason, bytes fetched and bytes stored, for ``scrapy site_stats`` and the
+monitor's dashboard.
+
+``bytes_fetched`` adds up the size of every stored record (what the crawl downloaded and
+kept, the same logo once per snapshot that showed it); ``bytes_stored`` adds up the size of
+the distinct items the site's records refer to (what they take in the store: the same logo
+once). An item shared by two sites counts for each, so the archive's own total
+(``store_totals``) is at most the sum of the sites'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection
+
+from zeroarchive.storage.schema import article, media_item, snapshot_media
+
+
+@dataclass(frozen=True)
+class SiteMedia:
+    items: int = 0  # (snapshot, item) records
+    stored: int = 0  # of them stored
+    refused: dict[str, int] = field(default_factory=dict)  # reason -> records
+    bytes_fetched: int = 0
+    bytes_stored: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``media`` object of ``scrapy site_stats --json``.
+
+        >>> SiteMedia(3, 2, {"failed:404": 1}, 200, 100).as_json()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'items': 3, 'stored': 2, 'refused': {'failed:404': 1}, 'bytes_fetched': 200,
+         'bytes_stored': 100}
+        """
+        return {
+            "items": self.items,
+            "stored": self.stored,
+            "refused": dict(self.refused),
+            "bytes_fetched": self.bytes_fetched,
+            "bytes_stored": self.bytes_stored,
+        }
+
+
+def site_media(conn: Connection) -> dict[int, SiteMedia]:
+    """The media of every site with any record, by site id."""
+    row = snapshot_media.c
+    site_id = article.c.site_id
+    # One pass over the records grouped by (site, stored, reason): counts, refusals and
+    # bytes fetched at once; then one over the site's distinct digests for bytes stored.
+    grouped = conn.execute(
+        select(site_id, row.stored, row.reason, func.count(), func.sum(row.bytes))
+        .select_from(snapshot_media.join(article, article.c.article_id == row.article_id))
+        .group_by(site_id, row.stored, row.reason)
+    ).all()
+    distinct = (
+        select(site_id.label("site_id"), row.sha256.label("sha256"))
+        .select_from(snapshot_media.join(article, article.c.article_id == row.article_id))
+        .where(row.sha256.is_not(None))
+        .distinct()
+        .subquery()
+    )
+    sizes = dict(
+        conn.execute(
+            select(distinct.c.site_id, func.sum(media_item.c.size))
+            .select_from(distinct.join(media_item, media_item.c.sha256 == distinct.c.sha256))
+            .group_by(distinct.c.site_id)
+        ).all()
+    )
+    parts: dict[int, dict[str, Any]] = {}
+    for site, stored, reason, records, fetched in grouped:
+        part = parts.setdefault(
+            int(site), {"items": 0, "stored": 0, "refused": {}, "bytes_fetched": 0}
+        )
+        part["items"] += int(records)
+        if stored:
+            part["stored"] += int(records)
+            part["bytes_fetched"] += int(fetched or 0)
+        else:
+            why = reason or "unknown"
+            part["refused"][why] = part["refused"].get(why, 0) + int(records)
+    return {
+        site: SiteMedia(
+            part["items"],
+            part["stored"],
+            dict(sorted(part["refused"].items(), key=lambda kv: (-kv[1], kv[0]))),
+            part["bytes_fetched"],
+            int(sizes.get(site) or 0),
+        )
+        for site, part in parts.items()
+    }
+
+
+def store_totals(conn: Connection) -> tuple[int, int]:
+    """(items, bytes) held in the media store, each item once whatever shows it."""
+    items, size = conn.execute(select(func.count(), func.sum(media_item.c.size))).one()
+    return int(items or 0), int(size or 0)
