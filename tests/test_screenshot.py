@@ -117,10 +117,16 @@ def site(server: ReplayServer, name: str, path: str, **config: object) -> dict[s
     }
 
 
-def crawl(db_url: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Run:
+def crawl(
+    db_url: str,
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    spider: str = "generic",
+) -> Run:
     run = scrapy(
         "crawl",
-        "generic",
+        spider,
         *args,
         db_url=db_url,
         cwd=tmp_path,
@@ -310,3 +316,25 @@ def test_which_sites_get_a_screenshot() -> None:
                 "config": {"media": ["images", "screenshot"]},
             }
         )
+
+
+def test_facebook_posts_are_shot_by_default(tmp_path: Path) -> None:
+    from tests.facebook_server import FacebookServer
+    from tests.test_facebook import FAST
+
+    db_url = f"sqlite:///{tmp_path / 'a.db'}"
+    with FacebookServer(posts=2) as fb:
+        site = {"name": "nintendo", "url": fb.url(fb.page_path), "type": "facebook"}
+        load(db_url, tmp_path, [{**site, "config": {"delay": 0}}])
+        run = crawl(db_url, tmp_path, *FAST, spider="facebook")
+        posts = {post.post_id for post in fb.posts}
+    rows = screenshots(db_url, tmp_path)
+    # The URL the browser showed: a post's /<id> answers with its story.php page.
+    assert sorted(str(r["url"]).split("story_fbid=")[1].split("&")[0] for r in rows) == sorted(
+        posts
+    )
+    assert len({r["article_id"] for r in rows}) == len(posts)
+    assert all(r["stored"] and r["content_type"] == "image/png" for r in rows)
+    image = Image.open(io.BytesIO(stored_bytes(db_url, rows[0])))
+    assert image.format == "PNG" and image.width == 1280
+    assert stat(run, "zeroarchive/screenshots/taken") == len(posts)
