@@ -112,8 +112,11 @@ BROWSER_UNREACHABLE_HOSTS = [
     "update.googleapis.com",
 ]
 BROWSER_CONTEXT_PAGES = 20
-# Seconds a rendered page may take to settle (no network for half a second) before it is kept.
+# Seconds a rendered page may take to settle (no network for half a second) before it is kept;
+# also what a screenshot's images, loaded as the page is scrolled, may take.
 BROWSER_RENDER_WAIT = 10.0
+# The browser window's width (CSS px): rendered pages and their screenshots.
+BROWSER_VIEWPORT_WIDTH = 1280
 FACEBOOK_EXPAND_SECONDS = 180.0
 FACEBOOK_EXPAND_WAIT = 10.0
 FACEBOOK_IDLE_SCROLLS = 3
@@ -225,6 +228,10 @@ SPIDER_MIDDLEWARES = {
     # Each stored page's images, stylesheets and videos (zeroarchive/media/).
     "middlewares.media.MediaSpiderMiddleware": 650,
 }
+# Screenshots of rendered pages (media kind `screenshot`): png or webp, and the height a
+# taller page is cut at (px).
+SCREENSHOT_FORMAT = "png"
+SCREENSHOT_MAX_HEIGHT = 10000
 # Off: no page's media is fetched, whatever its site's `media` says. The environment
 # variable of the same name wins (a lab or test deployment whose saved pages name their
 # images on the live sites).

@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from scrapy.crawler import Crawler
@@ -30,6 +31,7 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
+from middlewares.media import media_enabled
 from zeroarchive.core.clock import now
 from zeroarchive.core.errors import BLOCKED, BlockedPage
 from zeroarchive.core.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
@@ -38,6 +40,13 @@ from zeroarchive.core.stats import count
 from zeroarchive.core.urls import UrlRejected, is_on_site
 from zeroarchive.crawl.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
 from zeroarchive.crawl.spider import ArchiveSpider
+from zeroarchive.media.screenshot import (
+    ScreenshotConfig,
+    Shot,
+    new_version,
+    shot_taken,
+    take_screenshot,
+)
 from zeroarchive.sites.record import Site
 from zeroarchive.sources.facebook import (
     EXPAND_SELECTOR,
@@ -98,6 +107,7 @@ class FacebookSpider(ArchiveSpider):
 
     config: FacebookConfig
     pages: BrowserPages
+    screenshots: ScreenshotConfig
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -119,13 +129,26 @@ class FacebookSpider(ArchiveSpider):
             max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY")),
             crawler,
         )
+        spider.screenshots = ScreenshotConfig.from_settings(crawler.settings)
         return spider
+
+    @cached_property
+    def media_on(self) -> bool:
+        """ZEROARCHIVE_MEDIA_ENABLED (read when first asked: the scheduler's spiders get
+        their settings after they are built)."""
+        return media_enabled(self.settings)
+
+    def shoots(self, site: Site) -> bool:
+        """Whether the site's posts get a screenshot (its ``media``: by default they do)."""
+        return "screenshot" in site.media and self.media_on
 
     # --- requests -----------------------------------------------------------------------
 
-    def _browser_meta(self, site: Site, kind: str, **fields: Any) -> dict[str, Any]:
+    def _browser_meta(
+        self, site: Site, kind: str, shot: bool = False, **fields: Any
+    ) -> dict[str, Any]:
         user_agent = site.config.ua or self.settings.get("USER_AGENT")
-        return {**self.request_meta(site, kind, **fields), **BrowserPages.meta(user_agent)}
+        return {**self.request_meta(site, kind, **fields), **BrowserPages.meta(user_agent, shot)}
 
     def discovery_requests(self, site: Site) -> Iterator[Request]:
         yield Request(
@@ -145,9 +168,12 @@ class FacebookSpider(ArchiveSpider):
             meta=self._browser_meta(
                 site,
                 "snapshot",
+                self.shoots(site),
                 article_id=article.article_id,
                 article_url=article.url,
                 article_type=article.article_type,
+                # An unchanged post fetches no media again, and gets no new screenshot.
+                last_hash=article.last_hash,
             ),
             dont_filter=True,
         )
@@ -269,6 +295,7 @@ class FacebookSpider(ArchiveSpider):
         page: Page = response.meta["playwright_page"]
         playwright_error, _ = playwright_errors()
         item: FetchedPage | FailedFetch | None = None
+        shot: Shot | None = None
         try:
             if self._gated(site, response, response.text):
                 # A block page, not the post: the post backs off and nothing is stored.
@@ -278,6 +305,9 @@ class FacebookSpider(ArchiveSpider):
             else:
                 await self._expand(page, site)
                 html = await page.content()
+                body = html.encode("utf-8")
+                if self.shoots(site) and new_version(body, meta.get("last_hash")):
+                    shot = await take_screenshot(page, self.screenshots)
                 item = FetchedPage(
                     article_id=meta["article_id"],
                     site_id=site.site_id,
@@ -287,7 +317,7 @@ class FacebookSpider(ArchiveSpider):
                     final_url=page.url,
                     headers=header_lists(response.headers),
                     encoding="utf-8",
-                    body=html.encode("utf-8"),
+                    body=body,
                     rendered=True,
                 )
         except playwright_error as exc:
@@ -300,6 +330,9 @@ class FacebookSpider(ArchiveSpider):
             await self.pages.release(response.request, page)  # type: ignore[arg-type]
         if item is not None:
             yield item
+        if shot is not None and isinstance(item, FetchedPage):
+            shot_taken(self.crawler.stats, shot, site.site_id)
+            yield shot.answer(item.article_id, item.site_id, item.fetched_at)
 
     async def _expand(self, page: Page, site: Site) -> None:
         """All comments, then every pager until none is left; a pager that does not go away

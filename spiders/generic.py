@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterator
+from functools import cached_property
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -22,6 +23,7 @@ from scrapy.http import HtmlResponse, Request, Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from twisted.python.failure import Failure
 
+from middlewares.media import media_enabled
 from zeroarchive.core.clock import now
 from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.core.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
@@ -31,6 +33,13 @@ from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
 from zeroarchive.crawl.browser import BrowserConfig, BrowserPages, playwright_errors, use_browser
 from zeroarchive.crawl.feed_walk import FeedWalkSpider
 from zeroarchive.crawl.login import LoginError, asks_for_password, credentials, login_request
+from zeroarchive.media.screenshot import (
+    ScreenshotConfig,
+    Shot,
+    new_version,
+    shot_taken,
+    take_screenshot,
+)
 from zeroarchive.sites.patterns import MIN_PAGES
 from zeroarchive.sites.record import Site, SiteConfigError, parse_spec
 from zeroarchive.sources.generic import SOURCE
@@ -78,6 +87,8 @@ class GenericSpider(FeedWalkSpider):
         #: Pages of the browser, when an active site renders (None: no browser this crawl).
         self.pages: BrowserPages | None = None
         self.render_wait = 0.0
+        #: How screenshots are taken, when a browser was started.
+        self.screenshots: ScreenshotConfig | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> GenericSpider:
@@ -86,13 +97,25 @@ class GenericSpider(FeedWalkSpider):
         still open here: Scrapy builds the spider before it freezes them)."""
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, GenericSpider)
-        if spider.archive.sites.renders(spider.site_types):
+        if spider.archive.sites.renders(spider.site_types, spider.media_on):
             concurrency = max(1, crawler.settings.getint("SITE_POLICY_CONCURRENCY"))
             use_browser(crawler.settings, pages_per_context=concurrency)
             browser = BrowserConfig.from_settings(crawler.settings)
             spider.pages = BrowserPages(spider.name, browser, concurrency, crawler)
             spider.render_wait = crawler.settings.getfloat("BROWSER_RENDER_WAIT")
+            spider.screenshots = ScreenshotConfig.from_settings(crawler.settings)
         return spider
+
+    @cached_property
+    def media_on(self) -> bool:
+        """ZEROARCHIVE_MEDIA_ENABLED (read when first asked: the scheduler's spiders get
+        their settings after they are built)."""
+        return media_enabled(self.settings)
+
+    def shoots(self, site: Site) -> bool:
+        """Whether the site's snapshots get a screenshot: its ``media`` says so (rendered
+        in the browser for it, whatever its ``render``)."""
+        return "screenshot" in site.media and self.media_on
 
     def adhoc_site(self) -> Site | None:
         url = self.adhoc["url"]
@@ -260,12 +283,13 @@ class GenericSpider(FeedWalkSpider):
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:
         meta = self.snapshot_meta(site, article)
-        if site.config.render:
+        shot = self.shoots(site)
+        if site.config.render or shot:
             return Request(
                 article.url,
                 callback=self.parse_rendered_snapshot,
                 errback=self.rendered_snapshot_failed,
-                meta={**meta, **self._browser_meta(site)},
+                meta={**meta, **self._browser_meta(site, shot)},
                 dont_filter=True,
             )
         return Request(
@@ -307,8 +331,8 @@ class GenericSpider(FeedWalkSpider):
 
     # --- sites with `render: true` ------------------------------------------------------
 
-    def _browser_meta(self, site: Site) -> dict[str, Any]:
-        return BrowserPages.meta(site.config.ua or self.settings.get("USER_AGENT"))
+    def _browser_meta(self, site: Site, shot: bool = False) -> dict[str, Any]:
+        return BrowserPages.meta(site.config.ua or self.settings.get("USER_AGENT"), shot)
 
     async def before_browser_download(self, request: Request) -> None:
         """A page of the site's browser context for the request (see BrowserPages)."""
@@ -321,12 +345,16 @@ class GenericSpider(FeedWalkSpider):
             )
         await self.pages.acquire(request, self.site_of(request))
 
-    async def _rendered(self, response: Response) -> HtmlResponse | None:
+    async def _rendered(
+        self, response: Response, shoot: bool = False
+    ) -> tuple[HtmlResponse | None, Shot | None]:
         """The page as the browser built it once its scripts settled (the network idle for
-        half a second, or BROWSER_RENDER_WAIT seconds at most), as a UTF-8 response."""
+        half a second, or BROWSER_RENDER_WAIT seconds at most), as a UTF-8 response; with
+        ``shoot``, its screenshot too when it is a new version (media/screenshot.py)."""
         assert self.pages is not None
         page = response.meta["playwright_page"]
         playwright_error, playwright_timeout = playwright_errors()
+        shot = None
         try:
             try:
                 await page.wait_for_load_state("networkidle", timeout=self.render_wait * 1000)
@@ -334,24 +362,29 @@ class GenericSpider(FeedWalkSpider):
                 count(self.crawler.stats, "browser/render_wait_timeouts")
             html = await page.content()
             url = page.url
+            body = html.encode("utf-8")
+            last_hash = response.meta[META_KEY].get("last_hash")
+            if shoot and self.screenshots is not None and new_version(body, last_hash):
+                shot = await take_screenshot(page, self.screenshots)
         except playwright_error as exc:
             site_id = response.meta[META_KEY]["site_id"]
             count(self.crawler.stats, "errors/browser", site_id)
             logger.warning("Rendering %s failed in the browser: %s", response.url, exc)
-            return None
+            return None, None
         finally:
             await self.pages.release(response.request, page)  # type: ignore[arg-type]
-        return HtmlResponse(
+        rendered = HtmlResponse(
             url,
             status=response.status,
             headers=response.headers,
-            body=html.encode("utf-8"),
+            body=body,
             encoding="utf-8",
             request=response.request,
         )
+        return rendered, shot
 
     async def parse_rendered_list(self, response: Response) -> AsyncIterator[Any]:
-        rendered = await self._rendered(response)
+        rendered, _ = await self._rendered(response)
         if rendered is None:
             count(self.crawler.stats, "list_page_failures", response.meta[META_KEY]["site_id"])
             return
@@ -359,16 +392,21 @@ class GenericSpider(FeedWalkSpider):
             yield item
 
     async def parse_rendered_snapshot(self, response: Response) -> AsyncIterator[Any]:
-        rendered = await self._rendered(response)
+        site = self.response_site(response)
+        rendered, shot = await self._rendered(response, self.shoots(site))
         if rendered is None:
             meta = response.meta[META_KEY]
             count(self.crawler.stats, "snapshot_failures", meta["site_id"])
             yield FailedFetch(meta["article_id"], meta["site_id"], now(), "browser")
             return
-        site = self.response_site(response)
         if not site.config.article and rendered.status == 200:
             self.sorter().page_fetched(site, response.meta[META_KEY]["article_url"], rendered.text)
-        yield self._snapshot(rendered, "utf-8", rendered=True)
+        page = self._snapshot(rendered, "utf-8", rendered=True)
+        yield page
+        if shot is not None:
+            # With its page: the snapshot writer stores both in one batch.
+            shot_taken(self.crawler.stats, shot, site.site_id)
+            yield shot.answer(page.article_id, page.site_id, page.fetched_at)
 
     async def rendered_list_failed(self, failure: Failure) -> None:
         if self.pages is None or not await self.pages.release_failed(failure):

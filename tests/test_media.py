@@ -439,8 +439,8 @@ def test_a_sites_media_list_replaces_its_default() -> None:
     assert _site({"media": ["video"]}).media == ("video",)
     youtube = Site(2, "y", "https://www.youtube.com/@x", "youtube", parse_config({}, "y"))
     assert youtube.media == ("images", "styles", "video")
-    with pytest.raises(SiteConfigError, match="screenshot"):
-        parse_config({"media": ["screenshot"]}, "s")
+    with pytest.raises(SiteConfigError, match="screenshots"):
+        parse_config({"media": ["screenshots"]}, "s")
     assert parse_config({"video_keep_days": 7}, "s").video_keep_days == 7
 
 

@@ -39,12 +39,13 @@ class Command(ScrapyCommand):
         return "[--article ID] [--site NAME] [--kind image,style,video,screenshot] [--json]"
 
     def short_desc(self) -> str:
-        return "List the media items (images, stylesheets, video) of stored snapshots"
+        return "List the media items (images, stylesheets, video, screenshots) of stored snapshots"
 
     def long_desc(self) -> str:
         return (
             "One line per (snapshot, item): the images, stylesheets (with the fonts and "
-            "images they reference) and videos each stored snapshot showed, kept once by "
+            "images they reference) and videos each stored snapshot showed, and the "
+            "screenshot of a rendered page (its url the page's), kept once by "
             "the SHA-256 of their bytes, or why an item was not kept (too-large, too-many, "
             "not-media, failed:<HTTP status or error>, expired: a video whose bytes the "
             "rotation removed after its site's video_keep_days). An unchanged re-snapshot has "

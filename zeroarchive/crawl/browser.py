@@ -10,6 +10,7 @@ import logging
 import re
 import shutil
 import subprocess
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +27,18 @@ from zeroarchive.sites.record import Site
 
 HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
-# Pictures, video and fonts are not archived: never downloaded by the browser.
+# Pictures, video and fonts are fetched by the crawl as media items, over HTTP: never
+# downloaded by the browser, except pictures and fonts for a page it takes a screenshot of.
 BLOCKED_RESOURCE_TYPES = frozenset({"image", "media", "font"})
+SHOWN_RESOURCE_TYPES = frozenset({"image", "font"})
+#: ``playwright_page_init_callback`` of a request whose page is shot: a path, so that the
+#: request still travels through a shared (redis) queue.
+SHOW_IMAGES = f"{__name__}.show_images"
+#: The pages that load their pictures and fonts (a screenshot's), until they are closed.
+_showing: weakref.WeakSet[Any] = weakref.WeakSet()
 _HOLDS_SLOT = "browser_page_slot"
+#: Playwright's own default window: what the pages were rendered in before it was a setting.
+DEFAULT_VIEWPORT = (1280, 720)
 #: A host name with at least one dot, or a pattern of a domain's hosts (``*.example.com``):
 #: never ``*`` alone, which would leave the browser no host at all.
 _HOST_NAME = re.compile(r"(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9-]+)+")
@@ -59,6 +69,8 @@ class BrowserConfig:
     >>> settings.setmodule("settings.base")
     >>> BrowserConfig.from_settings(settings).chromium
     '/usr/bin/chromium'
+    >>> BrowserConfig.from_settings(settings).viewport_width
+    1280
     >>> BrowserConfig.from_settings(settings).launch_options()["args"][-1][:56]
     '--host-resolver-rules=MAP accounts.google.com ~NOTFOUND,'
     >>> settings.set("BROWSER_UNREACHABLE_HOSTS", ["a.example, MAP *"])
@@ -82,6 +94,12 @@ class BrowserConfig:
     Traceback (most recent call last):
     ...
     ValueError: BROWSER_CONTEXT_PAGES must be at least 1, got 0
+    >>> settings.set("BROWSER_CONTEXT_PAGES", 1)
+    >>> settings.set("BROWSER_VIEWPORT_WIDTH", 100)
+    >>> BrowserConfig.from_settings(settings)
+    Traceback (most recent call last):
+    ...
+    ValueError: BROWSER_VIEWPORT_WIDTH must be from 320 to 7680 px, got 100
     """
 
     chromium: str
@@ -90,6 +108,8 @@ class BrowserConfig:
     unreachable_hosts: tuple[str, ...]
     #: Pages a browser context serves before it is closed and a fresh one opened.
     context_pages: int
+    #: The width of the browser's window, in CSS pixels: rendered pages and screenshots.
+    viewport_width: int = DEFAULT_VIEWPORT[0]
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BrowserConfig:
@@ -98,6 +118,7 @@ class BrowserConfig:
             chromium_args=tuple(settings.getlist("BROWSER_CHROMIUM_ARGS")),
             unreachable_hosts=tuple(settings.getlist("BROWSER_UNREACHABLE_HOSTS")),
             context_pages=settings.getint("BROWSER_CONTEXT_PAGES"),
+            viewport_width=settings.getint("BROWSER_VIEWPORT_WIDTH", DEFAULT_VIEWPORT[0]),
         )
         if not config.chromium:
             raise ValueError("BROWSER_CHROMIUM must name the browser's executable")
@@ -107,6 +128,10 @@ class BrowserConfig:
         if config.context_pages < 1:
             raise ValueError(
                 f"BROWSER_CONTEXT_PAGES must be at least 1, got {config.context_pages}"
+            )
+        if not 320 <= config.viewport_width <= 7680:
+            raise ValueError(
+                f"BROWSER_VIEWPORT_WIDTH must be from 320 to 7680 px, got {config.viewport_width}"
             )
         return config
 
@@ -174,8 +199,25 @@ def warn_without_cjk_fonts() -> bool:
 
 
 def abort_request(request: Any) -> bool:
-    """``PLAYWRIGHT_ABORT_REQUEST``: skip what the archive does not keep."""
-    return bool(request.resource_type in BLOCKED_RESOURCE_TYPES)
+    """``PLAYWRIGHT_ABORT_REQUEST``: skip what the crawl fetches itself, unless the page
+    is to be shot (``show_images``): then its pictures and fonts load as a reader's do."""
+    kind = request.resource_type
+    if kind not in BLOCKED_RESOURCE_TYPES:
+        return False
+    if kind in SHOWN_RESOURCE_TYPES and _showing:
+        playwright_error, _ = playwright_errors()
+        try:
+            return request.frame.page not in _showing
+        except playwright_error:
+            # A worker's request has no frame: not a picture the screenshot shows.
+            return True
+    return True
+
+
+async def show_images(page: Any, request: Request) -> None:
+    """scrapy-playwright's page init callback of a page to be shot: it loads its pictures
+    and fonts (see ``abort_request``)."""
+    _showing.add(page)
 
 
 class BrowserPages:
@@ -206,10 +248,11 @@ class BrowserPages:
             crawler.stats.set_value("browser/no_cjk_font", 1)
 
     @staticmethod
-    def meta(user_agent: str) -> dict[str, Any]:
+    def meta(user_agent: str, shot: bool = False) -> dict[str, Any]:
         """The request meta that sends a request through the browser, its page kept open
-        for the callback (which must hand it back with ``release``)."""
-        return {
+        for the callback (which must hand it back with ``release``); with ``shot``, a page
+        that loads its pictures for a screenshot."""
+        meta: dict[str, Any] = {
             "playwright": True,
             "playwright_include_page": True,
             "playwright_context_kwargs": {"user_agent": user_agent, "java_script_enabled": True},
@@ -217,6 +260,9 @@ class BrowserPages:
             # the schedule takes a failed page again later instead.
             "dont_retry": True,
         }
+        if shot:
+            meta["playwright_page_init_callback"] = SHOW_IMAGES
+        return meta
 
     async def acquire(self, request: Request, site: Site | None = None) -> None:
         """Wait for one of the site's page slots, then give the request the site's current
@@ -238,6 +284,11 @@ class BrowserPages:
                     self._retired.add(name)
                 request.meta["playwright_context"] = name
                 request.meta[_HOLDS_SLOT] = True
+                kwargs = request.meta.setdefault("playwright_context_kwargs", {})
+                kwargs["viewport"] = {
+                    "width": self.config.viewport_width,
+                    "height": DEFAULT_VIEWPORT[1],
+                }
                 if site is not None:
                     self._session(request, site, generation)
                 return

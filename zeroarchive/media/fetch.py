@@ -103,7 +103,8 @@ def _is_html(page: FetchedPage) -> bool:
 
 def page_media(page: FetchedPage, site: Site, last_hash: str | None) -> list[Found]:
     """The items of ``page`` to fetch: its site's kinds, when the page is new or changed."""
-    kinds = [CONFIG_KINDS[kind] for kind in site.media]
+    # A screenshot is taken by the browser that rendered the page (media/screenshot.py).
+    kinds = [CONFIG_KINDS[kind] for kind in site.media if kind in CONFIG_KINDS]
     if not kinds or not changed(page, last_hash) or not _is_html(page):
         return []
     found = find_media(page.body, page.final_url, kinds)

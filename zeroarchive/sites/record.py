@@ -60,7 +60,7 @@ CONFIG_KEYS = (
 #: What a site keeps of its pages' media by default (zeroarchive/media/), by site type.
 DEFAULT_MEDIA = ("images", "styles")
 TYPE_MEDIA = {"youtube": ("images", "styles", "video")}
-MEDIA_CONFIG_KINDS = ("images", "styles", "video")
+MEDIA_CONFIG_KINDS = ("images", "styles", "video", "screenshot")
 DEFAULT_MEDIA_MAX_BYTES = 20 * 2**20
 DEFAULT_MEDIA_MAX_ITEMS = 40
 #: Days a video's bytes are kept after the last snapshot that showed it (media/expiry.py).
@@ -115,7 +115,8 @@ class SiteConfig:
     watch: tuple[int, ...] = DEFAULT_WATCH
     #: Long-tail watch checks per UTC day at most.
     watch_budget: int = DEFAULT_WATCH_BUDGET
-    #: The kinds of media its pages keep (images, styles, video); None: its type's default.
+    #: The kinds of media its pages keep (images, styles, video, screenshot); None: its
+    #: type's default.
     media: tuple[str, ...] | None = None
     media_max_bytes: int = DEFAULT_MEDIA_MAX_BYTES
     media_max_items: int = DEFAULT_MEDIA_MAX_ITEMS
@@ -158,10 +159,14 @@ class Site:
     @property
     def media(self) -> tuple[str, ...]:
         """The kinds of media its snapshots keep: its config's ``media``, else its source's
-        default (``images`` and ``styles``; ``video`` too for YouTube)."""
+        default (``images`` and ``styles``; ``video`` too for YouTube; ``screenshot`` too
+        for a site whose pages the browser renders: ``render: true``, Facebook)."""
         if self.config.media is not None:
             return self.config.media
-        return TYPE_MEDIA.get(self.source.name, DEFAULT_MEDIA)
+        kinds = TYPE_MEDIA.get(self.source.name, DEFAULT_MEDIA)
+        if self.config.render or self.source.renders:
+            return (*kinds, "screenshot")
+        return kinds
 
     @property
     def adhoc(self) -> bool:
@@ -388,10 +393,10 @@ def _media(value: Any, site: str) -> tuple[str, ...] | None:
 
     >>> _media(["images", "video"], "demo"), _media([], "demo"), _media(None, "demo")
     (('images', 'video'), (), None)
-    >>> _media(["screenshot"], "demo")  # doctest: +ELLIPSIS
+    >>> _media(["screenshots"], "demo")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    zeroarchive.sites.record.SiteConfigError: site 'demo': media: unknown kind 'screenshot' ...
+    zeroarchive.sites.record.SiteConfigError: site 'demo': media: unknown kind 'screenshots' ...
     """
     if value is None:
         return None
@@ -557,6 +562,10 @@ def parse_spec(raw: Any, labels: Mapping[str, str] | None = None) -> SiteSpec:
         url = canonicalize_url(source.site_url(url), parsed.url_rules)
     except (UrlRejected, SiteUrlError) as exc:
         raise SiteConfigError(name, "url", f"bad URL {url[:200]!r}: {exc}") from exc
+    if "screenshot" in (parsed.media or ()) and not source.screenshots:
+        raise SiteConfigError(
+            name, "media", f"a {source.name} site's pages are not rendered: no screenshot"
+        )
     return SiteSpec(
         name=name,
         url=url,

@@ -60,6 +60,9 @@ class Source:
     labels: Mapping[str, str] = field(default_factory=dict)
     #: Whether its spider needs a browser for every page.
     renders: bool = False
+    #: Whether its spider can render a snapshot's page in the browser for a screenshot
+    #: (media kind ``screenshot``).
+    screenshots: bool = False
     #: Whether a snapshot is a document its spider assembled from several answers (Dcard's
     #: post and comment pages as one JSON), not one answer as served: a WARC export writes
     #: it as a ``resource`` record, not a ``response``.

@@ -206,4 +206,5 @@ SOURCE = Source(
         "Fb 公開社團": "facebook",
     },
     renders=True,
+    screenshots=True,
 )

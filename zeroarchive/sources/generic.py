@@ -31,4 +31,5 @@ SOURCE = Source(
         "政府": "gov",
         "組織官網": "organization",
     },
+    screenshots=True,
 )

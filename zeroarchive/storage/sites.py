@@ -218,9 +218,10 @@ class SiteStore:
         with self.engine.connect() as conn:
             return sorted(conn.execute(select(site.c.site_id).where(clause)).scalars())
 
-    def renders(self, types: Sequence[str]) -> bool:
+    def renders(self, types: Sequence[str], screenshots: bool = False) -> bool:
         """Whether an active site of these types is to be rendered by a browser (its config
-        says ``render``, or 0archive's ``selenium``)."""
+        says ``render``, or 0archive's ``selenium``; with ``screenshots``, also when its
+        ``media`` asks for a screenshot of its pages)."""
         query = select(site.c.name, site.c.config).where(
             site.c.is_active.is_(True), site.c.type.in_(list(types))
         )
@@ -228,7 +229,8 @@ class SiteStore:
             rows = conn.execute(query).all()
         for row in rows:
             try:
-                if parse_config(json.loads(row.config or "{}"), row.name).render:
+                config = parse_config(json.loads(row.config or "{}"), row.name)
+                if config.render or (screenshots and "screenshot" in (config.media or ())):
                     return True
             except (ValueError, SiteConfigError):
                 continue

@@ -1,0 +1,223 @@
+"""A full-page screenshot of a rendered page, kept as the snapshot's media item of kind
+``screenshot`` (its URL the page's, its bytes stored once by their SHA-256 as any item's).
+
+The browser that rendered the page takes it, before the page is closed, when its site's
+``media`` has ``screenshot`` and the page is a first snapshot or a changed version (an
+unchanged re-snapshot refers to the earlier one, as its images do). The page is scrolled
+down to the height kept, a viewport at a time, so that images loaded on scroll are asked
+for, and back up; their loading is awaited up to ``BROWSER_RENDER_WAIT``. Chromium then
+draws the whole page at the viewport's width (CDP ``Page.captureScreenshot`` beyond the
+viewport), cut at ``SCREENSHOT_MAX_HEIGHT``, as PNG or WebP straight from the browser.
+A screenshot that fails is a record with ``stored: false`` and ``failed:<error>``; the
+page's snapshot is stored regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy.settings import BaseSettings
+
+from zeroarchive.core.clock import now
+from zeroarchive.core.items import MediaAnswer
+from zeroarchive.core.stats import count
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+KIND = "screenshot"
+FORMATS = {"png": "image/png", "webp": "image/webp"}
+#: Chromium draws nothing taller in one piece (its largest texture is 16,384 px).
+MOST_HEIGHT = 16_384
+#: Seconds each scroll step waits for what it made the page ask for to start.
+SCROLL_PAUSE = 0.1
+#: Seconds the capture itself may take beyond the scroll's wait: a hung renderer costs the
+#: screenshot (failed:timeout), never the page's browser slot for good.
+CAPTURE_SECONDS = 60.0
+# Scrolls a viewport at a time down to `limit` px (or the page's end), then back to the top,
+# and waits (at most `wait` ms) for the images still loading; true when the wait ran out.
+SCROLL_JS = """async ({limit, pause, wait}) => {
+  const sleep = ms => new Promise(done => setTimeout(done, ms));
+  const step = Math.max(window.innerHeight, 100);
+  for (let y = step; y < Math.min(document.documentElement.scrollHeight, limit); y += step) {
+    window.scrollTo(0, y);
+    await sleep(pause);
+  }
+  window.scrollTo(0, 0);
+  const loading = Array.from(document.images).filter(img => !img.complete).map(img =>
+    new Promise(done => {
+      img.addEventListener("load", done, {once: true});
+      img.addEventListener("error", done, {once: true});
+    }));
+  const late = await Promise.race([
+    Promise.all(loading).then(() => false), sleep(wait).then(() => true)]);
+  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  return late;
+}"""
+
+
+@dataclass(frozen=True)
+class ScreenshotConfig:
+    """The ``SCREENSHOT_*`` settings, typed and checked.
+
+    >>> from scrapy.settings import Settings
+    >>> settings = Settings()
+    >>> settings.setmodule("settings.base")
+    >>> config = ScreenshotConfig.from_settings(settings)
+    >>> config.format, config.content_type, config.max_height, config.wait
+    ('png', 'image/png', 10000, 10.0)
+    >>> settings.set("SCREENSHOT_FORMAT", "WebP")
+    >>> ScreenshotConfig.from_settings(settings).content_type
+    'image/webp'
+    >>> settings.set("SCREENSHOT_FORMAT", "jpeg")
+    >>> ScreenshotConfig.from_settings(settings)
+    Traceback (most recent call last):
+    ...
+    ValueError: SCREENSHOT_FORMAT must be png or webp, got 'jpeg'
+    >>> settings.set("SCREENSHOT_FORMAT", "png")
+    >>> settings.set("SCREENSHOT_MAX_HEIGHT", 20000)
+    >>> ScreenshotConfig.from_settings(settings)
+    Traceback (most recent call last):
+    ...
+    ValueError: SCREENSHOT_MAX_HEIGHT must be from 1 to 16384 px, got 20000
+    """
+
+    format: str
+    #: Pixels: a taller page is cut at this height.
+    max_height: int
+    #: Seconds the images the scroll made the page ask for may take to load.
+    wait: float
+
+    @property
+    def content_type(self) -> str:
+        return FORMATS[self.format]
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> ScreenshotConfig:
+        fmt = str(settings.get("SCREENSHOT_FORMAT") or "").strip().lower()
+        if fmt not in FORMATS:
+            raise ValueError(
+                f"SCREENSHOT_FORMAT must be {' or '.join(FORMATS)}, "
+                f"got {settings.get('SCREENSHOT_FORMAT')!r}"
+            )
+        max_height = settings.getint("SCREENSHOT_MAX_HEIGHT")
+        if not 1 <= max_height <= MOST_HEIGHT:
+            raise ValueError(
+                f"SCREENSHOT_MAX_HEIGHT must be from 1 to {MOST_HEIGHT} px, got {max_height}"
+            )
+        return cls(fmt, max_height, max(0.0, settings.getfloat("BROWSER_RENDER_WAIT")))
+
+
+def new_version(body: bytes, last_hash: str | None) -> bool:
+    """Whether a page whose bytes are ``body`` is a first snapshot or a changed version of
+    the one whose SHA-256 (hex) is ``last_hash``: only those get a screenshot.
+
+    >>> new_version(b"page", None), new_version(b"page", hashlib.sha256(b"page").hexdigest())
+    (True, False)
+    """
+    return last_hash is None or hashlib.sha256(body).hexdigest() != last_hash
+
+
+@dataclass(frozen=True)
+class Shot:
+    """A screenshot taken (``body``) or why not (``reason``: ``failed:<error>``)."""
+
+    url: str
+    taken_at: int
+    body: bytes | None = None
+    content_type: str | None = None
+    #: The page was taller than the height kept.
+    cut: bool = False
+    #: Images were still loading when the wait after the scroll ran out.
+    late: bool = False
+    reason: str | None = None
+
+    def answer(self, article_id: int, site_id: int, snapshot_at: int) -> MediaAnswer:
+        """The snapshot's media record of this screenshot (written with the snapshot)."""
+        return MediaAnswer(
+            article_id,
+            site_id,
+            snapshot_at,
+            KIND,
+            self.url,
+            # The page's record is made after its shot, in the same second or the next.
+            max(self.taken_at, snapshot_at),
+            body=self.body,
+            content_type=self.content_type,
+            reason=self.reason,
+        )
+
+
+async def take_screenshot(page: Any, config: ScreenshotConfig) -> Shot:
+    """A full-page screenshot of the Playwright ``page``: never raises for what the page
+    or the browser did (a ``failed:`` record instead)."""
+    from playwright.async_api import Error
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    url = page.url
+    try:
+        return await asyncio.wait_for(_take(page, config), config.wait + CAPTURE_SECONDS)
+    except (PlaywrightTimeout, TimeoutError):
+        return Shot(url, now(), reason="failed:timeout")
+    except Error as exc:
+        kind = "page_crashed" if "crash" in str(exc).lower() else "browser"
+        return Shot(url, now(), reason=f"failed:{kind}")
+
+
+async def _take(page: Any, config: ScreenshotConfig) -> Shot:
+    late = await page.evaluate(
+        SCROLL_JS,
+        {
+            "limit": config.max_height,
+            "pause": SCROLL_PAUSE * 1000,
+            "wait": config.wait * 1000,
+        },
+    )
+    session = await page.context.new_cdp_session(page)
+    try:
+        metrics = await session.send("Page.getLayoutMetrics")
+        viewport = page.viewport_size
+        width = viewport["width"] if viewport else metrics["cssLayoutViewport"]["clientWidth"]
+        full = math.ceil(metrics["cssContentSize"]["height"])
+        height = min(full, config.max_height)
+        shot = await session.send(
+            "Page.captureScreenshot",
+            {
+                "format": config.format,
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+            },
+        )
+    finally:
+        await session.detach()
+    body = base64.b64decode(shot["data"])
+    return Shot(
+        page.url,
+        now(),
+        body=body,
+        content_type=config.content_type,
+        cut=full > height,
+        late=bool(late),
+    )
+
+
+def shot_taken(stats: StatsCollector | None, shot: Shot, site_id: int) -> None:
+    """Count a screenshot (``screenshots/taken``, ``/cut``, ``/images_late``) or its
+    failure (``screenshots/failed``, logged)."""
+    if shot.body is None:
+        count(stats, "screenshots/failed", site_id)
+        logger.warning("Screenshot of %s not taken: %s", shot.url, shot.reason)
+        return
+    count(stats, "screenshots/taken", site_id)
+    if shot.cut:
+        count(stats, "screenshots/cut", site_id)
+    if shot.late:
+        count(stats, "screenshots/images_late", site_id)
