@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.storage.schema import article, media_chunk, media_item, snapshot_media
@@ -180,17 +180,25 @@ class MediaRecord:
     fetched_at: int
     stored: bool
     reason: str | None
+    #: When the item's bytes were removed (reason "expired": media/expiry.py).
+    expired_at: int | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The object of ``scrapy media --json``.
+        """The object of ``scrapy media --json``. An expired item (its bytes removed by the
+        rotation) keeps the digest, size and type it had, and says when it was removed.
 
         >>> MediaRecord(1, 2, "image", "u", None, None, None, 3, False, "failed:404").as_json()
         ... # doctest: +NORMALIZE_WHITESPACE
         {'article_id': 1, 'snapshot_at': 2, 'kind': 'image', 'url': 'u', 'sha256': None,
          'bytes': None, 'content_type': None, 'fetched_at': 3, 'stored': False,
          'reason': 'failed:404'}
+        >>> MediaRecord(1, 2, "video", "u", b"\xab", 9, "video/mp4", 3, False, "expired",
+        ...             4).as_json()  # doctest: +NORMALIZE_WHITESPACE
+        {'article_id': 1, 'snapshot_at': 2, 'kind': 'video', 'url': 'u', 'sha256': 'ab',
+         'bytes': 9, 'content_type': 'video/mp4', 'fetched_at': 3, 'stored': False,
+         'reason': 'expired', 'expired_at': 4}
         """
-        return {
+        shown = {
             "article_id": self.article_id,
             "snapshot_at": self.snapshot_at,
             "kind": self.kind,
@@ -202,6 +210,9 @@ class MediaRecord:
             "stored": self.stored,
             "reason": self.reason,
         }
+        if self.expired_at is not None:
+            shown["expired_at"] = self.expired_at
+        return shown
 
 
 class MediaStore:
@@ -340,4 +351,5 @@ def media_records(
                 int(found.fetched_at),
                 bool(found.stored),
                 found.reason,
+                found.expired_at,
             )
