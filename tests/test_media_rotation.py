@@ -159,3 +159,33 @@ def test_nothing_is_dropped_when_an_item_cannot_be_exported(db_url: str, tmp_pat
             companions=[MediaRotation(store)],
         )
     assert shown(store) == before and ids
+
+
+def test_an_expired_video_record_is_exported_without_bytes(db_url: str, tmp_path: Path) -> None:
+    """A record whose bytes the video expiry removed keeps its digest: the rotation exports
+    the record and looks for no bytes (there are none to copy out)."""
+    from sqlalchemy import delete, update
+
+    from zeroarchive.storage.schema import snapshot_media
+
+    _ids, store = with_media(db_url)
+    gone = bytes.fromhex(digest(PHOTO_C))
+    with store.engine.begin() as conn:
+        conn.execute(
+            update(snapshot_media)
+            .where(snapshot_media.c.sha256 == gone)
+            .values(stored=False, reason="expired", expired_at=ts("2025-02-20T00:00:00"))
+        )
+        conn.execute(delete(media_item).where(media_item.c.sha256 == gone))
+        store.blobs.remove(conn, gone)
+    close_archives()
+    out = tmp_path / "exports"
+    run = scrapy(
+        "rotate_snapshots", "--before", "2025-03", "--export", str(out), db_url=db_url, cwd=tmp_path
+    )
+    assert run.returncode == 0, run.output
+    with gzip.open(out / "media-2025-01.jsonl.gz", "rt", encoding="utf-8") as handle:
+        january = [json.loads(line) for line in handle]
+    expired = [r for r in january if r["reason"] == "expired"]
+    assert [(r["sha256"], r["stored"]) for r in expired] == [(digest(PHOTO_C), False)]
+    assert not [p for p in (out / "media-2025-01").rglob("*") if p.is_file()]

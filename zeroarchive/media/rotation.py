@@ -167,7 +167,8 @@ class MediaRotation:
                     line["carried_to"] = moved
                     handle.write(json.dumps(line, ensure_ascii=False) + "\n")
                     records += 1
-                    if row.sha256 is not None and moved is None:
+                    # An expired video's record keeps its digest, not its bytes.
+                    if row.stored and row.sha256 is not None and moved is None:
                         digest = bytes(row.sha256)
                         shown_here[digest] = shown_here.get(digest, 0) + 1
         os.replace(partial, final)
@@ -176,7 +177,9 @@ class MediaRotation:
         with engine.connect() as conn:
             for digest, here in shown_here.items():
                 shown = conn.execute(
-                    select(func.count()).where(snapshot_media.c.sha256 == digest)
+                    select(func.count()).where(
+                        snapshot_media.c.sha256 == digest, snapshot_media.c.stored.is_(True)
+                    )
                 ).scalar_one()
                 if shown == here:
                     leaving.append(digest)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.storage.schema import article, media_chunk, media_item, snapshot_media
