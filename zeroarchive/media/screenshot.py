@@ -181,23 +181,23 @@ async def _take(page: Any, config: ScreenshotConfig) -> Shot:
             "wait": config.wait * 1000,
         },
     )
+    # Detached only once the shot is taken: after a failure the session goes with the page
+    # (closed next), and a hung renderer would hang its detach too.
     session = await page.context.new_cdp_session(page)
-    try:
-        metrics = await session.send("Page.getLayoutMetrics")
-        viewport = page.viewport_size
-        width = viewport["width"] if viewport else metrics["cssLayoutViewport"]["clientWidth"]
-        full = math.ceil(metrics["cssContentSize"]["height"])
-        height = min(full, config.max_height)
-        shot = await session.send(
-            "Page.captureScreenshot",
-            {
-                "format": config.format,
-                "captureBeyondViewport": True,
-                "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
-            },
-        )
-    finally:
-        await session.detach()
+    metrics = await session.send("Page.getLayoutMetrics")
+    viewport = page.viewport_size
+    width = viewport["width"] if viewport else metrics["cssLayoutViewport"]["clientWidth"]
+    full = math.ceil(metrics["cssContentSize"]["height"])
+    height = min(full, config.max_height)
+    shot = await session.send(
+        "Page.captureScreenshot",
+        {
+            "format": config.format,
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+        },
+    )
+    await session.detach()
     body = base64.b64decode(shot["data"])
     return Shot(
         page.url,
