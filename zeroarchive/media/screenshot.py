@@ -42,16 +42,16 @@ SCROLL_PAUSE = 0.1
 #: Seconds the capture itself may take beyond the scroll's wait: a hung renderer costs the
 #: screenshot (failed:timeout), never the page's browser slot for good.
 CAPTURE_SECONDS = 60.0
-# Scrolls a viewport at a time down to `limit` px (or the page's end), then back to the top,
-# and waits (at most `wait` ms) for the images still loading; true when the wait ran out.
+# Scrolls a viewport at a time down to `limit` px (or the page's end), then back to the top
+# (at once, whatever the page's own scroll-behavior), and waits (at most `wait` ms) for the images still loading; true when the wait ran out.
 SCROLL_JS = """async ({limit, pause, wait}) => {
   const sleep = ms => new Promise(done => setTimeout(done, ms));
   const step = Math.max(window.innerHeight, 100);
   for (let y = step; y < Math.min(document.documentElement.scrollHeight, limit); y += step) {
-    window.scrollTo(0, y);
+    window.scrollTo({top: y, left: 0, behavior: "instant"});
     await sleep(pause);
   }
-  window.scrollTo(0, 0);
+  window.scrollTo({top: 0, left: 0, behavior: "instant"});
   const loading = Array.from(document.images).filter(img => !img.complete).map(img =>
     new Promise(done => {
       img.addEventListener("load", done, {once: true});
