@@ -43,7 +43,8 @@ SCROLL_PAUSE = 0.1
 #: screenshot (failed:timeout), never the page's browser slot for good.
 CAPTURE_SECONDS = 60.0
 # Scrolls a viewport at a time down to `limit` px (or the page's end), then back to the top
-# (at once, whatever the page's own scroll-behavior), and waits (at most `wait` ms) for the images still loading; true when the wait ran out.
+# (at once, whatever the page's own scroll-behavior), and waits (at most `wait` ms) for the
+# images still loading; true when the wait ran out.
 SCROLL_JS = """async ({limit, pause, wait}) => {
   const sleep = ms => new Promise(done => setTimeout(done, ms));
   const step = Math.max(window.innerHeight, 100);
