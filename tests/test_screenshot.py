@@ -229,14 +229,18 @@ def test_rendered_pages_are_shot_whole_with_their_pictures_and_cjk_glyphs(
     assert by_url[url("/c/news/2")].rendered  # its snapshot kept though its shot failed
 
 
-def test_webp_and_a_shot_per_changed_version_only(tmp_path: Path) -> None:
+def test_webp_a_narrower_window_and_a_shot_per_changed_version_only(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'a.db'}"
     media_dir = str(tmp_path / "media")
     t0 = 1_700_000_000
     pages = routes()
     plain = b"<!doctype html><html><body><h1>Article</h1><p>Text.</p></body></html>"
     pages["/a/news/1"] = pages["/a/news/2"] = Route(200, HTML, plain)
-    settings = ("-s", "SCREENSHOT_FORMAT=webp", "-s", f"ZEROARCHIVE_MEDIA_DIR={media_dir}")
+    settings = (
+        *("-s", "SCREENSHOT_FORMAT=webp"),
+        *("-s", "BROWSER_VIEWPORT_WIDTH=800"),
+        *("-s", f"ZEROARCHIVE_MEDIA_DIR={media_dir}"),
+    )
     with ReplayServer(pages) as server:
         # `render: true` and no `media`: the default list has the screenshot.
         load(db_url, tmp_path, [site(server, "rendered", "a", render=True)])
@@ -265,7 +269,7 @@ def test_webp_and_a_shot_per_changed_version_only(tmp_path: Path) -> None:
         assert body[:4] == b"RIFF" and body[8:12] == b"WEBP"
         assert row["content_type"] == "image/webp"
         image = Image.open(io.BytesIO(body))
-        assert image.format == "WEBP" and image.size == (1280, 720)
+        assert image.format == "WEBP" and image.size == (800, 720)
     # The two first versions look alike: one item, stored once.
     assert rows[0]["sha256"] == rows[1]["sha256"]
 

@@ -16,6 +16,8 @@ def test_only_sites_whose_snapshot_is_one_plain_answer_are_asked_conditionally(
     specs = {
         "plain": ("https://news.example/", "news", {"article": "/a/"}, True),
         "rendered": ("https://js.example/", "news", {"article": "/a/", "render": True}, False),
+        # Rendered for its screenshot: the browser's page, not one plain answer.
+        "shot": ("https://shot.example/", "news", {"media": ["screenshot"]}, False),
         # A Dcard snapshot is the post and its comments: the post's 304 says nothing of them.
         "dcard": ("https://www.dcard.tw/f/trending", "dcard", {}, False),
         # Facebook's pages are rendered by the browser.

@@ -53,8 +53,10 @@ logger = logging.getLogger(__name__)
 def plain_answers(site: Site) -> bool:
     """Whether a snapshot of this site is one plain answer, whose validators (ETag,
     Last-Modified) a conditional watch check may send: not a rendered page, nor a document
-    assembled from several answers (a Dcard post's 304 says nothing of its comments)."""
-    return not (site.config.render or site.source.renders or site.source.assembled)
+    assembled from several answers (a Dcard post's 304 says nothing of its comments), nor
+    a page rendered for its screenshot."""
+    rendered = site.config.render or site.source.renders or "screenshot" in site.media
+    return not (rendered or site.source.assembled)
 
 
 #: Answers that say an article is not there any more.

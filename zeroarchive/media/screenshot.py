@@ -42,16 +42,17 @@ SCROLL_PAUSE = 0.1
 #: Seconds the capture itself may take beyond the scroll's wait: a hung renderer costs the
 #: screenshot (failed:timeout), never the page's browser slot for good.
 CAPTURE_SECONDS = 60.0
-# Scrolls a viewport at a time down to `limit` px (or the page's end), then back to the top,
-# and waits (at most `wait` ms) for the images still loading; true when the wait ran out.
+# Scrolls a viewport at a time down to `limit` px (or the page's end), then back to the top
+# (at once, whatever the page's own scroll-behavior), and waits (at most `wait` ms) for the
+# images still loading; true when the wait ran out.
 SCROLL_JS = """async ({limit, pause, wait}) => {
   const sleep = ms => new Promise(done => setTimeout(done, ms));
   const step = Math.max(window.innerHeight, 100);
   for (let y = step; y < Math.min(document.documentElement.scrollHeight, limit); y += step) {
-    window.scrollTo(0, y);
+    window.scrollTo({top: y, left: 0, behavior: "instant"});
     await sleep(pause);
   }
-  window.scrollTo(0, 0);
+  window.scrollTo({top: 0, left: 0, behavior: "instant"});
   const loading = Array.from(document.images).filter(img => !img.complete).map(img =>
     new Promise(done => {
       img.addEventListener("load", done, {once: true});
@@ -181,23 +182,23 @@ async def _take(page: Any, config: ScreenshotConfig) -> Shot:
             "wait": config.wait * 1000,
         },
     )
+    # Detached only once the shot is taken: after a failure the session goes with the page
+    # (closed next), and a hung renderer would hang its detach too.
     session = await page.context.new_cdp_session(page)
-    try:
-        metrics = await session.send("Page.getLayoutMetrics")
-        viewport = page.viewport_size
-        width = viewport["width"] if viewport else metrics["cssLayoutViewport"]["clientWidth"]
-        full = math.ceil(metrics["cssContentSize"]["height"])
-        height = min(full, config.max_height)
-        shot = await session.send(
-            "Page.captureScreenshot",
-            {
-                "format": config.format,
-                "captureBeyondViewport": True,
-                "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
-            },
-        )
-    finally:
-        await session.detach()
+    metrics = await session.send("Page.getLayoutMetrics")
+    viewport = page.viewport_size
+    width = viewport["width"] if viewport else metrics["cssLayoutViewport"]["clientWidth"]
+    full = math.ceil(metrics["cssContentSize"]["height"])
+    height = min(full, config.max_height)
+    shot = await session.send(
+        "Page.captureScreenshot",
+        {
+            "format": config.format,
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+        },
+    )
+    await session.detach()
     body = base64.b64decode(shot["data"])
     return Shot(
         page.url,
