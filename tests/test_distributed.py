@@ -26,6 +26,7 @@ import redis
 import yaml
 from scrapy import Spider
 from scrapy.core.engine import ExecutionEngine
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 from sqlalchemy import create_engine, func, select
 
@@ -662,3 +663,31 @@ def test_schedule_queues_rendered_and_facebook_sites(
     assert "generic: 1 list request(s) for 1 site(s)" in output, output
     assert "facebook: 1 list request(s) for 1 site(s)" in output, output
     assert "Traceback" not in output
+
+
+def test_the_pauses_between_tries_come_from_the_settings() -> None:
+    """ZEROARCHIVE_RETRY_PAUSE_SECONDS and _MAX_SECONDS (what the tests above shorten): the
+    first pause, doubled after each failed try up to the longest; the defaults unchanged."""
+    from zeroarchive.core.services import first_pause, next_pause, pauses, set_pauses_from
+
+    def course(**overrides: object) -> list[float]:
+        set_pauses_from(Settings(project_settings(**overrides)))
+        pause, seen = first_pause(), []
+        for _ in range(8):
+            seen.append(pause)
+            pause = next_pause(pause)
+        return seen
+
+    try:
+        assert course() == [1, 2, 4, 8, 16, 32, 60, 60]
+        quick = dict(setting.split("=") for setting in QUICK_RETRIES)
+        assert course(**quick) == [0.25, 0.5, 1, 1, 1, 1, 1, 1]
+        for first, longest in (("0", "1"), ("2", "1")):
+            with pytest.raises(ValueError, match="ZEROARCHIVE_RETRY_PAUSE_SECONDS"):
+                course(
+                    ZEROARCHIVE_RETRY_PAUSE_SECONDS=first,
+                    ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS=longest,
+                )
+    finally:
+        set_pauses_from(Settings(project_settings()))
+    assert pauses() == (1.0, 60.0)
