@@ -279,6 +279,10 @@ ZEROARCHIVE_QUEUE_PREFETCH = 8
 # Seconds a redis command (connection) may take before the caller sees an error.
 ZEROARCHIVE_REDIS_CONNECT_TIMEOUT = 10.0
 ZEROARCHIVE_REDIS_TIMEOUT = 30.0
+# While the database or redis is away, a worker, `scrapy schedule` and a crawl's writes try
+# again after this pause, doubled after each failed try up to the longest.
+ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS = 60.0
+ZEROARCHIVE_RETRY_PAUSE_SECONDS = 1.0
 
 # --- Operations ------------------------------------------------------------------------
 FEED_EXPORT_ENCODING = "utf-8"

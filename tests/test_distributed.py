@@ -26,6 +26,7 @@ import redis
 import yaml
 from scrapy import Spider
 from scrapy.core.engine import ExecutionEngine
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 from sqlalchemy import create_engine, func, select
 
@@ -36,6 +37,13 @@ from zeroarchive.distributed.scheduler import RedisScheduler
 from zeroarchive.storage.schema import article, article_snapshot
 
 NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"
+# While a server is away, every process of these tests tries again after 0.25, 0.5, 1, 1 ...
+# s instead of 1, 2, 4 ... 60 s: an outage of a few seconds then takes the same course as
+# one of minutes (failed tries, growing pauses, the work held, then taken up), and a test
+# pays for the outage, not for a pause of up to twice its length after it.
+QUICK_RETRIES = ("ZEROARCHIVE_RETRY_PAUSE_SECONDS=0.25", "ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS=1")
+# How long the tests cut MariaDB or redis: several tries and a few pauses at their longest.
+OUTAGE_SECONDS = 6
 
 
 def news_site(server: ReplayServer, delay: float = 0) -> dict[str, object]:
@@ -75,6 +83,7 @@ def start_worker(
     for setting in (
         "ZEROARCHIVE_IDLE_LIMIT=6",
         "ZEROARCHIVE_SNAPSHOT_FLUSH_SECONDS=0.5",
+        *QUICK_RETRIES,
         *settings,
     ):
         args += ["-s", setting]
@@ -131,6 +140,22 @@ def finish(worker: Process, log: Path, timeout: float = 120) -> str:
     return output
 
 
+def stop_once_stored(
+    worker: Process, log: Path, db_url: str, articles: int, timeout: float = 120
+) -> str:
+    """Once ``articles`` articles have their snapshots, the worker is stopped as an operator
+    stops one (SIGTERM: it closes as at its idle limit, writing what it holds) instead of
+    waiting out its idle limit (6-15 s a worker); its log, as ``finish`` checks it."""
+    wait_until(
+        lambda: counts(db_url)[2] >= articles or worker.poll() is not None,
+        timeout,
+        "every article stored",
+    )
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGTERM)
+    return finish(worker, log)
+
+
 def test_two_workers_share_one_queue_and_fetch_each_article_once(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
@@ -153,7 +178,10 @@ def test_two_workers_share_one_queue_and_fetch_each_article_once(
         # them itself, so the scheduler's next round must not queue them again.
         second = schedule_once(mariadb_url, redis_url, tmp_path)
         assert "generic: 0 list request(s) for 0 site(s), 0 snapshot(s) queued" in second
-        outputs = [finish(worker, log) for worker, log in zip(workers, logs, strict=True)]
+        outputs = [
+            stop_once_stored(worker, log, mariadb_url, len(pages))
+            for worker, log in zip(workers, logs, strict=True)
+        ]
 
         assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
         for page in pages:
@@ -198,7 +226,7 @@ def test_a_worker_killed_mid_crawl_loses_no_article(
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.1)])
         log2 = tmp_path / "survivor.log"
         survivor = start_worker(mariadb_url, redis_url, tmp_path, log2, lease)
-        finish(survivor, log2)
+        stop_once_stored(survivor, log2, mariadb_url, len(pages))
         articles, _, covered = counts(mariadb_url)
         assert covered == articles == len(pages)
 
@@ -229,28 +257,36 @@ def test_redis_restarted_empty_loses_nothing(mariadb_url: str, tmp_path: Path) -
         assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
 
 
-def test_mariadb_unreachable_for_30_seconds_loses_no_item(
+def test_mariadb_unreachable_mid_crawl_loses_no_item(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     pages = tw_news_pages()
     with TcpForwarder(3306) as proxy, ReplayServer(tw_news_routes()) as server:
         via_proxy = proxy.via(mariadb_url)
-        load_sites(via_proxy, tmp_path, [news_site(server, delay=1.0)])
+        # Slow enough that the crawl goes on through the outage and after it.
+        load_sites(via_proxy, tmp_path, [news_site(server, delay=0.5)])
         schedule_once(via_proxy, redis_url, tmp_path)
         log = tmp_path / "worker.log"
-        worker = start_worker(via_proxy, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=10")
+        worker = start_worker(via_proxy, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=60")
         wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
         schedule_once(via_proxy, redis_url, tmp_path)
         wait_until(lambda: counts(mariadb_url)[1] >= 2, 60, "the first snapshots")
         proxy.cut()
-        time.sleep(30)
+        time.sleep(OUTAGE_SECONDS)
         stored_during_outage = counts(mariadb_url)[1]
         proxy.restore()
-        output = finish(worker, log, timeout=180)
+        output = stop_once_stored(worker, log, mariadb_url, len(pages))
         assert stored_during_outage < len(pages)
-        assert "Database unavailable while writing" in output
+        # Tried again and again while it was away, the pauses growing.
+        assert output.count("Database unavailable while writing") >= 3, output[-3000:]
+        assert "retrying in 0.5 s" in output, output[-3000:]
         assert "errors/db_write" not in output
         assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
+
+
+def quick_retries() -> list[str]:
+    """QUICK_RETRIES as options of a `scrapy` command line."""
+    return [arg for setting in QUICK_RETRIES for arg in ("-s", setting)]
 
 
 def redis_port(redis_url: str) -> int:
@@ -286,12 +322,12 @@ def test_a_worker_under_scrapyd_waits_for_the_database_and_redis_then_crawls(
             database.restore()
             wait_for_text(log, "Waiting: cannot reach redis at", 60, times=2)
             queue.restore()
-            output = finish(worker, log)
+            output = stop_once_stored(worker, log, mariadb_url, len(pages))
         finally:
             worker.kill()
             database.cut()
             queue.cut()
-    assert "next try in 2 s" in output, "the pauses grow"
+    assert "next try in 0.5 s" in output, "the pauses grow"
     assert counts(mariadb_url) == (len(pages), len(pages), len(pages))
 
 
@@ -310,25 +346,28 @@ def test_schedule_rides_out_a_database_cut_and_a_redis_cut(
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=1.0)])
         schedule_log = tmp_path / "schedule.log"
         schedule = start_scrapy(
-            ["schedule", "--interval", "1"], env_for(db_via, redis_via), tmp_path, schedule_log
+            ["schedule", "--interval", "1", *quick_retries()],
+            env_for(db_via, redis_via),
+            tmp_path,
+            schedule_log,
         )
         log = tmp_path / "worker.log"
-        worker = start_worker(db_via, redis_via, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=10")
+        worker = start_worker(db_via, redis_via, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=60")
         try:
             # Generous: two scrapy processes start, then walk the list politely.
             wait_until(lambda: counts(mariadb_url)[0] == len(pages), 180, "discovery")
             database.cut()
             wait_for_text(schedule_log, "Round failed", 30, times=2)
-            time.sleep(5)
+            time.sleep(OUTAGE_SECONDS / 2)
             database.restore()
             wait_for_text(schedule_log, "Round succeeded again", 60)
             queue.cut()
             wait_for_text(schedule_log, "Round failed", 30, times=4)
             wait_for_text(log, "Redis does not answer at", 30)
-            time.sleep(5)
+            time.sleep(OUTAGE_SECONDS / 2)
             queue.restore()
             wait_for_text(schedule_log, "Round succeeded again", 60, times=2)
-            output = finish(worker, log, timeout=240)
+            output = stop_once_stored(worker, log, mariadb_url, len(pages), timeout=240)
             assert schedule.poll() is None, schedule_log.read_text(errors="replace")[-3000:]
         finally:
             schedule.send_signal(signal.SIGTERM)
@@ -355,7 +394,9 @@ def test_a_malformed_queue_entry_is_logged_and_skipped(
         # Ahead of the real request (lower score pops first), none of them a request.
         client.zadd(key, {b"\x80\x04not json": -10, b'{"no": "url"}': -9, b"[1, 2]": -8})
         log = tmp_path / "worker.log"
-        output = finish(start_worker(mariadb_url, redis_url, tmp_path, log), log)
+        # What it found it claims and crawls itself: nothing comes after the queue is empty.
+        worker = start_worker(mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=3")
+        output = finish(worker, log)
         assert output.count("Skipping a malformed entry") == 3
         assert "'scheduler/redis/malformed': 3" in output
         assert counts(mariadb_url)[0] == len(pages)
@@ -622,3 +663,31 @@ def test_schedule_queues_rendered_and_facebook_sites(
     assert "generic: 1 list request(s) for 1 site(s)" in output, output
     assert "facebook: 1 list request(s) for 1 site(s)" in output, output
     assert "Traceback" not in output
+
+
+def test_the_pauses_between_tries_come_from_the_settings() -> None:
+    """ZEROARCHIVE_RETRY_PAUSE_SECONDS and _MAX_SECONDS (what the tests above shorten): the
+    first pause, doubled after each failed try up to the longest; the defaults unchanged."""
+    from zeroarchive.core.services import first_pause, next_pause, pauses, set_pauses_from
+
+    def course(**overrides: object) -> list[float]:
+        set_pauses_from(Settings(project_settings(**overrides)))
+        pause, seen = first_pause(), []
+        for _ in range(8):
+            seen.append(pause)
+            pause = next_pause(pause)
+        return seen
+
+    try:
+        assert course() == [1, 2, 4, 8, 16, 32, 60, 60]
+        quick = dict(setting.split("=") for setting in QUICK_RETRIES)
+        assert course(**quick) == [0.25, 0.5, 1, 1, 1, 1, 1, 1]
+        for first, longest in (("0", "1"), ("2", "1")):
+            with pytest.raises(ValueError, match="ZEROARCHIVE_RETRY_PAUSE_SECONDS"):
+                course(
+                    ZEROARCHIVE_RETRY_PAUSE_SECONDS=first,
+                    ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS=longest,
+                )
+    finally:
+        set_pauses_from(Settings(project_settings()))
+    assert pauses() == (1.0, 60.0)

@@ -20,6 +20,7 @@ import redis
 from scrapy.core.engine import _Slot
 from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse, Request
+from scrapy.settings import Settings
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy.utils.test import get_crawler
 from sqlalchemy import func, select
@@ -81,7 +82,8 @@ def archive(db_url: str) -> Archive:
 
 @pytest.fixture
 def server(redis_url: str) -> Iterator[redis.Redis]:
-    client = connect(get_crawler(settings_dict=project_settings()).settings, redis_url)
+    # The project's settings, without a crawler (building one deep-copies them twice).
+    client = connect(Settings(project_settings()), redis_url)
     client.set(MARKER_KEY, "1")  # not the first round ever
     yield client
     client.close()

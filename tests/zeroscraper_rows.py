@@ -119,6 +119,26 @@ def add_snapshot(
     rows.snapshots[(table, article_id, at)] = raw
 
 
+def add_snapshots(
+    engine: Engine, rows: ZeroArchiveRows, snapshots: list[tuple[int, int, bytes]]
+) -> None:
+    """``add_snapshot`` into the live table for each (article_id, at, raw), in one
+    transaction."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO ArticleSnapshot (article_id, snapshot_at, raw_data, snapshot_at_date)"
+                " VALUES (:article_id, :at, :raw, FROM_UNIXTIME(:at))"
+            ),
+            [
+                {"article_id": article_id, "at": at, "raw": raw.decode("utf-8")}
+                for article_id, at, raw in snapshots
+            ],
+        )
+    for article_id, at, raw in snapshots:
+        rows.snapshots[("ArticleSnapshot", article_id, at)] = raw
+
+
 def rotate_month(engine: Engine, table: str) -> None:
     """A rotated month table, as 0archive's rotation made them: a plain copy of the live
     table's structure. Its raw_data is latin1 here, as on a MySQL 5.7 with the server's

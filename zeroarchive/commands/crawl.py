@@ -11,7 +11,7 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
 from zeroarchive.core.quiet_log import quiet_start_up
-from zeroarchive.core.services import one_line_errors, should_wait, wait_for
+from zeroarchive.core.services import one_line_errors, set_pauses_from, should_wait, wait_for
 from zeroarchive.core.stats import PREFIX
 from zeroarchive.distributed.redis_client import reachable, redis_url_from
 from zeroarchive.storage.archive import open_archive
@@ -97,6 +97,7 @@ class Command(ScrapyCrawlCommand):
             raise UsageError("give exactly one spider name")
         assert self.crawler_process and self.settings is not None
         settings = self.settings
+        set_pauses_from(settings)
         if should_wait():
             wait_for(lambda: servers_answer(settings))
         else:

@@ -15,11 +15,12 @@ from scrapy.utils.log import configure_logging
 
 from zeroarchive.core.clock import now as clock_now
 from zeroarchive.core.services import (
-    FIRST_PAUSE,
+    first_pause,
     is_unreachable,
     next_pause,
     one_line_errors,
     reason,
+    set_pauses_from,
     wait_for,
 )
 from zeroarchive.core.shown import mask_logs
@@ -95,8 +96,9 @@ class Command(ScrapyCommand):
 
         # One round (cron) reports a server that is away and exits; the long-running
         # scheduler is the one process that decides when, so it waits for them.
+        set_pauses_from(settings)
         dispatcher = open_dispatcher() if opts.once else wait_for(open_dispatcher, stop)
-        pause = FIRST_PAUSE
+        pause = first_pause()
         while True:
             started = time.time()
             try:
@@ -107,14 +109,14 @@ class Command(ScrapyCommand):
                     raise
                 # Leased work comes due again when its lease runs out; nothing else of a
                 # round is written before it is queued, so the next round queues it.
-                logger.warning("Round failed (%s); next round in %.0f s", reason(exc), pause)
+                logger.warning("Round failed (%s); next round in %g s", reason(exc), pause)
                 if stop.wait(pause):
                     return
                 pause = next_pause(pause)
                 continue
-            if pause > FIRST_PAUSE:
+            if pause > first_pause():
                 logger.info("Round succeeded again: the database and redis answer")
-                pause = FIRST_PAUSE
+                pause = first_pause()
             for name, report in reports.items():
                 logger.info(
                     "%s: %d list request(s) for %d site(s), %d snapshot(s) queued; %d waiting; "

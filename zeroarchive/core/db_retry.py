@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from zeroarchive.core.services import FIRST_PAUSE, is_unreachable, next_pause, reason
+from zeroarchive.core.services import first_pause, is_unreachable, next_pause, reason
 from zeroarchive.core.stats import count
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ async def write_with_retry(
     write: Callable[[], T], what: str, deadline_seconds: float, stats: StatsCollector | None
 ) -> T:
     """Run the blocking ``write`` in a thread; retry transient failures until the deadline."""
-    pause = FIRST_PAUSE
+    pause = first_pause()
     give_up_at = time.monotonic() + deadline_seconds
     while True:
         try:
@@ -40,7 +40,7 @@ def call_with_retry(
 ) -> T:
     """``write_with_retry`` for a caller that may block (a thread, the writer process):
     pauses sleep here; ``on_retry`` is called before each pause."""
-    pause = FIRST_PAUSE
+    pause = first_pause()
     give_up_at = time.monotonic() + deadline_seconds
     while True:
         try:
@@ -57,5 +57,5 @@ def _retry_or_raise(exc: Exception, what: str, pause: float, give_up_at: float) 
     if not is_unreachable(exc) or time.monotonic() + pause > give_up_at:
         raise exc
     logger.warning(
-        "Database unavailable while writing %s (%s); retrying in %.0f s", what, reason(exc), pause
+        "Database unavailable while writing %s (%s); retrying in %g s", what, reason(exc), pause
     )

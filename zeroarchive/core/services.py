@@ -20,8 +20,13 @@ T = TypeVar("T")
 
 #: Exit status of a command that could not reach a server it needs.
 EXIT_UNREACHABLE = 3
+#: The pauses between tries while a server is away: the first, doubled after each failed
+#: try up to the longest. The settings ZEROARCHIVE_RETRY_PAUSE_SECONDS and
+#: ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS (these defaults) set them for a process
+#: (``set_pauses``): a worker, `scrapy schedule`, a crawl's snapshot writer.
 FIRST_PAUSE = 1.0
 MAX_PAUSE = 60.0
+_pauses = [FIRST_PAUSE, MAX_PAUSE]
 
 
 class ServiceUnavailable(Exception):
@@ -68,8 +73,42 @@ def reason(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def set_pauses(first: float, longest: float) -> None:
+    """This process's pauses between tries while a server is away (both in seconds, the
+    first at most the longest)."""
+    if not 0 < first <= longest:
+        raise ValueError(
+            "ZEROARCHIVE_RETRY_PAUSE_SECONDS must be above 0 and at most "
+            f"ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS, got {first} and {longest}"
+        )
+    _pauses[:] = [first, longest]
+
+
+def set_pauses_from(settings: Any) -> None:
+    """``set_pauses`` from a run's settings (a crawler a test built without the project's
+    settings pauses as the defaults say)."""
+    set_pauses(
+        settings.getfloat("ZEROARCHIVE_RETRY_PAUSE_SECONDS", FIRST_PAUSE),
+        settings.getfloat("ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS", MAX_PAUSE),
+    )
+
+
+def pauses() -> tuple[float, float]:
+    """This process's (first, longest) pause."""
+    return _pauses[0], _pauses[1]
+
+
+def first_pause() -> float:
+    return _pauses[0]
+
+
 def next_pause(pause: float) -> float:
-    return min(pause * 2, MAX_PAUSE)
+    """The pause after ``pause``: twice as long, up to the longest.
+
+    >>> next_pause(1.0), next_pause(40.0)
+    (2.0, 60.0)
+    """
+    return min(pause * 2, _pauses[1])
 
 
 def should_wait() -> bool:
@@ -86,12 +125,12 @@ def should_wait() -> bool:
 def wait_for(check: Callable[[], T], stop: threading.Event | None = None) -> T:
     """``check()``, tried again with growing pauses while it raises ServiceUnavailable,
     logging each failed try; the last error is raised if ``stop`` is set meanwhile."""
-    pause = FIRST_PAUSE
+    pause = first_pause()
     while True:
         try:
             return check()
         except ServiceUnavailable as exc:
-            logger.warning("Waiting: %s; next try in %.0f s", exc, pause)
+            logger.warning("Waiting: %s; next try in %g s", exc, pause)
             if stop is not None and stop.wait(pause):
                 raise
             if stop is None:

@@ -31,7 +31,7 @@ from zeroarchive.core.errors import Unreachable, error_kind
 from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.owners import queued_owner, run_owner
 from zeroarchive.core.request_meta import META_KEY
-from zeroarchive.core.services import is_unreachable
+from zeroarchive.core.services import is_unreachable, set_pauses_from
 from zeroarchive.core.signals import walk_pages_done, work_returned, work_taken
 from zeroarchive.core.stats import count, site_metrics
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
@@ -120,6 +120,8 @@ class ArchiveSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
+        # A crawl started otherwise than by `scrapy crawl` (`scrapy recheck`) pauses alike.
+        set_pauses_from(settings)
         spider.archive = open_archive(settings)
         lock_dir = settings.get("ZEROARCHIVE_LOCK_DIR")
         spider.locks = SiteRunLocks(

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
-from zeroarchive.core.services import wait_for
+from zeroarchive.core.services import pauses, set_pauses, wait_for
 from zeroarchive.core.shown import mask_logs
 from zeroarchive.crawl.snapshot_batches import Answer, Count, Sites, write_batch
 from zeroarchive.storage.archive import open_archive
@@ -68,7 +68,8 @@ class WriterProcess:
         )
         theirs.close()
         connection = Connection(ours.detach())
-        connection.send((self.url, self.retry_seconds, self.media_dir))
+        # The child pauses between tries as this process does.
+        connection.send((self.url, self.retry_seconds, self.media_dir, pauses()))
         return process, connection
 
     def ready(self) -> bool:
@@ -159,7 +160,8 @@ def serve(connection: Connection) -> None:
     root = logging.getLogger()
     root.handlers = [logging.handlers.QueueHandler(_ToCrawl(connection))]  # type: ignore[arg-type]
     root.setLevel(logging.DEBUG)
-    url, retry_seconds, media_dir = connection.recv()
+    url, retry_seconds, media_dir, (first, longest) = connection.recv()
+    set_pauses(first, longest)
     # Started while the database is away, it waits for it (the crawl's thread writes
     # meanwhile, and closing the crawl ends a child that is still waiting).
     archive = wait_for(lambda: open_archive(url=url))

@@ -46,7 +46,7 @@ from scrapy_redis.scheduler import Scheduler
 
 from zeroarchive.core.owners import worker_owner
 from zeroarchive.core.request_meta import META_KEY
-from zeroarchive.core.services import FIRST_PAUSE, next_pause, reason, safe_url
+from zeroarchive.core.services import first_pause, next_pause, reason, safe_url
 from zeroarchive.core.signals import walk_pages_done, work_returned, work_taken
 from zeroarchive.distributed.heartbeat import Heartbeat
 from zeroarchive.distributed.queue import (
@@ -109,7 +109,7 @@ class RedisScheduler(Scheduler):
         self.heartbeat: Heartbeat | None = None
         self._away_since: float | None = None
         self._retry_at = 0.0
-        self._pause = FIRST_PAUSE
+        self._pause = first_pause()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisScheduler:
@@ -253,10 +253,10 @@ class RedisScheduler(Scheduler):
         held = len(self._pending) + len(self._checked)
         if self._away_since is None:
             self._away_since = now
-            self._pause = FIRST_PAUSE
+            self._pause = first_pause()
             logger.error(
                 "Redis does not answer at %s (%s): this worker waits for it, holding %d "
-                "request(s) to queue; next try in %.0f s",
+                "request(s) to queue; next try in %g s",
                 self._server_url(),
                 reason(exc),
                 held,
@@ -265,7 +265,7 @@ class RedisScheduler(Scheduler):
         else:
             logger.warning(
                 "Redis still does not answer (%s) after %.0f s; %d request(s) held; next try "
-                "in %.0f s",
+                "in %g s",
                 reason(exc),
                 now - self._away_since,
                 held,
@@ -280,7 +280,7 @@ class RedisScheduler(Scheduler):
         if self._away_since is not None:
             logger.info("Redis answers again after %.0f s", time.monotonic() - self._away_since)
             self._away_since = None
-            self._pause = FIRST_PAUSE
+            self._pause = first_pause()
 
     def _server_url(self) -> str:
         kwargs = self.server.connection_pool.connection_kwargs
