@@ -264,12 +264,16 @@ def media_records(
     article_id: int | None = None,
     site_id: int | None = None,
     kinds: Sequence[str] = (),
+    snapshot_at: int | None = None,
 ) -> Iterator[MediaRecord]:
-    """The (snapshot, item) records, by article, snapshot and the order they came in."""
+    """The (snapshot, item) records, by article, snapshot and the order they came in; those
+    of one snapshot when ``article_id`` and ``snapshot_at`` are given."""
     row = snapshot_media.c
     query = select(snapshot_media).order_by(row.article_id, row.snapshot_at, row.media_id)
     if article_id is not None:
         query = query.where(row.article_id == article_id)
+    if snapshot_at is not None:
+        query = query.where(row.snapshot_at == snapshot_at)
     if site_id is not None:
         query = query.where(
             row.article_id.in_(select(article.c.article_id).where(article.c.site_id == site_id))
