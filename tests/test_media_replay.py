@@ -13,12 +13,15 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import create_engine, select
 
 from tests import pywb_env
 from tests.conftest import fresh_mariadb, scrapy
 from tests.replay import ReplayServer
+from tests.test_datasets import JSON_TYPES, doc_columns, parquet_type
 from tests.test_media import PNG, load_and_crawl, media_json, media_routes, sites_of
 from tests.test_warc import (
     Record,
@@ -274,3 +277,32 @@ def test_a_browsertrix_screenshot_joins_its_pages_nearest_snapshot(
         )
     ]
     assert stored_bytes(db_url) == {hashlib.sha256(SCREENSHOT).hexdigest(): SCREENSHOT}
+
+
+def test_media_json_parquet_and_the_docs_name_the_same_columns(
+    crawled: str, tmp_path: Path
+) -> None:
+    rows = media_json(crawled, tmp_path)
+    folder = tmp_path / "media"
+    run = scrapy("media", "--parquet", str(folder), db_url=crawled, cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    assert f"{len(rows)} record(s) written to {folder}" in run.output
+    documented = doc_columns("Media")
+    in_json = [name for name, _, kind in documented if kind != "—"]
+    assert rows and all(list(row) == in_json for row in rows)
+    for name, _, kind in documented:
+        if kind != "—":
+            assert all(isinstance(row[name], JSON_TYPES[kind]) or row[name] is None for row in rows)
+    part = next(folder.rglob("*.parquet"))
+    in_files = [(f.name, parquet_type(f.type)) for f in pq.read_schema(part)]
+    assert in_files == [
+        (name, kind) for name, kind, _ in documented if kind not in ("—", "from the path")
+    ]
+    frame = pd.read_parquet(folder)
+    assert list(frame.columns) == [n for n, _ in in_files] + ["site_id", "month"]
+    # The same rows, whichever the format.
+    assert sorted(zip(frame["url"], frame["sha256"].fillna(""), strict=True)) == sorted(
+        (row["url"], row["sha256"] or "") for row in rows
+    )
+    assert set(frame["snapshot_at"].astype("int64") // 1000) == {r["snapshot_at"] for r in rows}
+    assert scrapy("media", "--parquet", str(folder), db_url=crawled, cwd=tmp_path).returncode

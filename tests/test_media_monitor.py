@@ -1,0 +1,233 @@
+"""The monitor shows what a stored page showed from the archive alone (zeroarchive/monitor/
+media.py): the stored-page view of a real LTN page points its pictures and stylesheets at
+``/media/<sha256>`` (the stored bytes, safe headers), marks what was not kept as missing,
+never names the live site in a resource's URL, and the snapshot page shows its screenshot."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import lxml.html
+import pytest
+from starlette.testclient import TestClient
+
+from tests.monitor_archive import PAGE, URL, Built, build
+from tests.test_media import PNG, PNG2
+from tests.test_monitor import graphql, make_client
+from zeroarchive.media.find import find_media
+from zeroarchive.media.store import MediaRecord, media_store
+from zeroarchive.storage.archive import open_archive
+
+SCREENSHOT = (Path(__file__).parent / "fixtures" / "media_replay" / "screenshot.png").read_bytes()
+#: The LTN page's stylesheet as the archive keeps it: its background is the site's logo
+#: (relative to the stylesheet), its font was not kept.
+CSS = (
+    b".logo{background:url(../../images/news/logo.jpg) no-repeat}"
+    b"@font-face{font-family:x;src:url('/fonts/gone.woff2')}"
+)
+PHOTO = "http://www.ltn.com.tw/2014/new/apr/30/images/bigPic/300_300/php2OVO8J.jpeg"
+LOGO = "https://news.ltn.com.tw/images/news/logo.jpg"
+STYLE = "https://news.ltn.com.tw/css/news/style.css?7"
+GONE = "https://news.ltn.com.tw/images/news/wb.gif"
+HTML_ITEM = "https://news.ltn.com.tw/images/news/print.gif"
+#: Served as a picture although it is a page: it must not come back as HTML.
+NOT_AN_IMAGE = b"<!doctype html><html><body><script>alert(1)</script></body></html>"
+
+
+def add_media(db_url: str, built: Built) -> dict[str, bytes]:
+    """The first LTN snapshot's media as the crawl records it (its photo, logo and
+    stylesheet kept; a 404; one answered with HTML; the rest over media_max_items) and a
+    screenshot of the first and the edited snapshot; returns {url: stored bytes}."""
+    archive = open_archive(url=db_url)
+    store = media_store(archive.engine, "")
+    first, _, edited = built.snapshots
+    kept = {PHOTO: (PNG, "image/png"), LOGO: (PNG2, "image/jpeg"), STYLE: (CSS, "text/css")}
+    kept[HTML_ITEM] = (NOT_AN_IMAGE, "text/html")
+    rows = []
+    with archive.engine.begin() as conn:
+        for found in find_media(PAGE, URL, ["image", "style"]):
+            if found.url in kept:
+                body, kind = kept[found.url]
+                put = store.put(conn, [body], kind, first)
+                row: tuple[bytes | None, int | None, str | None, bool, str | None] = (
+                    put.sha256,
+                    put.size,
+                    kind,
+                    True,
+                    None,
+                )
+            else:
+                reason = "failed:404" if found.url == GONE else "too-many"
+                row = (None, None, None, False, reason)
+            sha256, size, kind, stored, reason = row
+            rows.append(
+                MediaRecord(
+                    built.article_id,
+                    first,
+                    found.kind,
+                    found.url,
+                    sha256,
+                    size,
+                    kind,
+                    first,
+                    stored,
+                    reason,
+                )
+            )
+        for at in (first, edited):
+            put = store.put(conn, [SCREENSHOT], "image/png", at)
+            rows.append(
+                MediaRecord(
+                    built.article_id,
+                    at,
+                    "screenshot",
+                    URL,
+                    put.sha256,
+                    put.size,
+                    "image/png",
+                    at,
+                    True,
+                    None,
+                )
+            )
+        store.record(conn, rows)
+    return {url: body for url, (body, _) in kept.items()}
+
+
+def digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+@pytest.fixture
+def client(db_url: str) -> Iterator[tuple[TestClient, Built]]:
+    built = build(db_url)
+    add_media(db_url, built)
+    with make_client(db_url) as test_client:
+        yield test_client, built
+
+
+RESOURCE = re.compile(r"<(img|link|source|video|audio|input|embed|object)\b[^>]*>", re.I)
+FETCHING = re.compile(r'\s(src|srcset|href|poster|data|background)\s*=\s*"([^"]*)"', re.I)
+
+
+def resource_urls(html: str) -> list[str]:
+    """The URLs a browser would fetch for the page's resources."""
+    return [m.group(2) for tag in RESOURCE.finditer(html) for m in FETCHING.finditer(tag.group(0))]
+
+
+def test_the_stored_page_loads_its_pictures_and_stylesheets_from_the_archive_only(
+    client: tuple[TestClient, Built],
+) -> None:
+    test_client, built = client
+    # The unchanged re-snapshot shows its version's set.
+    for at in built.snapshots[:2]:
+        page = test_client.get(f"/articles/{built.article_id}/snapshots/{at}/page")
+        assert page.status_code == 200
+        urls = resource_urls(page.text)
+        assert urls and all(url.startswith("/media/") for url in urls), urls
+        # Not a live URL anywhere a resource could be fetched from, inline CSS included.
+        assert not re.search(r"url\(\s*['\"]?(https?:)?//", page.text)
+        assert f'src="/media/{digest(PNG)}"' in page.text
+        assert f'href="/media/{digest(CSS)}?page={built.article_id}.{at}"' in page.text
+        document = lxml.html.fromstring(page.text)
+        missing = {img.get("data-archived-missing") for img in document.iter("img")}
+        assert {"failed:404", "too-many"} <= missing
+        policy = page.headers["content-security-policy"]
+        # Only the monitor's media route, nothing of another origin or path.
+        origin = str(test_client.base_url).rstrip("/")
+        assert f"img-src {origin}/media/ data:;" in policy
+        assert f"style-src {origin}/media/ 'unsafe-inline';" in policy
+        assert f"font-src {origin}/media/ data:;" in policy
+        assert "script-src" not in policy and "allow-scripts" not in policy
+        assert policy.endswith("sandbox allow-same-origin")
+        assert "<script" not in page.text.lower()
+
+
+def test_media_route_serves_the_stored_bytes_with_safe_headers(
+    client: tuple[TestClient, Built],
+) -> None:
+    test_client, built = client
+    photo = test_client.get(f"/media/{digest(PNG)}")
+    assert photo.status_code == 200 and photo.content == PNG
+    assert photo.headers["content-type"] == "image/png"
+    assert photo.headers["x-content-type-options"] == "nosniff"
+    assert photo.headers["cross-origin-resource-policy"] == "same-origin"
+    assert "sandbox" in photo.headers["content-security-policy"]
+    assert photo.headers["content-length"] == str(len(PNG))
+    shot = test_client.get(f"/media/{digest(SCREENSHOT)}")
+    assert shot.content == SCREENSHOT
+    # HTML stored under an image's URL comes back as a download, not a page.
+    html = test_client.get(f"/media/{digest(NOT_AN_IMAGE)}")
+    assert html.content == NOT_AN_IMAGE
+    assert html.headers["content-type"] == "application/octet-stream"
+    assert html.headers["content-disposition"].startswith("attachment")
+    # A stylesheet of a page: its url()s point at the archive or at nothing.
+    css = test_client.get(f"/media/{digest(CSS)}?page={built.article_id}.{built.snapshots[0]}")
+    assert css.headers["content-type"].startswith("text/css")
+    assert f'url("/media/{digest(PNG2)}")' in css.text
+    assert 'url("data:,")' in css.text and "gone.woff2" not in css.text
+    assert test_client.get(f"/media/{digest(CSS)}").content == CSS
+    for path in (f"/media/{'0' * 64}", "/media/nothex", f"/media/{digest(PNG).upper()}"):
+        assert test_client.get(path).status_code == 404
+
+
+def test_the_snapshot_page_shows_its_screenshot(client: tuple[TestClient, Built]) -> None:
+    test_client, built = client
+    first, unchanged, edited = built.snapshots
+    for at in (first, unchanged, edited):
+        page = test_client.get(f"/articles/{built.article_id}/snapshots/{at}")
+        assert f'<img id="screenshot" src="/media/{digest(SCREENSHOT)}"' in page.text
+        assert '<iframe id="archived" class="archived" sandbox="allow-same-origin"' in page.text
+
+
+def test_a_page_without_media_shows_none_and_loads_nothing(db_url: str) -> None:
+    built = build(db_url)
+    with make_client(db_url) as test_client:
+        at = built.snapshots[0]
+        page = test_client.get(f"/articles/{built.article_id}/snapshots/{at}/page")
+        assert resource_urls(page.text) == []
+        assert "<link" not in page.text
+        snapshot = test_client.get(f"/articles/{built.article_id}/snapshots/{at}")
+        assert 'id="screenshot"' not in snapshot.text
+
+
+MEDIA_QUERY = """query($id: ID!) { snapshots(articleId: $id) { snapshotAt media {
+    kind url sha256 bytes contentType fetchedAt stored reason snapshotAt } } }"""
+
+
+def test_graphql_gives_each_snapshots_media(client: tuple[TestClient, Built]) -> None:
+    test_client, built = client
+    data = graphql(test_client, MEDIA_QUERY, id=str(built.article_id))
+    first, unchanged, edited = data["snapshots"]
+    media = first["media"]
+    by_url = {m["url"]: m for m in media if m["kind"] != "screenshot"}
+    assert by_url[PHOTO] == {
+        "kind": "image",
+        "url": PHOTO,
+        "sha256": digest(PNG),
+        "bytes": len(PNG),
+        "contentType": "image/png",
+        "fetchedAt": built.snapshots[0],
+        "stored": True,
+        "reason": None,
+        "snapshotAt": built.snapshots[0],
+    }
+    assert by_url[STYLE]["kind"] == "style" and by_url[STYLE]["sha256"] == digest(CSS)
+    gone = by_url[GONE]
+    assert (gone["stored"], gone["reason"], gone["sha256"], gone["bytes"]) == (
+        False,
+        "failed:404",
+        None,
+        None,
+    )
+    assert len(by_url) == len(find_media(PAGE, URL, ["image", "style"]))
+    shots = [m for m in media if m["kind"] == "screenshot"]
+    assert [s["sha256"] for s in shots] == [digest(SCREENSHOT)]
+    # The unchanged re-snapshot gives its version's set; the edited one its own screenshot.
+    assert unchanged["media"] == media
+    assert [m["snapshotAt"] for m in edited["media"] if m["kind"] == "screenshot"] == [
+        built.snapshots[2]
+    ]
