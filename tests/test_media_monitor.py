@@ -12,6 +12,7 @@ from pathlib import Path
 
 import lxml.html
 import pytest
+from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from tests.monitor_archive import PAGE, URL, Built, build
@@ -97,6 +98,30 @@ def add_media(db_url: str, built: Built) -> dict[str, bytes]:
     return {url: body for url, (body, _) in kept.items()}
 
 
+def add_screenshot(engine: Engine, article_id: int, at: int, url: str) -> None:
+    """A screenshot of a snapshot, stored as the screenshot taker stores one."""
+    store = media_store(engine, "")
+    with engine.begin() as conn:
+        put = store.put(conn, [SCREENSHOT], "image/png", at)
+        store.record(
+            conn,
+            [
+                MediaRecord(
+                    article_id,
+                    at,
+                    "screenshot",
+                    url,
+                    put.sha256,
+                    put.size,
+                    "image/png",
+                    at,
+                    True,
+                    None,
+                )
+            ],
+        )
+
+
 def digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
@@ -172,6 +197,12 @@ def test_media_route_serves_the_stored_bytes_with_safe_headers(
     assert test_client.get(f"/media/{digest(CSS)}").content == CSS
     for path in (f"/media/{'0' * 64}", "/media/nothex", f"/media/{digest(PNG).upper()}"):
         assert test_client.get(path).status_code == 404
+    # Another site's page cannot load the archive's pictures; the archived page (same
+    # origin in its frame) can.
+    cross = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "image"}
+    assert test_client.get(f"/media/{digest(PNG)}", headers=cross).status_code == 403
+    same = {"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Dest": "image"}
+    assert test_client.get(f"/media/{digest(PNG)}", headers=same).content == PNG
 
 
 def test_the_snapshot_page_shows_its_screenshot(client: tuple[TestClient, Built]) -> None:

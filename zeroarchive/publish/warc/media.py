@@ -311,7 +311,8 @@ UNRESOLVED = "skipped/media_revisit_unresolved"
 OTHER_HOST = "skipped/media_other_host"
 
 
-def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+def read_chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    """A stream's bytes, a chunk at a time."""
     while chunk := stream.read(CHUNK):
         yield chunk
 
@@ -347,7 +348,9 @@ class MediaImporter:
                     return UNRESOLVED
                 size, content_type = int(held.size), content_type or held.content_type
             elif item.stored:
-                put = self.store.put(conn, _chunks(record.content_stream()), content_type, self.at)
+                put = self.store.put(
+                    conn, read_chunks(record.content_stream()), content_type, self.at
+                )
                 if sha256 is not None and put.sha256 != sha256:
                     raise ValueError(
                         f"payload hashes to {put.sha256.hex()}, not its {MEDIA_SHA256} "
