@@ -12,15 +12,22 @@ from pathlib import Path
 
 import lxml.html
 import pytest
+from playwright.sync_api import sync_playwright
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from tests.monitor_archive import PAGE, URL, Built, build
+from tests.monitor_archive import LIMITS, NOW, PAGE, URL, Built, build, serving
 from tests.test_media import PNG, PNG2
 from tests.test_monitor import graphql, make_client
+from tests.test_monitor_browser import PHONE, browser_config, chromium, free_port
 from zeroarchive.media.find import find_media
 from zeroarchive.media.store import MediaRecord, media_store
-from zeroarchive.storage.archive import open_archive
+from zeroarchive.monitor.app import create_app
+from zeroarchive.monitor.config import MonitorConfig
+from zeroarchive.storage.archive import close_archives, open_archive
+from zeroarchive.storage.site_stats import SiteStatsConfig
+
+__all__ = ["chromium"]  # the fixture that requires Chromium
 
 SCREENSHOT = (Path(__file__).parent / "fixtures" / "media_replay" / "screenshot.png").read_bytes()
 #: The LTN page's stylesheet as the archive keeps it: its background is the site's logo
@@ -262,3 +269,51 @@ def test_graphql_gives_each_snapshots_media(client: tuple[TestClient, Built]) ->
     assert [m["snapshotAt"] for m in edited["media"] if m["kind"] == "screenshot"] == [
         built.snapshots[2]
     ]
+
+
+def test_chromium_shows_the_archived_pictures_and_asks_no_other_host(
+    chromium: None, tmp_path: Path
+) -> None:
+    """In a real browser the sandboxed frame loads the archive's copies (the CSP, the
+    sandbox and the guard let them through) and nothing from anywhere else."""
+    url = f"sqlite:///{tmp_path / 'archive.db'}"
+    built = build(url)
+    add_media(url, built)
+    config = MonitorConfig("127.0.0.1", free_port(), 60, 28, 100, None, None, None, LIMITS)
+    app = create_app(open_archive(url=url).engine, config, SiteStatsConfig(3, 3600), lambda: NOW)
+    requested: list[str] = []
+    answered: dict[str, int] = {}
+    try:
+        with serving(app, config.port) as base, sync_playwright() as playwright:
+            settings = browser_config()
+            browser = playwright.chromium.launch(
+                executable_path=settings.chromium, args=list(settings.chromium_args)
+            )
+            try:
+                page = browser.new_page(viewport=PHONE)  # type: ignore[arg-type]
+                page.on("request", lambda request: requested.append(request.url))
+                page.on(
+                    "response", lambda response: answered.update({response.url: response.status})
+                )
+                at = built.snapshots[0]
+                page.goto(f"{base}/articles/{built.article_id}/snapshots/{at}")
+                page.wait_for_load_state("networkidle")
+                shot = page.locator("#screenshot")
+                assert shot.evaluate("img => img.naturalWidth") == 1280
+                frame = page.frame_locator("#archived")
+                photo = frame.locator(f'img[src="/media/{digest(PNG)}"]')
+                assert photo.evaluate("img => img.complete && img.naturalWidth") > 0
+                missing = frame.locator('img[data-archived-missing="failed:404"]').first
+                assert missing.get_attribute("src") is None
+                assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+            finally:
+                browser.close()
+    finally:
+        close_archives()
+    assert requested and all(r.startswith(base + "/") for r in requested), requested
+    media = [r for r in requested if "/media/" in r]
+    assert f"{base}/media/{digest(PNG)}" in media
+    assert any(r.startswith(f"{base}/media/{digest(CSS)}?page=") for r in media)
+    # The logo (an <img>, and the stylesheet's background) from the archive too.
+    assert f"{base}/media/{digest(PNG2)}" in media
+    assert all(answered.get(r) == 200 for r in media), answered
