@@ -317,3 +317,16 @@ def test_chromium_shows_the_archived_pictures_and_asks_no_other_host(
     # The logo (an <img>, and the stylesheet's background) from the archive too.
     assert f"{base}/media/{digest(PNG2)}" in media
     assert all(answered.get(r) == 200 for r in media), answered
+
+
+def test_items_in_a_media_directory_are_served_from_it(db_url: str, tmp_path: Path) -> None:
+    directory = tmp_path / "media"
+    store = media_store(open_archive(url=db_url).engine, str(directory))
+    with store.engine.begin() as conn:
+        put = store.put(conn, [PNG2], "image/png", 1)
+    with make_client(db_url, media_dir=str(directory)) as test_client:
+        answer = test_client.get(f"/media/{put.sha256.hex()}")
+        assert answer.status_code == 200 and answer.content == PNG2
+    # The database holds the item's index, not its bytes: a monitor reading it finds none.
+    with make_client(db_url) as test_client:
+        assert test_client.get(f"/media/{put.sha256.hex()}").status_code == 404
