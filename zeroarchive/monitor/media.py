@@ -52,7 +52,7 @@ MISSING_STYLE = (
 def item_path(digest: bytes | str, page: str | None = None) -> str:
     """The monitor's URL of a stored item (of a page, for a stylesheet).
 
-    >>> item_path(bytes(32))[:16], item_path("ab" * 32, "3.1700000000")[-19:]
+    >>> item_path(bytes(32))[:16], item_path("ab" * 32, "3.1700000000")[-18:]
     ('/media/000000000', '?page=3.1700000000')
     """
     name = digest if isinstance(digest, str) else digest.hex()
