@@ -350,3 +350,9 @@ def media_records_by_site(
                 ).scalar()
             sites[record.article_id] = int(found or 0)
         yield sites[record.article_id], record
+
+
+def any_media(engine: Engine) -> bool:
+    """Whether the archive has any (snapshot, item) record (one indexed lookup)."""
+    with engine.connect() as conn:
+        return conn.execute(select(snapshot_media.c.media_id).limit(1)).first() is not None

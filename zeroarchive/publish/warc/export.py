@@ -43,7 +43,7 @@ from warcio.warcwriter import WARCWriter
 
 from zeroarchive.core.atomic import discard, partial_path, written_whole
 from zeroarchive.core.progress import Progress
-from zeroarchive.media.store import MediaStore
+from zeroarchive.media.store import MediaStore, any_media
 from zeroarchive.publish.warc.media import MEDIA_KIND, PAGE_URL, MediaCounts, MediaExport
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
@@ -357,7 +357,8 @@ def export_warc(
         snapshots = progress.track(snapshots)
     work = partial_path(directory / prefix)
     work.mkdir()
-    items = None if media is None else MediaExport(media)
+    # An archive without media records asks nothing more per snapshot.
+    items = MediaExport(media) if media is not None and any_media(engine) else None
     try:
         written, counts = write_warcs(
             snapshots,
