@@ -47,8 +47,8 @@ ALLOWED = {
     "parser": {"core", "sources", "storage"},
     "search": {"core", "storage"},
     "copies": {"core", "storage", "search"},
-    "publish": {"core", "sources", "sites", "storage"},
-    "monitor": {"core", "sources", "storage", "search", "events", "copies"},
+    "publish": {"core", "sources", "sites", "storage", "media"},
+    "monitor": {"core", "sources", "storage", "search", "events", "copies", "media"},
     "commands": set(LAYERS),
 }
 

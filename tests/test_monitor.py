@@ -377,11 +377,14 @@ def test_pages_say_when_an_article_is_looked_at_next_and_which_sites_do_not_answ
 def test_archived_page_is_safe(client: TestClient, built: Built) -> None:
     at = built.snapshots[1]  # an unchanged snapshot: its bytes come from the first
     frame = client.get(f"/articles/{built.article_id}/snapshots/{at}")
-    assert '<iframe id="archived" class="archived" sandbox=""' in frame.text
+    # No allow-scripts: the frame keeps the monitor's origin only to load the archive's
+    # copies of its pictures as same-origin requests (tests/test_media_monitor.py).
+    assert '<iframe id="archived" class="archived" sandbox="allow-same-origin"' in frame.text
     page = client.get(f"/articles/{built.article_id}/snapshots/{at}/page")
     assert page.status_code == 200
     policy = page.headers["content-security-policy"]
     assert "default-src 'none'" in policy and "sandbox" in policy
+    assert "allow-scripts" not in policy and "script-src" not in policy
     assert "林義雄宣布停止禁食" in page.text
     lowered = page.text.lower()
     assert "<script" not in lowered and " onload=" not in lowered and "<base" not in lowered

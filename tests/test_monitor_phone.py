@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from tests.monitor_archive import LIMITS, NOW, Built, build, serving
 from tests.test_copies import text as article_text
+from tests.test_media_monitor import add_screenshot
 from tests.test_monitor_browser import PHONE, browser_config, chromium, free_port
 from zeroarchive.copies.hook import copies_hook
 from zeroarchive.core.items import FetchedPage, Parsed
@@ -69,6 +70,8 @@ def long_archive(url: str) -> tuple[Built, dict[str, int]]:
             )
         ]
     )
+    # A screenshot 1280 px wide on its snapshot page.
+    add_screenshot(archive.engine, article_id, NOW - 2 * 86400, LONG_URL)
     store = PublicationStore(archive.engine, PARSER_VERSION)
     info = ArticleInfo(article_id, site_id, "Article", LONG_URL)
     for at, text in ((NOW - 2 * 86400, PARAGRAPH), (NOW - 86400, PARAGRAPH + "調降" + PARAGRAPH)):
@@ -164,6 +167,7 @@ def pages_of(paths: list[str], ids: dict[str, int]) -> list[str]:
         "/sites/{site_id:id}/events.atom",
         "/static",
         "/articles/{article_id:id}/snapshots/{snapshot_at:id}/page",
+        "/media/{digest}",  # a stored item's bytes
     }
     unknown = [path for path in paths if path not in concrete and path not in not_pages]
     assert not unknown, f"pages this test does not know how to open: {unknown}"

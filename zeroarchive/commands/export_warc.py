@@ -33,7 +33,10 @@ class Command(ScrapyCommand):
         return (
             "Writes DIR/zeroarchive-<time>-NNNNN.warc.gz (rolled at WARC_EXPORT_ROLL_BYTES) "
             "and DIR/index.cdxj for pywb; with --wacz also DIR/zeroarchive-<time>.wacz for "
-            "ReplayWeb.page. DIR must not hold an export already."
+            "ReplayWeb.page. Each snapshot is followed by its stored media items: images, "
+            "stylesheets and videos as response records under their own URLs (each payload "
+            "once, revisit records for repeats), screenshots as resource records under "
+            "urn:view:<page URL>. DIR must not hold an export already."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -58,6 +61,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.media.store import media_store
         from zeroarchive.publish.warc.export import (
             INDEX_NAME,
             WarcExportConfig,
@@ -80,13 +84,22 @@ class Command(ScrapyCommand):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         archive = open_archive(self.settings)
+        media = media_store(archive.engine, self.settings.get("ZEROARCHIVE_MEDIA_DIR") or "")
         site_id = None if opts.site is None else site_option(archive, opts.site).site_id
         prefix = "zeroarchive-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S")
         progress = Progress("export_warc", unit="snapshot", resume=RESUME)
         try:
             with progress:
                 export = export_warc(
-                    archive.engine, out, config, prefix, site_id, opts.since, opts.until, progress
+                    archive.engine,
+                    out,
+                    config,
+                    prefix,
+                    site_id,
+                    opts.since,
+                    opts.until,
+                    progress,
+                    media=media,
                 )
             wacz = None
             if opts.wacz and export.files:
@@ -96,12 +109,23 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         counts = export.counts
+        items = export.media
+        media_line = ""
+        if items is not None and (items.records or items.missing):
+            media_line = (
+                f"; media: {items.responses} response, {items.revisits} revisit, "
+                f"{items.resources} screenshot record(s)"
+                + (f", {items.missing} item(s) missing from the store" if items.missing else "")
+            )
         print(
             f"{counts.snapshots} snapshot(s) exported: {counts.responses} response, "
-            f"{counts.revisits} revisit, {counts.resources} resource record(s) in "
+            f"{counts.revisits} revisit, {counts.resources} resource record(s){media_line} in "
             f"{len(export.files)} WARC file(s) ({export.warc_bytes / 1e6:.1f} MB), "
             f"index {export.index}" + (f", WACZ {wacz}" if wacz else ""),
             file=sys.stderr,
         )
         if opts.wacz and wacz is None:
             print("No WACZ written: no snapshot was selected", file=sys.stderr)
+        if items is not None and items.missing:
+            # The export is complete but for them: said in the exit status too.
+            self.exitcode = 1

@@ -27,6 +27,9 @@ class Command(ScrapyCommand):
         return (
             "2xx HTML response records (and revisits of them) on the site's hosts become "
             "snapshots of its articles; captures already stored are not added again. "
+            "Media items of our own exports (images, stylesheets, videos, screenshots, and "
+            "the records of items not kept) and browsertrix-crawler's urn:view: screenshots "
+            "go back into the media store, each to its page's snapshot, once. "
             "Exits 1 when a record or file could not be read (the rest is imported)."
         )
 
@@ -37,6 +40,7 @@ class Command(ScrapyCommand):
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: scrapy imports every command module when any command starts.
+        from zeroarchive.media.store import media_store
         from zeroarchive.publish.warc.importer import PREFIX, WarcImportConfig, WarcImporter
 
         if not args:
@@ -54,7 +58,9 @@ class Command(ScrapyCommand):
         site = site_option(archive, opts.site)
         resume = "run it again: records already stored are not stored twice"
         with Progress("import_warc", unit="byte", resume=resume) as progress:
-            stats = WarcImporter(archive.engine, site, config, progress).import_files(paths)
+            media = media_store(archive.engine, self.settings.get("ZEROARCHIVE_MEDIA_DIR") or "")
+            importer = WarcImporter(archive.engine, site, config, progress, media)
+            stats = importer.import_files(paths)
         for key, value in sorted(stats.items()):
             print(f"{key}: {value}", file=sys.stderr)
 
@@ -67,7 +73,8 @@ class Command(ScrapyCommand):
             f"{get('records')} record(s) in {get('files')} file(s) into site {site.name} "
             f"(#{site.site_id}): {get('snapshots_added')} snapshot(s) added, "
             f"{get('snapshots_unchanged')} unchanged (bytes stored once), "
-            f"{get('duplicates')} already stored, {skipped} skipped "
+            f"{get('duplicates')} already stored, {get('media_added')} media item(s) added "
+            f"({get('media_duplicates')} already there), {skipped} skipped "
             f"({get('skipped/other_host')} of other hosts), {broken} malformed",
             file=sys.stderr,
         )

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from sqlalchemy.engine import Engine
 
 from zeroarchive.commands import site_option
 from zeroarchive.core.clock import utc_minute
@@ -36,7 +39,10 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "[--article ID] [--site NAME] [--kind image,style,video,screenshot] [--json]"
+        return (
+            "[--article ID] [--site NAME] [--kind image,style,video,screenshot] "
+            "[--json | --parquet DIR]"
+        )
 
     def short_desc(self) -> str:
         return "List the media items (images, stylesheets, video, screenshots) of stored snapshots"
@@ -53,7 +59,9 @@ class Command(ScrapyCommand):
             "--json, one object per line with the keys article_id, snapshot_at, kind, url, sha256, "
             "bytes, content_type, fetched_at, stored, reason (times in unix seconds; "
             "sha256, bytes and content_type null for an item not stored; an expired video "
-            "keeps the ones it had and adds expired_at)."
+            "keeps the ones it had and adds expired_at). With --parquet DIR, "
+            "the same columns as a Parquet dataset partitioned by site and month "
+            "(docs/reference/datasets.md)."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -68,6 +76,12 @@ class Command(ScrapyCommand):
             help="only these kinds, comma-separated: image, style, video, screenshot",
         )
         parser.add_argument("--json", action="store_true", help="one JSON object per line")
+        parser.add_argument(
+            "--parquet",
+            metavar="DIR",
+            help="write the records as a Parquet dataset (the --json columns, partitioned "
+            "by site and month) to this new directory",
+        )
 
     @one_line_errors
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -75,8 +89,13 @@ class Command(ScrapyCommand):
 
         if args:
             raise UsageError(f"media takes no arguments, not {' '.join(args)!r}")
+        if opts.json and opts.parquet:
+            raise UsageError("give --json or --parquet, not both")
         archive = open_archive(self.settings)
         site_id = None if opts.site is None else site_option(archive, opts.site).site_id
+        if opts.parquet:
+            self._parquet(archive.engine, Path(opts.parquet), opts.article, site_id, opts.kind)
+            return
         records = media_records(archive.engine, opts.article, site_id, opts.kind)
         for record in records:
             if opts.json:
@@ -91,3 +110,25 @@ class Command(ScrapyCommand):
                 f"{record.article_id:>8} {utc_minute(record.snapshot_at):16} {record.kind:10} "
                 f"{what} {record.reason or 'stored':12} {shown(record.url)}"
             )
+
+    def _parquet(
+        self,
+        engine: Engine,
+        out: Path,
+        article_id: int | None,
+        site_id: int | None,
+        kinds: tuple[str, ...],
+    ) -> None:
+        from zeroarchive.media.store import media_records_by_site
+        from zeroarchive.publish.datasets import DatasetExistsError, write_media
+
+        rows = (
+            (site, record.as_json())
+            for site, record in media_records_by_site(engine, site_id, kinds)
+            if article_id is None or record.article_id == article_id
+        )
+        try:
+            writer = write_media(rows, out)
+        except DatasetExistsError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"{writer.rows} record(s) written to {out} ({writer.files} file(s))", file=sys.stderr)

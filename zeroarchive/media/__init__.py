@@ -7,5 +7,6 @@ two backends (the archive's database, a content-addressed directory) and records
 snapshot showed, and ``fixity`` is the source ``scrapy verify`` reads them back with.
 
 May import: ``storage``, ``sites``, ``sources``, ``core``.
-Imported by: ``crawl`` (the spider and the snapshot writer), ``commands``.
+Imported by: ``crawl`` (the spider and the snapshot writer), ``publish`` (WARC export and
+import), ``monitor`` (the stored page's pictures and stylesheets), ``commands``.
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.storage.schema import article, media_chunk, media_item, snapshot_media
@@ -326,12 +327,16 @@ def media_records(
     article_id: int | None = None,
     site_id: int | None = None,
     kinds: Sequence[str] = (),
+    snapshot_at: int | None = None,
 ) -> Iterator[MediaRecord]:
-    """The (snapshot, item) records, by article, snapshot and the order they came in."""
+    """The (snapshot, item) records, by article, snapshot and the order they came in; those
+    of one snapshot when ``article_id`` and ``snapshot_at`` are given."""
     row = snapshot_media.c
     query = select(snapshot_media).order_by(row.article_id, row.snapshot_at, row.media_id)
     if article_id is not None:
         query = query.where(row.article_id == article_id)
+    if snapshot_at is not None:
+        query = query.where(row.snapshot_at == snapshot_at)
     if site_id is not None:
         query = query.where(
             row.article_id.in_(select(article.c.article_id).where(article.c.site_id == site_id))
@@ -353,3 +358,64 @@ def media_records(
                 found.reason,
                 found.expired_at,
             )
+
+
+@dataclass(frozen=True)
+class HeldItem:
+    """What the index says of a stored item: its size and the Content-Type it came with."""
+
+    size: int
+    content_type: str | None
+
+
+def held_item(engine: Engine, digest: bytes) -> HeldItem | None:
+    """The index row of the item ``digest`` (one lookup), None when it is not stored."""
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(media_item.c.size, media_item.c.content_type).where(
+                media_item.c.sha256 == digest
+            )
+        ).first()
+    return None if row is None else HeldItem(int(row.size), row.content_type)
+
+
+def shown_set(
+    engine: Engine, article_id: int, snapshot_at: int, kinds: Sequence[str], limit: int
+) -> list[MediaRecord]:
+    """The items of ``kinds`` a snapshot showed: its own rows, or for an unchanged
+    re-snapshot (which has none) those of the last snapshot before it that has rows of
+    these kinds; at most ``limit``."""
+    row = snapshot_media.c
+    with engine.connect() as conn:
+        at = conn.execute(
+            select(func.max(row.snapshot_at)).where(
+                row.article_id == article_id,
+                row.snapshot_at <= snapshot_at,
+                row.kind.in_(list(kinds)),
+            )
+        ).scalar()
+    if at is None:
+        return []
+    found = media_records(engine, article_id, kinds=kinds, snapshot_at=int(at))
+    return list(itertools.islice(found, limit))
+
+
+def media_records_by_site(
+    engine: Engine, site_id: int | None = None, kinds: Sequence[str] = ()
+) -> Iterator[tuple[int, MediaRecord]]:
+    """(site id, record) of every (snapshot, item) record, as ``media_records`` orders them."""
+    sites: dict[int, int] = {}
+    for record in media_records(engine, site_id=site_id, kinds=kinds):
+        if record.article_id not in sites:
+            with engine.connect() as conn:
+                found = conn.execute(
+                    select(article.c.site_id).where(article.c.article_id == record.article_id)
+                ).scalar()
+            sites[record.article_id] = int(found or 0)
+        yield sites[record.article_id], record
+
+
+def any_media(engine: Engine) -> bool:
+    """Whether the archive has any (snapshot, item) record (one indexed lookup)."""
+    with engine.connect() as conn:
+        return conn.execute(select(snapshot_media.c.media_id).limit(1)).first() is not None

@@ -3,6 +3,7 @@
 /search page, from server-side templates with no script and nothing loaded from elsewhere.
 
 May import: ``search``, ``storage``, ``events`` (reading events), ``copies`` (reading
-clusters), ``sources``, ``core``.
+clusters), ``media`` (a snapshot's stored pictures, stylesheets and screenshot),
+``sources``, ``core``.
 Never imported by: anything but ``commands``.
 """

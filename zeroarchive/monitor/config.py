@@ -136,6 +136,8 @@ class MonitorConfig:
     save_pages_per_hour: int = 60
     #: Saves may reach loopback, private and link-local hosts (ZEROARCHIVE_ALLOW_PRIVATE_TARGETS).
     allow_private_targets: bool = False
+    #: Where the media items' bytes are (ZEROARCHIVE_MEDIA_DIR; empty: the database).
+    media_dir: str = ""
 
     @classmethod
     def from_settings(
@@ -160,6 +162,7 @@ class MonitorConfig:
             trusted_proxies=trusted_networks(settings.getlist("MONITOR_TRUSTED_PROXIES")),
             save_pages_per_hour=settings.getint("MONITOR_SAVE_PAGES_PER_HOUR"),
             allow_private_targets=allow_private_targets(settings),
+            media_dir=settings.get("ZEROARCHIVE_MEDIA_DIR") or "",
         )
         config.check()
         return config

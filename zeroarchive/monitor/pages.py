@@ -27,11 +27,13 @@ from zeroarchive.core.shown import html_safe, masked_url
 from zeroarchive.events.next_check import ArticleState, NextCheck, next_check
 from zeroarchive.monitor import deadline
 from zeroarchive.monitor.archived import HEADERS as ARCHIVED_HEADERS
-from zeroarchive.monitor.archived import safe_page
+from zeroarchive.monitor.archived import page_headers, safe_page
 from zeroarchive.monitor.charts import bars
 from zeroarchive.monitor.clients import SCOPE_KEY as CLIENT_KEY
 from zeroarchive.monitor.diff import side_by_side
 from zeroarchive.monitor.masking import masked_config
+from zeroarchive.monitor.media import item as media_item
+from zeroarchive.monitor.media import item_path, screenshot, shown_items
 from zeroarchive.monitor.params import optional_number
 from zeroarchive.monitor.stats_cache import StatsView
 from zeroarchive.monitor.timeline import latest, timeline
@@ -414,6 +416,7 @@ def snapshot_page(request: Request) -> Response:
     if found is None or snapshot is None:
         return _not_found(request, f"snapshot {snapshot_at} of article {article_id}")
     sites = find_sites(engine, found.site_id)
+    shot = screenshot(request, article_id, snapshot_at)
     return render(
         request,
         "snapshot.html",
@@ -422,6 +425,8 @@ def snapshot_page(request: Request) -> Response:
             "site": sites[0] if sites else None,
             "snapshot": snapshot,
             "timeline": snapshots,
+            "screenshot": shot,
+            "screenshot_path": None if shot is None or not shot.sha256 else item_path(shot.sha256),
         },
     )
 
@@ -447,8 +452,10 @@ def archived_page(request: Request) -> Response:
             headers=ARCHIVED_HEADERS,
             media_type="text/plain",
         )
-    body, media_type = safe_page(stored.raw, stored.encoding)
-    return Response(body, headers=ARCHIVED_HEADERS, media_type=f"{media_type}; charset=utf-8")
+    items = shown_items(request, article_id, snapshot_at)
+    body, media_type = safe_page(stored.raw, stored.encoding, stored.final_url, items)
+    origin = f"{request.url.scheme}://{request.url.netloc}"
+    return Response(body, headers=page_headers(origin), media_type=f"{media_type}; charset=utf-8")
 
 
 def routes() -> list[Route]:
@@ -467,4 +474,5 @@ def routes() -> list[Route]:
             timed(archived_page),
             name="archived",
         ),
+        Route("/media/{digest}", timed(media_item), name="media"),
     ]

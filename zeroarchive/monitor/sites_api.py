@@ -236,7 +236,10 @@ def resolve_article(_: None, info: GraphQLResolveInfo, id: Any) -> Any:
 
 @query.field("snapshots")
 def resolve_snapshots(_: None, info: GraphQLResolveInfo, articleId: Any) -> list[Any]:
-    return snapshot_timeline(_context(info).engine, _number(articleId, "articleId"))
+    from zeroarchive.monitor.media_api import SnapshotOf
+
+    article_id = _number(articleId, "articleId")
+    return [SnapshotOf(article_id, s) for s in snapshot_timeline(_context(info).engine, article_id)]
 
 
 @query.field("publications")
@@ -305,17 +308,25 @@ def list_sizes(stats: StatsCache) -> ListSizes:
 
 
 def build_schema() -> GraphQLSchema:
-    from zeroarchive.monitor import copies_api
+    from zeroarchive.monitor import copies_api, media_api
     from zeroarchive.monitor.events_api import BINDABLES, EVENTS_SCHEMA
     from zeroarchive.monitor.save_page import SAVE_SCHEMA, mutation
 
     return make_executable_schema(
-        [SCHEMA, search_api.SCHEMA, EVENTS_SCHEMA, SAVE_SCHEMA, copies_api.COPIES_SCHEMA],
+        [
+            SCHEMA,
+            search_api.SCHEMA,
+            EVENTS_SCHEMA,
+            SAVE_SCHEMA,
+            copies_api.COPIES_SCHEMA,
+            media_api.MEDIA_SCHEMA,
+        ],
         query,
         mutation,
         *search_api.BINDABLES,
         *BINDABLES,
         *copies_api.BINDABLES,
+        *media_api.BINDABLES,
         site_type,
         articles_result,
         article_type,

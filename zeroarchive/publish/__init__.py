@@ -2,7 +2,8 @@
 rotation's export of old months as WARC, and WARCs read back in as snapshots
 (``warc``).
 
-May import: ``storage``, ``sites``, ``sources``, ``core``.
+May import: ``storage``, ``media`` (a snapshot's items in a WARC), ``sites``, ``sources``,
+``core``.
 Never imported by: ``storage``, ``crawl``, ``parser`` or anything below them; only
 ``commands`` (and the monitor, should it offer a download) use it.
 """

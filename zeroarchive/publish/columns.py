@@ -1,4 +1,4 @@
-"""The columns of the publications and snapshots exports: the same names, in the same
+"""The columns of the publications, snapshots and media exports: the same names, in the same
 order, in JSON lines and in Parquet (``datasets``), so a script written for one reads the
 other (docs/reference/datasets.md lists them; a test compares the files with it).
 
@@ -56,6 +56,19 @@ SNAPSHOT_COLUMNS = (
     "content_hash",
     "raw_size",
     "rendered",
+)
+#: ``scrapy media --json``'s keys (``MediaRecord.as_json``), one row per (snapshot, item).
+MEDIA_COLUMNS = (
+    "article_id",
+    "snapshot_at",
+    "kind",
+    "url",
+    "sha256",
+    "bytes",
+    "content_type",
+    "fetched_at",
+    "stored",
+    "reason",
 )
 #: JSON lines of snapshots only: the page, decoded to text.
 PAGE = "html"

@@ -1,7 +1,7 @@
-"""Datasets for researchers: publications and snapshot metadata as Parquet, in a directory
-partitioned by site and month (hive style: ``site_id=12/month=2025-01/part-0.parquet``)
-that ``pandas.read_parquet(DIR)``, polars, DuckDB and R's arrow read whole. Its columns
-are the JSON lines exports' (``columns``).
+"""Datasets for researchers: publications, snapshot metadata and media records as Parquet,
+in a directory partitioned by site and month (hive style:
+``site_id=12/month=2025-01/part-0.parquet``) that ``pandas.read_parquet(DIR)``, polars,
+DuckDB and R's arrow read whole. Its columns are the JSON lines exports' (``columns``).
 
 Rows are written as they come, a few thousand per file, so memory stays bounded whatever
 the archive's size. The dataset is built in a hidden directory beside ``out`` and renamed
@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zeroarchive.publish.columns import (
+    MEDIA_COLUMNS,
     PUBLICATION_COLUMNS,
     SNAPSHOT_COLUMNS,
     publication_export,
@@ -68,6 +69,13 @@ _TYPES: dict[str, pa.DataType] = {
     "encoding": pa.string(),
     "raw_size": pa.int64(),
     "rendered": pa.bool_(),
+    "kind": pa.string(),
+    "sha256": pa.string(),
+    "bytes": pa.int64(),
+    "content_type": pa.string(),
+    "fetched_at": pa.timestamp("s", tz="UTC"),
+    "stored": pa.bool_(),
+    "reason": pa.string(),
 }
 #: In the partition path, not in the files.
 PARTITION_COLUMNS = ("site_id", "month")
@@ -79,6 +87,7 @@ def _schema(columns: tuple[str, ...]) -> pa.Schema:
 
 PUBLICATION_SCHEMA = _schema(PUBLICATION_COLUMNS)
 SNAPSHOT_SCHEMA = _schema(SNAPSHOT_COLUMNS)
+MEDIA_SCHEMA = _schema(MEDIA_COLUMNS)
 
 
 def month_of(unix: int) -> str:
@@ -214,4 +223,17 @@ def write_snapshots(
             row = snapshot_export(record, site_names(site_id))
             del row["site_id"]
             writer.add(partition, row)
+    return writer
+
+
+def write_media(
+    rows: Iterable[tuple[int, Mapping[str, Any]]],
+    out: Path,
+) -> DatasetWriter:
+    """Media records (``scrapy media --json``'s objects with their site ids) into a
+    dataset partitioned by site and the month of the snapshot that showed them."""
+    with DatasetWriter(out, MEDIA_SCHEMA) as writer:
+        for site_id, row in rows:
+            partition = Partition(site_id, month_of(int(row["snapshot_at"])))
+            writer.add(partition, {name: row[name] for name in MEDIA_COLUMNS})
     return writer

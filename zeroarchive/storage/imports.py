@@ -278,3 +278,18 @@ def stored_capture(engine: Engine, url: str, at: int) -> StoredCapture | None:
         bool(row.rendered),
         row.raw_size,
     )
+
+
+def snapshot_near(conn: Connection, url: str, at: int, window: int = 0) -> tuple[int, int] | None:
+    """(article id, snapshot time) of the snapshot of the article with canonical ``url``
+    taken nearest ``at``, at most ``window`` seconds away (0: at ``at`` exactly)."""
+    rows = conn.execute(
+        select(article_snapshot.c.article_id, article_snapshot.c.snapshot_at)
+        .join(article, article.c.article_id == article_snapshot.c.article_id)
+        .where(
+            article.c.url_hash == url_hash(url),
+            article_snapshot.c.snapshot_at.between(at - window, at + window),
+        )
+    ).all()
+    best = min(rows, key=lambda row: (abs(row.snapshot_at - at), row.snapshot_at), default=None)
+    return None if best is None else (int(best.article_id), int(best.snapshot_at))

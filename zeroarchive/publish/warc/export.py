@@ -12,6 +12,10 @@ Per snapshot, in article order then time order (iter_snapshots'):
   time; each resource (or revisit of one) is followed by a ``metadata`` record
   (WARC-Concurrent-To it) holding the status and headers the page came with.
 
+After each snapshot come the records of its stored media items (``media``: responses
+under their own URLs, screenshots as ``urn:view:`` resources, revisits for bytes already
+written), so a replay shows the page with its pictures and stylesheets.
+
 WARC-Target-URI is the URL the bytes came from (the snapshot's final URL), so relative
 links resolve as they did; the article's canonical URL goes in Zeroarchive-Article-URL.
 Every record is its own gzip member; a file is rolled once it reaches ``roll_bytes`` and
@@ -39,6 +43,8 @@ from warcio.warcwriter import WARCWriter
 
 from zeroarchive.core.atomic import discard, partial_path, written_whole
 from zeroarchive.core.progress import Progress
+from zeroarchive.media.store import MediaStore, any_media
+from zeroarchive.publish.warc.media import MEDIA_KIND, PAGE_URL, MediaCounts, MediaExport
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
@@ -94,6 +100,7 @@ class WarcExport:
     index: Path
     counts: ExportCounts
     wacz: Path | None = None
+    media: MediaCounts | None = None
 
     @property
     def warc_bytes(self) -> int:
@@ -256,8 +263,10 @@ def write_warcs(
     prefix: str,
     roll_bytes: int,
     description: str = "",
+    media: MediaExport | None = None,
 ) -> tuple[list[Path], ExportCounts]:
-    """Write ``snapshots`` (grouped by article, as iter_snapshots gives them) as WARC files."""
+    """Write ``snapshots`` (grouped by article, as iter_snapshots gives them) as WARC files,
+    each followed by its media items' records when ``media`` is given."""
     counts = ExportCounts()
     info = {
         "software": SOFTWARE,
@@ -280,6 +289,10 @@ def write_warcs(
             writer.write_record(record)
             if is_resource(exported):
                 writer.write_record(head_record(writer, exported, record))
+            if media is not None:
+                for row in media.rows(exported):
+                    # Rolled between items too: a video may be bigger than a whole file.
+                    media.write_row(rolling.writer(), exported, row)
             if first is None:
                 firsts[snapshot.content_hash] = _First(
                     record.rec_headers.get_header("WARC-Target-URI"),
@@ -323,9 +336,11 @@ def export_warc(
     since: int | None = None,
     until: int | None = None,
     progress: Progress | None = None,
+    media: MediaStore | None = None,
 ) -> WarcExport:
     """Export the selected snapshots to ``directory``: WARC files and ``index.cdxj``;
-    ``progress``, when given, is told the total and each snapshot written.
+    ``progress``, when given, is told the total and each snapshot written; with ``media``,
+    each snapshot's stored media items too.
 
     Everything is written in a hidden directory inside ``directory`` and moved out once
     complete, the index last; a failed export leaves nothing behind.
@@ -342,6 +357,8 @@ def export_warc(
         snapshots = progress.track(snapshots)
     work = partial_path(directory / prefix)
     work.mkdir()
+    # An archive without media records asks nothing more per snapshot.
+    items = MediaExport(media) if media is not None and any_media(engine) else None
     try:
         written, counts = write_warcs(
             snapshots,
@@ -349,6 +366,7 @@ def export_warc(
             prefix,
             config.roll_bytes,
             description=f"zeroarchive snapshots ({selection or 'all'})",
+            media=items,
         )
         write_index(written, work / INDEX_NAME)
         files = [directory / path.name for path in written]
@@ -365,11 +383,15 @@ def export_warc(
     logger.info(
         "Exported %d snapshot(s) to %d WARC file(s) in %s", counts.snapshots, len(files), directory
     )
-    return WarcExport(directory, tuple(files), index, counts)
+    return WarcExport(
+        directory, tuple(files), index, counts, media=None if items is None else items.counts
+    )
 
 
 def _pages(files: Iterable[Path]) -> Iterator[dict[str, str]]:
-    """One ReplayWeb.page page per snapshot record (each capture is worth browsing)."""
+    """One ReplayWeb.page page per snapshot record (each capture is worth browsing) and
+    per media record (titled with its kind and its page: a picture or screenshot is found
+    by the page that showed it)."""
     from warcio.archiveiterator import ArchiveIterator
 
     for path in files:
@@ -378,9 +400,19 @@ def _pages(files: Iterable[Path]) -> Iterator[dict[str, str]]:
                 if record.rec_type not in ("response", "resource", "revisit"):
                     continue
                 headers = record.rec_headers
+                uri = headers.get_header("WARC-Target-URI")
+                kind = headers.get_header(MEDIA_KIND)
+                if kind is not None:
+                    yield {
+                        "id": f"{kind}-{headers.get_header('WARC-Record-ID')}",
+                        "url": uri,
+                        "ts": headers.get_header("WARC-Date"),
+                        "title": f"{kind} of {headers.get_header(PAGE_URL) or ''}",
+                    }
+                    continue
                 yield {
                     "id": f"{headers.get_header(ARTICLE_ID)}-{headers.get_header('WARC-Date')}",
-                    "url": headers.get_header("WARC-Target-URI"),
+                    "url": uri,
                     "ts": headers.get_header("WARC-Date"),
                     "title": headers.get_header(ARTICLE_URL) or "",
                 }

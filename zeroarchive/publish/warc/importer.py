@@ -12,6 +12,12 @@ What becomes a snapshot:
   as Dcard's JSON): that snapshot again, with the status and headers of the ``metadata``
   record our export writes beside it.
 
+Media items (``media``): our export's records of a snapshot's items (responses, revisits,
+screenshots, and the metadata records of items not stored) and foreign ``urn:view:``
+screenshots go back into the media store by content, each a row of the snapshot of its
+page (by the page's URL and time: our export's exact snapshot time, a foreign screenshot's
+nearest snapshot within an hour); a row already there is not added again.
+
 Everything else is counted and skipped: other record types, other hosts than the site's,
 non-2xx and non-HTML responses, foreign resources, revisits of nothing imported. The
 article is the canonical URL (the site's url_rules) of Zeroarchive-Article-URL when our
@@ -40,6 +46,8 @@ from zeroarchive.core.clock import now
 from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.core.progress import Progress
 from zeroarchive.core.urls import UrlRejected, canonicalize_url, is_on_site
+from zeroarchive.media.store import MediaStore
+from zeroarchive.publish.warc.media import MediaImporter, MediaInRecord, media_in_record
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
@@ -99,9 +107,12 @@ class WarcImporter:
         site: Site,
         config: WarcImportConfig,
         progress: Progress | None = None,
+        media: MediaStore | None = None,
     ) -> None:
-        """``progress``, when given, counts the files' bytes as their records are read."""
+        """``progress``, when given, counts the files' bytes as their records are read;
+        ``media``, when given, takes the records' media items (else they are skipped)."""
         self.engine = engine
+        self.media = None if media is None else MediaImporter(media, now())
         self.progress = progress
         self.site = site
         self.config = config
@@ -164,8 +175,13 @@ class WarcImporter:
                 self.progress.advance(path.stat().st_size - (self.progress.done - counted))
 
     def _import_record(self, record: ArcWarcRecord) -> Exception | None:
-        """Queue the record's snapshot, if it makes one; return the error if it is malformed."""
+        """Queue the record's snapshot, if it makes one, or store its media item; return the
+        error if it is malformed."""
         try:
+            item = media_in_record(record)
+            if item is not None:
+                self._media(record, item)
+                return None
             snapshot = self._snapshot(record)
         except (MalformedRecord, ValueError, OSError, EOFError) as exc:
             return exc
@@ -270,6 +286,22 @@ class WarcImporter:
                 url, fetched_at, status, uri, headers, encoding, content_hash(body), body
             ),
         )
+
+    def _media(self, record: ArcWarcRecord, item: MediaInRecord) -> None:
+        if self.media is None:
+            self._skip("media")
+            return
+        try:
+            page = canonicalize_url(item.page_url, self.site.config.url_rules)
+        except UrlRejected:
+            self._skip("bad_url")
+            return
+        if not is_on_site(page, self.site.url):
+            self._skip("media_other_host")
+            return
+        # The snapshot the item belongs to may still be pending.
+        self.flush()
+        self._count(self.media.take(record, item, page))
 
     def _amend_head(self, record: ArcWarcRecord) -> None:
         """Our metadata record beside a resource: the status and headers its page came
