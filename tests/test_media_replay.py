@@ -9,6 +9,7 @@ import datetime as dt
 import gzip
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tracemalloc
@@ -191,6 +192,10 @@ def test_export_writes_each_payload_once_and_screenshots_as_urn_view(
 def test_pywb_replays_the_pages_images_with_the_stored_bytes(crawled: str, tmp_path: Path) -> None:
     rows = [row for row in media_json(crawled, tmp_path) if row["stored"]]
     kept = stored_bytes(crawled)
+    engine = create_engine(crawled)
+    with engine.connect() as conn:
+        urls = {row.article_id: row.url for row in conn.execute(select(article))}
+    engine.dispose()
     out = export(crawled, tmp_path)
     files = sorted(out.glob("*.warc.gz"))
     # The site's server is gone: whatever pywb gives back came from the WARC.
@@ -201,6 +206,18 @@ def test_pywb_replays_the_pages_images_with_the_stored_bytes(crawled: str, tmp_p
             got = fetch(f"{server}/archive/{stamp:%Y%m%d%H%M%S}id_/{uri}")
             assert got == kept[str(row["sha256"])], uri
             assert hashlib.sha256(got).hexdigest() == row["sha256"]
+        # The page as pywb shows it: its <img>s point into the archive, at its time, and
+        # each answers with the bytes the archive stored for that URL.
+        by_url = {str(row["url"]): kept[str(row["sha256"])] for row in rows}
+        for article_id, at in sorted({(r["article_id"], r["snapshot_at"]) for r in rows}):
+            stamp = dt.datetime.fromtimestamp(int(str(at)), dt.UTC)
+            page = fetch(f"{server}/archive/{stamp:%Y%m%d%H%M%S}mp_/{urls[int(str(article_id))]}")
+            images = re.findall(rb'<img src="(/archive/[0-9]+im_/([^"]+))"', page)
+            shown = [(path.decode(), url.decode()) for path, url in images]
+            assert [url for _, url in shown if url in by_url], page[:2000]
+            for path, url in shown:
+                if url in by_url:
+                    assert fetch(server + path) == by_url[url], url
     assert PNG in kept.values() and SCREENSHOT in kept.values()
 
 
