@@ -44,7 +44,7 @@ from warcio.warcwriter import WARCWriter
 from zeroarchive.core.atomic import discard, partial_path, written_whole
 from zeroarchive.core.progress import Progress
 from zeroarchive.media.store import MediaStore, any_media
-from zeroarchive.publish.warc.media import MEDIA_KIND, PAGE_URL, MediaCounts, MediaExport
+from zeroarchive.publish.warc.media import MEDIA_KIND, MediaCounts, MediaExport
 from zeroarchive.publish.warc.records import (
     ARTICLE_ID,
     ARTICLE_URL,
@@ -389,9 +389,8 @@ def export_warc(
 
 
 def _pages(files: Iterable[Path]) -> Iterator[dict[str, str]]:
-    """One ReplayWeb.page page per snapshot record (each capture is worth browsing) and
-    per media record (titled with its kind and its page: a picture or screenshot is found
-    by the page that showed it)."""
+    """One ReplayWeb.page page per snapshot record (each capture is worth browsing). Media
+    records are not pages: the replay finds them through the index when their page asks."""
     from warcio.archiveiterator import ArchiveIterator
 
     for path in files:
@@ -403,12 +402,6 @@ def _pages(files: Iterable[Path]) -> Iterator[dict[str, str]]:
                 uri = headers.get_header("WARC-Target-URI")
                 kind = headers.get_header(MEDIA_KIND)
                 if kind is not None:
-                    yield {
-                        "id": f"{kind}-{headers.get_header('WARC-Record-ID')}",
-                        "url": uri,
-                        "ts": headers.get_header("WARC-Date"),
-                        "title": f"{kind} of {headers.get_header(PAGE_URL) or ''}",
-                    }
                     continue
                 yield {
                     "id": f"{headers.get_header(ARTICLE_ID)}-{headers.get_header('WARC-Date')}",
