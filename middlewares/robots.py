@@ -125,7 +125,17 @@ class RobotsTxtDownloaderMiddleware(RobotsTxtMiddleware):
             self._stats.inc_value("robotstxt/request_count")
         parser = self._parsers[netloc]
         if isinstance(parser, Deferred):
-            return await maybe_deferred_to_future(parser)
+            # One Deferred of its own per waiter: a future made from the shared one takes
+            # its result and passes None on, so every request but the first waiting for
+            # the host's robots.txt went out without its rules (Scrapy's own code does it).
+            own: Deferred[RobotParser | None] = Deferred()
+
+            def relay(result: RobotParser | None) -> RobotParser | None:
+                own.callback(result)
+                return result
+
+            parser.addCallback(relay)
+            return await maybe_deferred_to_future(own)
         return parser
 
     def _forget_if_stale(self, netloc: str) -> None:

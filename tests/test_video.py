@@ -91,6 +91,8 @@ class _VideoServer(ThreadingHTTPServer):
             "/player.html": (HTML, player),
             "/big.mp4": ("video/mp4", BIG),
             "/fake.mp4": ("video/mp4", b"<!doctype html><html><body>Not found</body></html>"),
+            "/private/clip.mp4": ("video/mp4", MP4),
+            "/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\n"),
         }
 
     def url(self, path: str) -> str:
@@ -250,6 +252,7 @@ def test_videos_ride_the_redis_queue(
     pages = {
         "a": f'</head><body><video src="{videos.url("/clip.mp4")}"></video>',
         "b": f'</head><body><video><source src="{videos.url("/missing.webm")}"></video>',
+        "c": f'</head><body><video src="{videos.url("/private/clip.mp4")}"></video>',
     }
     with ReplayServer(routes_for(pages)) as server:
         load_sites(mariadb_url, tmp_path, [site(server)])
@@ -259,11 +262,20 @@ def test_videos_ride_the_redis_queue(
             mariadb_url, redis_url, tmp_path, log, "ZEROARCHIVE_IDLE_LIMIT=2", extra_env=MEDIA_ON
         )
         finish(worker, log)
-    rows = {str(row["url"]).rsplit("/", 1)[-1]: row for row in media_json(mariadb_url, tmp_path)}
-    assert rows["clip.mp4"]["stored"] and rows["clip.mp4"]["sha256"] == (
+    rows = {
+        str(row["url"]).removeprefix(videos.url("")): row
+        for row in media_json(mariadb_url, tmp_path)
+    }
+    assert rows["/clip.mp4"]["stored"] and rows["/clip.mp4"]["sha256"] == (
         hashlib.sha256(MP4).hexdigest()
     )
-    assert rows["missing.webm"]["reason"] == "failed:404"
+    assert rows["/missing.webm"]["reason"] == "failed:404"
+    # The video host's robots.txt is obeyed as for any item: yt-dlp never asked for it.
+    assert (rows["/private/clip.mp4"]["stored"], rows["/private/clip.mp4"]["reason"]) == (
+        False,
+        "failed:robots_disallowed",
+    )
+    assert "/private/clip.mp4" not in {path for path, _, _ in videos.asked}
 
 
 def test_a_watch_page_is_its_video_for_ytdlps_youtube_extractor() -> None:

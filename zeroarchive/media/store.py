@@ -193,7 +193,7 @@ class MediaRecord:
         {'article_id': 1, 'snapshot_at': 2, 'kind': 'image', 'url': 'u', 'sha256': None,
          'bytes': None, 'content_type': None, 'fetched_at': 3, 'stored': False,
          'reason': 'failed:404'}
-        >>> MediaRecord(1, 2, "video", "u", b"\xab", 9, "video/mp4", 3, False, "expired",
+        >>> MediaRecord(1, 2, "video", "u", bytes([171]), 9, "video/mp4", 3, False, "expired",
         ...             4).as_json()  # doctest: +NORMALIZE_WHITESPACE
         {'article_id': 1, 'snapshot_at': 2, 'kind': 'video', 'url': 'u', 'sha256': 'ab',
          'bytes': 9, 'content_type': 'video/mp4', 'fetched_at': 3, 'stored': False,

@@ -40,6 +40,14 @@ NOT_MEDIA = "not-media"
 #: The prefix of the directories yt-dlp writes into (one per download): only these are
 #: removed with the file the writer took.
 WORK_PREFIX = "zeroarchive-video-"
+#: What yt-dlp says of a video that is gone or hidden (YouTube's words, as it passes them on).
+_UNAVAILABLE = (
+    "Video unavailable",
+    "Private video",
+    "has been removed",
+    "This video is no longer available",
+    "account associated with this video has been terminated",
+)
 #: What yt-dlp says when there is no video at a URL.
 _NOT_VIDEO = ("Unsupported URL", "No video formats found", "is unusual and will be skipped")
 _HTTP_STATUS = re.compile(r"HTTP Error (\d{3})")
@@ -195,7 +203,18 @@ def ytdlp_options(job: VideoJob, workdir: str, config: VideoConfig, hook: Any) -
         "continuedl": False,
         "updatetime": False,
         "check_formats": False,
+        # A broadcast still on air never ends as a file: recorded failed:live, not waited for.
+        "match_filter": _not_live,
     }
+
+
+def _not_live(info: Mapping[str, Any], *, incomplete: bool = False) -> str | None:
+    """yt-dlp's match filter: skip a live broadcast (the reason it logs), else None.
+
+    >>> _not_live({"is_live": True}), _not_live({"is_live": False})
+    ('a live broadcast', None)
+    """
+    return "a live broadcast" if info.get("is_live") else None
 
 
 class _YtdlpLog:
@@ -228,7 +247,7 @@ def download(job: VideoJob, config: VideoConfig, spool_dir: str | None) -> Video
             info = ydl.extract_info(job.url, download=True)
         path = _written(info, workdir)
         if path is None:
-            outcome = VideoOutcome(reason=NOT_MEDIA)
+            outcome = VideoOutcome(reason="failed:live" if _live(info) else NOT_MEDIA)
         elif os.path.getsize(path) > job.max_bytes:
             outcome = VideoOutcome(reason=TOO_LARGE)
         elif not _is_video(path):
@@ -240,6 +259,11 @@ def download(job: VideoJob, config: VideoConfig, spool_dir: str | None) -> Video
         outcome = VideoOutcome(reason=reason_of(exc))
     shutil.rmtree(workdir, ignore_errors=True)
     return outcome
+
+
+def _live(info: Mapping[str, Any] | None) -> bool:
+    entries = (info or {}).get("entries") or [info or {}]
+    return any(entry and entry.get("is_live") for entry in entries)
 
 
 def _written(info: Mapping[str, Any] | None, workdir: str) -> str | None:
@@ -290,6 +314,8 @@ def reason_of(exc: BaseException) -> str:
     'failed:403'
     >>> reason_of(RuntimeError("x.example: Read timed out."))
     'failed:timeout'
+    >>> reason_of(RuntimeError("ERROR: [youtube] abc: Private video. Sign in if you've been ..."))
+    'failed:unavailable'
     """
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -318,6 +344,8 @@ def reason_of(exc: BaseException) -> str:
         sign in message for sign in _NOT_VIDEO
     ):
         return NOT_MEDIA
+    if any(sign in message for sign in _UNAVAILABLE):
+        return "failed:unavailable"
     if match := _HTTP_STATUS.search(message):
         return f"failed:{match.group(1)}"
     lowered = message.lower()
