@@ -245,21 +245,27 @@ def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
         )
         for interval, until in raw_steps
     )
-    low = base.list_min_interval if list_interval == base.list_interval else 0
-    high = base.list_max_interval if list_interval == base.list_interval else 0
+    same = "list_interval" not in overrides
+    low = base.list_min_interval if same else 0
+    high = base.list_max_interval if same else 0
     if "list_min_interval" in overrides:
         low = _seconds(overrides["list_min_interval"], "list_min_interval", 60, year)
     if "list_max_interval" in overrides:
         high = _seconds(overrides["list_max_interval"], "list_max_interval", 60, year)
-    if low and high and low > high:
+    if "list_min_interval" in overrides and "list_max_interval" in overrides and low > high:
         raise ValueError(f"list_max_interval: must not be under list_min_interval {low}")
-    # Bounds given without a list_interval pull the type's default into them.
-    if "list_interval" not in overrides:
-        list_interval = max(low or list_interval, min(high or list_interval, list_interval))
-        if low and not high:
-            high = max(base.list_max_interval, list_interval)
-        if high and not low:
-            low = min(base.list_min_interval, list_interval)
+    if same:
+        # Bounds given without a list_interval pull the type's default into them, and
+        # the bound not given makes room for it.
+        if "list_min_interval" in overrides:
+            list_interval = max(list_interval, low)
+        if "list_max_interval" in overrides:
+            list_interval = min(list_interval, high)
+        low, high = min(low, list_interval), max(high, list_interval)
+    elif low > list_interval:
+        raise ValueError(f"list_min_interval: must not be over list_interval {list_interval}")
+    elif high and high < list_interval:
+        raise ValueError(f"list_max_interval: must not be under list_interval {list_interval}")
     daily = base.list_daily_requests if list_interval == base.list_interval else 0
     return Plan(list_interval, steps, low, high, daily)
 

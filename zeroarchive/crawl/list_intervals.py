@@ -240,7 +240,7 @@ def plan_walk(
     pages: Iterable[ListPage], bounds: ListBounds, now: int, *, everything: bool = False
 ) -> WalkPlan:
     """The due pages to walk now within the site's daily budget (``everything``: all its
-    pages, as a person asked; the budget still counts them).
+    pages, as a person asked, as many as what is left of the budget allows).
 
     Each page would cost, by the day's end, about one request per interval: the pages are
     taken most productive first while their costs fit what is left of the day's budget;
@@ -274,7 +274,7 @@ def plan_walk(
             # A page not due now still spends its share of the day's budget later.
             projected += math.ceil((day_end - max(now, page.next_walk_at)) / interval)
             continue
-        fits = projected + cost <= left or (not walk and not postponed)
+        fits = everything or projected + cost <= left or (not walk and not postponed)
         if len(walk) < left and fits:
             walk[page.url] = page
             projected += cost
