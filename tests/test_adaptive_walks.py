@@ -38,6 +38,7 @@ from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.list_pages import ListPageStore
 from zeroarchive.storage.schema import site as site_table
+from zeroarchive.storage.site_stats import SiteStatsConfig, site_stats
 
 T0 = 1_800_000_000 - 1_800_000_000 % DAY + 3600
 PER_LIST = 12  # three list pages
@@ -270,3 +271,15 @@ def test_the_scheduler_asks_for_due_pages_only_and_conditionally(
     }
     assert (rows[front]["walks"], rows[front]["not_modified"]) == (3, 1)
     assert rounds.run_once(T0 + 1000)["generic"].list_sites == 0
+
+    # What site_stats says of them.
+    [stats] = site_stats(archive.engine, T0 + 1000, SiteStatsConfig(7, 3600))
+    assert [p.url.removeprefix(host) for p in stats.list_pages] == [front, second, third]
+    first = stats.list_pages[0]
+    assert (first.walks, first.not_modified, first.new_links) == (3, 1, 12)
+    assert 440 <= first.interval <= 460
+    assert first.new_per_day is not None and 90 < first.new_per_day < 100  # 1 in 15 min
+    assert stats.list_pages[1].interval == 1200 and stats.list_pages[1].new_per_day == 0
+    # Three walks of three, one of one: seven requests of the news plan's 1,440.
+    assert (stats.list_requests_today, stats.list_budget) == (7, 1440)
+    assert stats.as_json()["list_pages"][0]["not_modified"] == 1
