@@ -65,10 +65,10 @@ class Step:
 
 #: List walk bounds (zeroarchive/crawl/list_intervals.py) as parts of the plan's list
 #: interval: a busy page down to a tenth of it (never under a minute), a quiet one up to
-#: 36 times it (never over a week).
+#: 12 times it (never over a week).
 LIST_MIN_DIVISOR = 10
 LIST_MIN_FLOOR = MINUTE
-LIST_MAX_FACTOR = 36
+LIST_MAX_FACTOR = 12
 #: A site's tracked list requests per UTC day by default: ten list pages walked at the
 #: plan's interval, at least this many.
 LIST_DAILY_PAGES = 10
@@ -84,7 +84,7 @@ class Plan:
 
     >>> plan = Plan(600, ())
     >>> plan.list_min_interval, plan.list_max_interval, plan.list_daily_requests
-    (60, 21600, 1440)
+    (60, 7200, 1440)
     >>> Plan(DAY, ()).list_min_interval, Plan(DAY, ()).list_max_interval // DAY
     (8640, 7)
     """
@@ -134,7 +134,7 @@ class ListBounds:
         plan's default).
 
         >>> ListBounds.of(HOURLY_FOR_A_DAY)
-        ListBounds(default=600, low=60, high=21600, daily_requests=1440)
+        ListBounds(default=600, low=60, high=7200, daily_requests=1440)
         >>> ListBounds.of(ONCE, 20)
         ListBounds(default=86400, low=8640, high=604800, daily_requests=20)
         """
@@ -201,7 +201,7 @@ def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
     >>> fixed.list_min_interval, fixed.list_interval, fixed.list_max_interval
     (600, 600, 600)
     >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"list_interval": 3600}).list_max_interval
-    129600
+    43200
     >>> capped = plan_with_overrides(HOURLY_FOR_A_DAY, {"list_max_interval": 300})
     >>> capped.list_min_interval, capped.list_interval, capped.list_max_interval
     (60, 300, 300)
