@@ -32,7 +32,8 @@ from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.schedule import DAY
 from zeroarchive.core.signals import articles_stored
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
-from zeroarchive.crawl.list_intervals import growth
+from zeroarchive.crawl.list_intervals import ListPage, growth
+from zeroarchive.crawl.list_pages import row_of
 from zeroarchive.distributed.queue import request_queue
 from zeroarchive.distributed.redis_client import connect
 from zeroarchive.sites.record import parse_spec
@@ -289,3 +290,44 @@ def test_the_scheduler_asks_for_due_pages_only_and_conditionally(
     # Three walks of three, one of one: seven requests of the news plan's 1,440.
     assert (stats.list_requests_today, stats.list_budget) == (7, 1440)
     assert stats.as_json()["list_pages"][0]["not_modified"] == 1
+
+
+def test_the_scheduler_keeps_a_site_within_its_daily_budget(
+    db_url: str, server: redis.Redis
+) -> None:
+    host = "http://127.0.0.1:8"
+    archive = open_archive(url=db_url)
+    spec = parse_spec(
+        {"name": "thrifty", "url": host + "/", "config": site_config(daily_requests=20)}
+    )
+    site_id, _ = archive.sites.upsert(spec, T0 - 3600)
+    store = ListPageStore(archive.engine)
+    # Three due pages: one busy (a link a minute), two quiet; 18 of the 20 requests spent.
+    due = {"walks": 50, "last_walk_at": T0 - 60, "next_walk_at": T0 - 1, "day": T0 // DAY}
+    busy = ListPage(
+        host + "/", interval=60, rate_links=60, rate_seconds=3600, walks_today=18, **due
+    )
+    quiet = [
+        ListPage(host + path, interval=7200, rate_links=0, rate_seconds=36000, **due)
+        for path in ("/news/list-2.html", "/news/list-3.html")
+    ]
+    store.save(site_id, [row_of(page) for page in (busy, *quiet)])
+    crawler = get_crawler(GenericSpider, project_settings(ZEROARCHIVE_DB_URL=db_url))
+    rounds = Dispatcher(
+        archive, server, [GenericSpider.from_crawler(crawler)], DispatchConfig(50, 3600, 1000, 30)
+    )
+    report = rounds.run_once(T0)["generic"]
+    # The busy page fills what is left of the day; the quiet ones wait for their bound.
+    assert [r.url for r in queued(server, rounds.spiders[0])] == [host + "/"]
+    assert report.postponed == 2
+    after = {p["url"]: p for p in store.by_site()[site_id]}
+    assert after[host + "/"]["walks_today"] == 19
+    assert {
+        after[host + path]["next_walk_at"] for path in ("/news/list-2.html", "/news/list-3.html")
+    } == {T0 + 7200}
+    assert {
+        after[host + path]["postponed"] for path in ("/news/list-2.html", "/news/list-3.html")
+    } == {1}
+    # The site comes due again with its earliest page.
+    assert archive.sites.get(site_id) is not None
+    assert rounds.run_once(T0 + 30)["generic"].list_sites == 0

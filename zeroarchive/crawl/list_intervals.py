@@ -66,8 +66,6 @@ class ListPage:
     #: The UTC day (days since the epoch) of ``walks_today``.
     day: int = 0
     walks_today: int = 0
-    #: When a walk last linked to it (or its site's config named it).
-    linked_at: int = 0
 
     @property
     def rate(self) -> float | None:

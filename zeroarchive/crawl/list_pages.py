@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -230,7 +230,7 @@ class ListPages:
                 page = begun(ListPage(answer.url, answer.kind, answer.depth), bounds, answer.at)
                 count(self._stats(), "list_pages/found", site_id)
             changed[answer.url] = walked(
-                replace(page, linked_at=answer.at),
+                page,
                 bounds,
                 answer.at,
                 answer.new,

@@ -247,7 +247,6 @@ list_page = Table(
     Column("last_modified", String(64), nullable=True),
     Column("day", Integer, nullable=False),
     Column("walks_today", Integer, nullable=False),
-    Column("linked_at", BigInteger, nullable=False),
     PrimaryKeyConstraint("site_id", "url_hash"),
 )
 

@@ -43,7 +43,6 @@ def upgrade() -> None:
         sa.Column("last_modified", sa.String(64), nullable=True),
         sa.Column("day", sa.Integer, nullable=False),
         sa.Column("walks_today", sa.Integer, nullable=False),
-        sa.Column("linked_at", sa.BigInteger, nullable=False),
         sa.PrimaryKeyConstraint("site_id", "url_hash"),
     )
 
