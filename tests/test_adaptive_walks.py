@@ -33,7 +33,7 @@ from zeroarchive.core.schedule import DAY
 from zeroarchive.core.signals import articles_stored
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
 from zeroarchive.crawl.list_intervals import ListPage, growth
-from zeroarchive.crawl.list_pages import row_of
+from zeroarchive.crawl.list_pages import ListPages, row_of
 from zeroarchive.distributed.queue import request_queue
 from zeroarchive.distributed.redis_client import connect
 from zeroarchive.sites.record import parse_spec
@@ -331,3 +331,23 @@ def test_the_scheduler_keeps_a_site_within_its_daily_budget(
     # The site comes due again with its earliest page.
     assert archive.sites.get(site_id) is not None
     assert rounds.run_once(T0 + 30)["generic"].list_sites == 0
+
+
+def test_a_failing_list_page_backs_off_like_a_quiet_one(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    spec = parse_spec({"name": "news", "url": "https://s.example/", "config": site_config()})
+    site_id, _ = archive.sites.upsert(spec, T0 - 3600)
+    store = ListPageStore(archive.engine)
+    page = ListPage(
+        "https://s.example/", walks=5, interval=120, last_walk_at=T0 - 120, etag='"e"', day=0
+    )
+    store.save(site_id, [row_of(page)])
+    pages = ListPages(store, lambda: None, archive.sites.get, 300.0)
+    meta = {"site_id": site_id, "kind": "list", "page_kind": "page", "depth": 0}
+    pages.failed(site_id, page.url, meta, T0)
+    # A page never seen that fails is not tracked.
+    pages.failed(site_id, "https://s.example/gone", meta, T0)
+    pages.maybe_write(force=True)
+    [row] = store.load(site_id)
+    assert (row["walks"], row["etag"], row["last_walk_at"]) == (6, '"e"', T0)
+    assert row["interval"] == int(120 * growth(page.url))

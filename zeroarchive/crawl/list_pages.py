@@ -115,6 +115,9 @@ class _Answer:
     clock: float = 0.0
     #: Only new links found later for a page already recorded.
     credit_only: bool = False
+    #: The request failed: a walk that showed nothing, so a page that keeps failing backs
+    #: off like a quiet one (its validators kept).
+    failed: bool = False
 
 
 class ListPages:
@@ -177,6 +180,15 @@ class ListPages:
         self._ready.append(_Answer(site_id, url, kind, int(meta.get("depth", 0)), at, True))
         self.maybe_write()
 
+    def failed(self, site_id: int, url: str, meta: dict[str, Any], at: int) -> None:
+        """A known tracked page's request failed (an error, a block page, a 404)."""
+        kind = meta.get("page_kind")
+        if kind not in KINDS:
+            return
+        answer = _Answer(site_id, url, kind, int(meta.get("depth", 0)), at, failed=True)
+        self._ready.append(answer)
+        self.maybe_write()
+
     def links_stored(self, site_id: int, source_url: str, new: int) -> None:
         """The links a page showed were stored, ``new`` of them new."""
         answer = self._pending.pop((site_id, source_url), None)
@@ -221,9 +233,18 @@ class ListPages:
         changed: dict[str, ListPage] = {}
         for answer in answers:
             page = changed.get(answer.url) or pages.get(answer.url)
-            if answer.credit_only:
-                if page is not None:
+            if answer.credit_only or answer.failed:
+                if page is not None and answer.credit_only:
                     changed[answer.url] = credited(page, answer.new)
+                elif page is not None:
+                    changed[answer.url] = walked(
+                        page,
+                        bounds,
+                        answer.at,
+                        0,
+                        etag=page.etag,
+                        last_modified=page.last_modified,
+                    )
                 continue
             if page is None:
                 # Found on this walk: its first request counts on the day's budget too.

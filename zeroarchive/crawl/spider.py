@@ -586,6 +586,7 @@ class ArchiveSpider(scrapy.Spider):
         site_id = request.meta[META_KEY]["site_id"]
         count(self.crawler.stats, f"errors/{kind}", site_id)
         count(self.crawler.stats, "list_page_failures", site_id)
+        self.list_pages.failed(site_id, request.url, request.meta[META_KEY], now())
         _log_failure("List page %s failed: %s", request.url, kind, failure)
 
     def list_not_modified(self, failure: Failure) -> bool:
