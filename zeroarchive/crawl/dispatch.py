@@ -30,11 +30,13 @@ from zeroarchive.crawl.due_work import (
     skip_walk,
     walk_round,
 )
+from zeroarchive.crawl.list_pages import ListPages
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.distributed.heartbeat import alive
 from zeroarchive.distributed.queue import held_keys, push_requests, request_queue, requeue_held
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.leases import Released, holders, release_in_flight, release_owners
+from zeroarchive.storage.list_pages import ListPageStore
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,13 @@ class Dispatcher:
         self.archive = archive
         self.server = server
         self.spiders = spiders
+        for spider in spiders:
+            if getattr(spider, "list_pages", None) is None:
+                # Built without a crawler (`scrapy schedule`): which list pages are known, for
+                # the walks it plans, comes from the dispatcher's archive, fresh each round.
+                spider.list_pages = ListPages(
+                    ListPageStore(archive.engine), lambda: None, archive.sites.get, 1.0
+                )
         self.config = config
         # After redis lost its queues (and heartbeats), live workers get one heartbeat
         # period to beat again before any of them is taken for dead.
