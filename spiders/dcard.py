@@ -179,7 +179,7 @@ class DcardSpider(ListWalkSpider):
             self._malformed(site, response, exc)
             count(stats, "list_page_failures", site.site_id)
             return
-        self.list_page_answered(site)
+        self.list_page_answered(site, response)
         ids: list[int] = []
         for meta in metas:
             post_id = meta.get("id") if isinstance(meta, dict) else None

@@ -155,7 +155,7 @@ class FacebookSpider(ArchiveSpider):
             site.url,
             callback=self.parse_posts,
             errback=self.list_failed,
-            meta=self._browser_meta(site, "list", depth=0),
+            meta=self._browser_meta(site, "list", depth=0, page_kind="page"),
             dont_filter=True,
             priority=self.source.list_priority,
         )
@@ -236,7 +236,7 @@ class FacebookSpider(ArchiveSpider):
                 count(self.crawler.stats, f"errors/{BLOCKED}", site.site_id)
                 count(self.crawler.stats, "list_page_failures", site.site_id)
                 return
-            self.list_page_answered(site)
+            self.list_page_answered(site, response)
             urls = await self._scroll(page, site)
         except playwright_error as exc:
             count(self.crawler.stats, "errors/browser", site.site_id)

@@ -178,14 +178,14 @@ class GenericSpider(FeedWalkSpider):
                 password,
                 callback=self.logged_in,
                 errback=self.list_failed,
-                meta=self.request_meta(site, "login"),
+                meta={**self.request_meta(site, "login"), **self._carried_plan(response)},
                 priority=self.source.list_priority + 1,
                 dont_filter=True,
             )
         except LoginError as exc:
             count(self.crawler.stats, f"errors/{exc.kind}", site.site_id)
             logger.error("Site %s (#%d): cannot log in: %s", site.name, site.site_id, exc)
-            yield from self._walk_requests(site)
+            yield from self._walk_after_login(site, response)
 
     def logged_in(self, response: Response) -> Iterator[Request]:
         site = self.response_site(response)
@@ -199,10 +199,28 @@ class GenericSpider(FeedWalkSpider):
             )
         else:
             count(self.crawler.stats, "logins", site.site_id)
-        yield from self._walk_requests(site)
+        yield from self._walk_after_login(site, response)
+
+    @staticmethod
+    def _carried_plan(response: Response) -> dict[str, Any]:
+        plan = response.meta.get("walk_plan")
+        return {} if plan is None else {"walk_plan": plan}
+
+    def _walk_after_login(self, site: Site, response: Response) -> Iterator[Request]:
+        """The walk a login opened, as its plan (carried by the login's requests) has it."""
+        plan = response.meta.get("walk_plan")
+        if plan is None:
+            yield from self._walk_requests(site)
+            return
+        yield from self.planned_walk(site, self._walk_requests(site), plan)
+
+    def list_page_request(self, site: Site, url: str, kind: str, depth: int) -> Request | None:
+        if kind == "page":
+            return self._list_request(site, url, depth)
+        return super().list_page_request(site, url, kind, depth)
 
     def _list_request(self, site: Site, url: str, depth: int) -> Request:
-        meta = self.request_meta(site, "list", depth=depth)
+        meta = self.request_meta(site, "list", depth=depth, page_kind="page")
         if site.config.render:
             return Request(
                 url,
@@ -222,7 +240,7 @@ class GenericSpider(FeedWalkSpider):
     def parse_list(self, response: Response) -> Iterator[Any]:
         site = self.response_site(response)
         stats = self.crawler.stats
-        self.list_page_answered(site)
+        self.list_page_answered(site, response)
         depth = response.meta[META_KEY]["depth"]
         page = decoded(response)
         links: list[tuple[str, str]] = []
@@ -244,7 +262,8 @@ class GenericSpider(FeedWalkSpider):
                 tuple(dict.fromkeys(sorted_links.articles)),
             )
         for url in dict.fromkeys(sorted_links.follow):
-            yield self._list_request(site, url, depth + 1)
+            if self.unknown_list_page(site, url):
+                yield self._list_request(site, url, depth + 1)
         samples = self.sorter().samples(site, (url for url, _ in links), sorted_links.articles)
         for shape, urls in samples.items():
             for url in urls[:MIN_PAGES]:

@@ -84,7 +84,7 @@ class PttSpider(ListWalkSpider):
             return
         site = self.response_site(response)
         stats = self.crawler.stats
-        self.list_page_answered(site)
+        self.list_page_answered(site, response)
         board = board_of(site.url) or ""
         posts: list[str] = []
         for row in response.css("div.r-ent"):

@@ -79,11 +79,16 @@ class YoutubeSpider(ArchiveSpider):
             callback=callback,
             errback=self.list_failed,
             cookies=consent_cookie(),
-            meta=self.request_meta(site, "list"),
+            # The feed is the site's tracked list page (its own interval); the channel page
+            # only leads to it.
+            meta=self.request_meta(site, "list", **self._tracked(callback)),
             priority=self.source.list_priority,
             # The channel's page and feed are read again every round.
             dont_filter=True,
         )
+
+    def _tracked(self, callback: Any) -> dict[str, str]:
+        return {"page_kind": "feed"} if callback == self.parse_feed else {}
 
     def discovery_requests(self, site: Site) -> Iterator[Request]:
         channel = channel_id_of(site.url)
@@ -117,7 +122,7 @@ class YoutubeSpider(ArchiveSpider):
         if not videos:
             count(self.crawler.stats, "youtube/empty_feed", site.site_id)
             logger.warning("No video in the feed %s (%d bytes)", response.url, len(response.body))
-        self.list_page_answered(site)
+        self.list_page_answered(site, response)
         urls: list[str] = []
         published: dict[str, int] = {}
         for video_id, at in videos:

@@ -288,9 +288,14 @@ def test_feeds_and_sitemaps_are_plain_list_requests_of_the_site(tmp_path: Path) 
         "https://news.example.com/sitemap.xml.gz",
         "https://news.example.com/robots.txt",
     ]
-    for request in (feed, sitemap, robots):
+    for request, kind in ((feed, "feed"), (sitemap, "sitemap"), (robots, "robots")):
         assert "playwright" not in request.meta
-        assert request.meta[META_KEY] == {"site_id": 3, "kind": "list", "depth": 0}
+        assert request.meta[META_KEY] == {
+            "site_id": 3,
+            "kind": "list",
+            "depth": 0,
+            "page_kind": kind,
+        }
         assert request.meta["download_maxsize"] == 16 * 1024 * 1024
         assert request.priority == front.priority
     assert (feed.callback, sitemap.callback, robots.callback) == (

@@ -120,13 +120,14 @@ class Command(ScrapyCommand):
             for name, report in reports.items():
                 logger.info(
                     "%s: %d list request(s) for %d site(s), %d snapshot(s) queued; %d waiting; "
-                    "%d soft-404 probe(s)",
+                    "%d soft-404 probe(s); %d list page(s) postponed by budgets",
                     name,
                     report.list_requests,
                     report.list_sites,
                     report.snapshots,
                     report.queued,
                     report.probes,
+                    report.postponed,
                 )
             if opts.once or stop.wait(max(0.0, opts.interval - (time.time() - started))):
                 return

@@ -87,6 +87,28 @@ class Command(ScrapyCommand):
                     f"{row.site_id:>5} {shown(row.name)}: {shown(readable(shape.shape))}: "
                     f"{shape.links} links (e.g. {shown(shape.example)})"
                 )
+        walked = [row for row in rows if row.list_pages]
+        if walked:
+            print(
+                "List pages (zeroarchive/crawl/list_intervals.py): intervals now, requests today "
+                "of the daily budget, 304s, postponements; the busiest pages:"
+            )
+        for row in walked:
+            intervals = [p.interval for p in row.list_pages if p.interval]
+            print(
+                f"{row.site_id:>5} {shown(row.name)}: {len(row.list_pages)} list page(s), every "
+                f"{span(min(intervals or [0]))}..{span(max(intervals or [0]))}; "
+                f"{row.list_requests_today}/{row.list_budget} requests today; "
+                f"{sum(p.not_modified for p in row.list_pages)} answered 304, "
+                f"{sum(p.postponed for p in row.list_pages)} postponed"
+            )
+            for page in row.list_pages[:LIST_PAGES_SHOWN]:
+                rate = "-" if page.new_per_day is None else f"{page.new_per_day:g}"
+                print(
+                    f"        every {span(page.interval):>6}  {rate:>7} new/day  "
+                    f"{page.walks:>6} walks  {page.not_modified:>6} x 304  {page.kind:7} "
+                    f"{shown(page.url)}"
+                )
         print_media(rows, archive.engine)
         quiet = sum(row.quiet for row in rows)
         unanswered = sum(bool(row.unanswered) for row in rows)
@@ -116,6 +138,25 @@ def print_media(rows: list[SiteStats], engine: Engine) -> None:
     with engine.connect() as conn:
         items, size = store_totals(conn)
     print(f"The media store holds {items} item(s), {size:,} bytes (each item once)")
+
+
+#: List pages shown per site in the table (all of them in --json).
+LIST_PAGES_SHOWN = 3
+
+
+def span(seconds: int) -> str:
+    """An interval as people read it.
+
+    >>> span(90), span(600), span(21600), span(0)
+    ('1.5m', '10m', '6h', '-')
+    """
+    if not seconds:
+        return "-"
+    if seconds < 3600:
+        return f"{seconds / 60:g}m"
+    if seconds < 86400:
+        return f"{seconds / 3600:.3g}h"
+    return f"{seconds / 86400:.3g}d"
 
 
 def flags(row: SiteStats) -> str:

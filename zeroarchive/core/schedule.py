@@ -12,7 +12,7 @@ Bounds default to a quarter and four times the step's interval (news: 15 min .. 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 MINUTE = 60
@@ -63,14 +63,87 @@ class Step:
             )
 
 
+#: List walk bounds (zeroarchive/crawl/list_intervals.py) as parts of the plan's list
+#: interval: a busy page down to a tenth of it (never under a minute), a quiet one up to
+#: 12 times it (never over a week).
+LIST_MIN_DIVISOR = 10
+LIST_MIN_FLOOR = MINUTE
+LIST_MAX_FACTOR = 12
+#: A site's tracked list requests per UTC day by default: ten list pages walked at the
+#: plan's interval, at least this many.
+LIST_DAILY_PAGES = 10
+LIST_DAILY_FLOOR = 50
+
+
 @dataclass(frozen=True)
 class Plan:
+    """A site type's schedule: its list pages walked every ``list_interval`` by default
+    (adaptively between ``list_min_interval`` and ``list_max_interval``, within
+    ``list_daily_requests`` a day: zeroarchive/crawl/list_intervals.py), its articles
+    snapshotted by ``steps``.
+
+    >>> plan = Plan(600, ())
+    >>> plan.list_min_interval, plan.list_max_interval, plan.list_daily_requests
+    (60, 7200, 1440)
+    >>> Plan(DAY, ()).list_min_interval, Plan(DAY, ()).list_max_interval // DAY
+    (8640, 7)
+    """
+
     list_interval: int
     steps: tuple[Step, ...]
+    list_min_interval: int = 0
+    list_max_interval: int = 0
+    list_daily_requests: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.list_min_interval:
+            low = max(LIST_MIN_FLOOR, self.list_interval // LIST_MIN_DIVISOR)
+            object.__setattr__(self, "list_min_interval", min(low, self.list_interval))
+        if not self.list_max_interval:
+            high = min(self.list_interval * LIST_MAX_FACTOR, WEEK)
+            object.__setattr__(self, "list_max_interval", max(high, self.list_interval))
+        if not self.list_daily_requests:
+            daily = max(LIST_DAILY_FLOOR, LIST_DAILY_PAGES * DAY // self.list_interval)
+            object.__setattr__(self, "list_daily_requests", daily)
+        if not 0 < self.list_min_interval <= self.list_interval <= self.list_max_interval:
+            raise ValueError(
+                f"list intervals must satisfy 0 < list_min_interval {self.list_min_interval} "
+                f"<= list_interval {self.list_interval} <= list_max_interval "
+                f"{self.list_max_interval}"
+            )
 
     @property
     def end(self) -> int:
         return self.steps[-1].until if self.steps else 0
+
+
+@dataclass(frozen=True)
+class ListBounds:
+    """A site's list walk intervals (zeroarchive/crawl/list_intervals.py): ``default``
+    (no history) within ``low`` .. ``high``, and the tracked list requests its walks may
+    make per UTC day."""
+
+    default: int
+    low: int
+    high: int
+    daily_requests: int
+
+    @classmethod
+    def of(cls, plan: Plan, daily_requests: int | None = None) -> ListBounds:
+        """The bounds of a site's plan, with its config's ``daily_requests`` (else the
+        plan's default).
+
+        >>> ListBounds.of(HOURLY_FOR_A_DAY)
+        ListBounds(default=600, low=60, high=7200, daily_requests=1440)
+        >>> ListBounds.of(ONCE, 20)
+        ListBounds(default=86400, low=8640, high=604800, daily_requests=20)
+        """
+        return cls(
+            plan.list_interval,
+            plan.list_min_interval,
+            plan.list_max_interval,
+            plan.list_daily_requests if daily_requests is None else daily_requests,
+        )
 
 
 # 0archive's plans (DESIGN.md, Scheduling); each site type's record names the one it uses.
@@ -98,15 +171,24 @@ def _factor(value: Any, name: str, low: float, high: float) -> float:
     return float(value)
 
 
-SCHEDULE_KEYS = ("list_interval", "steps", "min_factor", "max_factor")
+SCHEDULE_KEYS = (
+    "list_interval",
+    "list_min_interval",
+    "list_max_interval",
+    "steps",
+    "min_factor",
+    "max_factor",
+)
 
 
 def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
     """``base`` changed by a site config's ``schedule`` mapping; ValueError names the key.
 
-    Keys: ``list_interval`` (seconds), ``steps`` (a list of ``{interval, until}`` in
-    seconds, ``[]`` = snapshot once), ``min_factor`` / ``max_factor`` (adaptive bounds as
-    fractions/multiples of each step's interval; 1 and 1 = a fixed schedule).
+    Keys: ``list_interval`` (seconds), ``list_min_interval`` / ``list_max_interval`` (the
+    bounds of each list page's adaptive interval; both equal to ``list_interval`` = a fixed
+    walk), ``steps`` (a list of ``{interval, until}`` in seconds, ``[]`` = snapshot once),
+    ``min_factor`` / ``max_factor`` (adaptive bounds as fractions/multiples of each step's
+    interval; 1 and 1 = a fixed schedule).
 
     >>> steps = {"steps": [{"interval": 1800, "until": 7200}]}
     >>> plan = plan_with_overrides(HOURLY_FOR_A_DAY, steps)
@@ -114,6 +196,19 @@ def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
     (1800, 450, 7200)
     >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"max_factor": 1}).steps[0].max_interval
     3600
+    >>> fixed = plan_with_overrides(HOURLY_FOR_A_DAY, {"list_max_interval": 600,
+    ...     "list_min_interval": 600})
+    >>> fixed.list_min_interval, fixed.list_interval, fixed.list_max_interval
+    (600, 600, 600)
+    >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"list_interval": 3600}).list_max_interval
+    43200
+    >>> capped = plan_with_overrides(HOURLY_FOR_A_DAY, {"list_max_interval": 300})
+    >>> capped.list_min_interval, capped.list_interval, capped.list_max_interval
+    (60, 300, 300)
+    >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"list_min_interval": 900, "list_max_interval": 600})
+    Traceback (most recent call last):
+    ...
+    ValueError: list_max_interval: must not be under list_min_interval 900
     >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"steps": [{"interval": 60}]})
     Traceback (most recent call last):
     ...
@@ -150,7 +245,29 @@ def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
         )
         for interval, until in raw_steps
     )
-    return replace(base, list_interval=list_interval, steps=steps)
+    same = "list_interval" not in overrides
+    low = base.list_min_interval if same else 0
+    high = base.list_max_interval if same else 0
+    if "list_min_interval" in overrides:
+        low = _seconds(overrides["list_min_interval"], "list_min_interval", 60, year)
+    if "list_max_interval" in overrides:
+        high = _seconds(overrides["list_max_interval"], "list_max_interval", 60, year)
+    if "list_min_interval" in overrides and "list_max_interval" in overrides and low > high:
+        raise ValueError(f"list_max_interval: must not be under list_min_interval {low}")
+    if same:
+        # Bounds given without a list_interval pull the type's default into them, and
+        # the bound not given makes room for it.
+        if "list_min_interval" in overrides:
+            list_interval = max(list_interval, low)
+        if "list_max_interval" in overrides:
+            list_interval = min(list_interval, high)
+        low, high = min(low, list_interval), max(high, list_interval)
+    elif low > list_interval:
+        raise ValueError(f"list_min_interval: must not be over list_interval {list_interval}")
+    elif high and high < list_interval:
+        raise ValueError(f"list_max_interval: must not be under list_interval {list_interval}")
+    daily = base.list_daily_requests if list_interval == base.list_interval else 0
+    return Plan(list_interval, steps, low, high, daily)
 
 
 def next_list_crawl_at(plan: Plan, now: int) -> int:

@@ -1,5 +1,6 @@
 """Stage A, the crawl: the spider base every source's spider builds on (``spider``),
-walking list pages (``list_walk``) and feeds and sitemaps (``feed_walk``, ``feeds``), the
+walking list pages (``list_walk``) and feeds and sitemaps (``feed_walk``, ``feeds``), each
+list page by its own interval within its site's budget (``list_intervals``, ``list_pages``), the
 one selection of due work for both modes (``due_work``) and its dispatch into the redis
 queues (``dispatch``), recording what a worker holds and taking up what a killed run held
 (``recovery``), writing the snapshot batches (``snapshot_batches``) in the crawl's writer

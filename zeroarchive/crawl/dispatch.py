@@ -22,12 +22,21 @@ from scrapy.settings import BaseSettings
 
 from zeroarchive.core.owners import WORKER, queued_owner
 from zeroarchive.core.request_meta import META_KEY
-from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites, walk_round
+from zeroarchive.crawl.due_work import (
+    begin_walk,
+    claim_due,
+    due_sites,
+    plan_walk_of,
+    skip_walk,
+    walk_round,
+)
+from zeroarchive.crawl.list_pages import ListPages
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.distributed.heartbeat import alive
 from zeroarchive.distributed.queue import held_keys, push_requests, request_queue, requeue_held
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.leases import Released, holders, release_in_flight, release_owners
+from zeroarchive.storage.list_pages import ListPageStore
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +69,7 @@ class RoundReport:
     list_requests: int = 0
     snapshots: int = 0
     probes: int = 0  # soft-404 probes (zeroarchive/events/probe.py)
+    postponed: int = 0  # list pages put off by their sites' budgets
     queued: int = 0
     bad_sites: list[str] = field(default_factory=list)
 
@@ -75,6 +85,13 @@ class Dispatcher:
         self.archive = archive
         self.server = server
         self.spiders = spiders
+        for spider in spiders:
+            if getattr(spider, "list_pages", None) is None:
+                # Built without a crawler (`scrapy schedule`): which list pages are known, for
+                # the walks it plans, comes from the dispatcher's archive, fresh each round.
+                spider.list_pages = ListPages(
+                    ListPageStore(archive.engine), lambda: None, archive.sites.get, 1.0
+                )
         self.config = config
         # After redis lost its queues (and heartbeats), live workers get one heartbeat
         # period to beat again before any of them is taken for dead.
@@ -149,7 +166,12 @@ class Dispatcher:
         report.bad_sites.extend(due.bad)
         for site_id in sorted(due.walk):
             site = due.sites[site_id]
-            requests = list(spider.discovery_requests(site))
+            plan = plan_walk_of(self.archive, site, now)
+            requests = spider.walk_requests(site, plan)
+            report.postponed += len(plan.postponed)
+            if not requests:
+                skip_walk(self.archive, site, now, plan)
+                continue
             # The walk's name: every page of it carries it (middlewares/walk_rounds.py), the
             # Bloom filter keeps list pages per round (each walk walks them again), redis
             # counts the walk's pages under it, and the database knows it as last_crawl_at.
@@ -158,7 +180,7 @@ class Dispatcher:
                 request.meta[META_KEY]["round"] = round_id
             report.list_requests += push_requests(self.server, spider, requests, begin_walks=True)
             # Only once queued: a redis cut before this leaves the walk due for next round.
-            begin_walk(self.archive, site, round_id, queued_owner())
+            begin_walk(self.archive, site, round_id, queued_owner(), plan)
             report.list_sites += 1
         while due.sites and len(queue) < self.config.high_water:
             claimed = claim_due(

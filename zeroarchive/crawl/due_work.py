@@ -13,11 +13,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from zeroarchive.core.schedule import next_list_crawl_at
+from zeroarchive.crawl.list_intervals import WalkPlan
+from zeroarchive.crawl.list_pages import begin_pages, walk_plan
 from zeroarchive.events.watch import promote_watch, validators
 from zeroarchive.sites.record import Site, SiteConfigError
 from zeroarchive.storage.archive import Archive
 from zeroarchive.storage.articles import DueArticle
+from zeroarchive.storage.list_pages import ListPageStore
 from zeroarchive.storage.sites import site_from_row
 
 logger = logging.getLogger(__name__)
@@ -95,11 +97,29 @@ def walk_round(now: int, last_walk: int) -> int:
     return max(now, last_walk + 1)
 
 
-def begin_walk(archive: Archive, site: Site, now: int, owner: str) -> None:
+def plan_walk_of(archive: Archive, site: Site, now: int, everything: bool = False) -> WalkPlan:
+    """Which of the site's known list pages a walk at ``now`` asks for, within its budget
+    (zeroarchive/crawl/list_intervals.py); ``everything`` when a person asked for the site."""
+    return walk_plan(ListPageStore(archive.engine), site, now, everything)
+
+
+def begin_walk(
+    archive: Archive, site: Site, now: int, owner: str, plan: WalkPlan | None = None
+) -> None:
     """Record that a walk of the site's list pages starts at ``now`` (its round), held by
-    ``owner`` (queued, or an embedded run: zeroarchive/core/owners.py), and when the next
-    one is due by its plan."""
-    archive.sites.mark_list_crawl(site.site_id, now, next_list_crawl_at(site.plan, now), owner)
+    ``owner`` (queued, or an embedded run: zeroarchive/core/owners.py), with the pages its
+    ``plan`` asks for and postpones, and when the next one is due: its earliest page."""
+    if plan is None:
+        plan = plan_walk_of(archive, site, now)
+    next_at = begin_pages(ListPageStore(archive.engine), site, plan, now)
+    archive.sites.mark_list_crawl(site.site_id, now, next_at, owner)
+
+
+def skip_walk(archive: Archive, site: Site, now: int, plan: WalkPlan) -> None:
+    """A due site none of whose pages is asked for now (none due after all, or all put off
+    by the budget): its postponements recorded, its next walk when its earliest page is."""
+    next_at = begin_pages(ListPageStore(archive.engine), site, plan, now)
+    archive.sites.set_next_crawl(site.site_id, max(next_at, now + 1))
 
 
 def claim_due(

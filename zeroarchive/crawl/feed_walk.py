@@ -22,6 +22,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 from twisted.python.failure import Failure
 
+from zeroarchive.core.clock import now
 from zeroarchive.core.errors import error_kind
 from zeroarchive.core.items import ArticleLinks
 from zeroarchive.core.request_meta import META_KEY
@@ -76,17 +77,16 @@ class FeedWalkSpider(ArchiveSpider):
     def feed_and_sitemap_requests(self, site: Site) -> Iterator[Request]:
         """The feeds and sitemaps of a walk that are known before any page is read."""
         for url in site.config.feeds:
-            yield self._document_request(site, url, self.parse_feed, depth=0)
+            yield self._document_request(site, url, "feed", depth=0)
         for url in site.config.sitemaps:
-            yield self._document_request(site, url, self.parse_sitemap, depth=0)
+            yield self._document_request(site, url, "sitemap", depth=0)
         if site.config.discover:
-            yield self._document_request(
-                site,
-                urljoin(site.url, "/robots.txt"),
-                self.parse_robots,
-                depth=0,
-                errback=self.robots_failed,
-            )
+            yield self._document_request(site, urljoin(site.url, "/robots.txt"), "robots", depth=0)
+
+    def list_page_request(self, site: Site, url: str, kind: str, depth: int) -> Request | None:
+        if kind in ("feed", "sitemap", "robots"):
+            return self._document_request(site, url, kind, depth)
+        return None
 
     def linked_feed_requests(self, site: Site, page: TextResponse) -> Iterator[Request]:
         """Requests for the feeds the site's front page links to (on the site only)."""
@@ -100,20 +100,24 @@ class FeedWalkSpider(ArchiveSpider):
                 continue
             if is_on_site(url, site.url) and url not in site.config.feeds:
                 count(self.crawler.stats, "feeds/discovered", site.site_id)
-                yield self._document_request(site, url, self.parse_feed, depth=0)
+                if self.unknown_list_page(site, url):
+                    yield self._document_request(site, url, "feed", depth=0)
 
-    def _document_request(
-        self, site: Site, url: str, callback: Any, depth: int, errback: Any = None
-    ) -> Request:
+    def _document_request(self, site: Site, url: str, kind: str, depth: int) -> Request:
+        """The request of a feed, a sitemap or robots.txt (``kind``)."""
+        callback = {"feed": self.parse_feed, "sitemap": self.parse_sitemap}.get(
+            kind, self.parse_robots
+        )
+        errback = self.robots_failed if kind == "robots" else self.list_failed
         # Feeds and sitemaps never need a browser, whatever the site's `render`.
-        meta = self.request_meta(site, "list", depth=depth)
+        meta = self.request_meta(site, "list", depth=depth, page_kind=kind)
         if self.feeds_config is not None:
             # Cut the download early; the callback refuses a bigger body in any case.
             meta["download_maxsize"] = self.feeds_config.max_bytes
         return Request(
             url,
             callback=callback,
-            errback=errback or self.list_failed,
+            errback=errback,
             meta=meta,
             priority=self.source.list_priority,
         )
@@ -137,7 +141,7 @@ class FeedWalkSpider(ArchiveSpider):
         except BadListDocument as exc:
             self._bad_document(site, response, "feed", exc)
             return
-        self.list_page_answered(site)
+        self.list_page_answered(site, response)
         yield from self._article_links(site, response.url, links, "feeds")
 
     def parse_sitemap(self, response: Response) -> Iterator[Any]:
@@ -154,7 +158,7 @@ class FeedWalkSpider(ArchiveSpider):
                 response.url,
                 len(sitemap.links),
             )
-        self.list_page_answered(site)
+        self.list_page_answered(site, response)
         if not sitemap.is_index:
             yield from self._article_links(site, response.url, sitemap.links, "sitemaps")
             return
@@ -184,19 +188,30 @@ class FeedWalkSpider(ArchiveSpider):
             )
         for link in kept:
             url = self._on_site(site, link.url, "sitemaps")
-            if url is not None:
-                yield self._document_request(site, url, self.parse_sitemap, depth + 1)
+            if url is not None and self.unknown_list_page(site, url):
+                yield self._document_request(site, url, "sitemap", depth + 1)
 
     def parse_robots(self, response: Response) -> Iterator[Request]:
         site = self.response_site(response)
+        self.list_pages.answered(
+            site.site_id,
+            response.url,
+            response.url,
+            response.meta[META_KEY],
+            response.headers,
+            now(),
+        )
         for found in feeds.sitemaps_in_robots(response.body, response.url):
             url = self._on_site(site, found, "sitemaps")
             if url is not None and url not in site.config.sitemaps:
                 count(self.crawler.stats, "sitemaps/discovered", site.site_id)
-                yield self._document_request(site, url, self.parse_sitemap, depth=0)
+                if self.unknown_list_page(site, url):
+                    yield self._document_request(site, url, "sitemap", depth=0)
 
     def robots_failed(self, failure: Failure) -> None:
         """Most sites have no robots.txt: not having one is no failure of the site."""
+        if self.list_not_modified(failure):
+            return
         request = failure.request  # type: ignore[attr-defined]
         kind, _ = error_kind(failure)
         count(self.crawler.stats, f"sitemaps/robots_txt_{kind}", request.meta[META_KEY]["site_id"])

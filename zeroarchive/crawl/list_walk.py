@@ -75,7 +75,8 @@ class ListWalkSpider(ArchiveSpider):
         raise NotImplementedError
 
     def first_list_request(self, site: Site, url: str) -> Request:
-        return self.list_request(site, url, {"depth": 0, "stale_run": 0})
+        """The first page of the chain: the walk's tracked page (its own interval)."""
+        return self.list_request(site, url, {"depth": 0, "stale_run": 0, "page_kind": "page"})
 
     def list_meta(self, site: Site, walk: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         """Request meta of a list page: the site's meta carrying the walk's state."""
@@ -122,6 +123,8 @@ class ListWalkSpider(ArchiveSpider):
                 next_url,
             )
             return None
+        # The pages after the first belong to its walk: not tracked of their own.
+        walk = {k: v for k, v in walk.items() if k != "page_kind"}
         return self.list_request(
             site, next_url, {**walk, "depth": walk["depth"] + 1, "stale_run": run}
         )

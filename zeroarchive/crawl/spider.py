@@ -32,9 +32,11 @@ from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.owners import queued_owner, run_owner
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.services import is_unreachable, set_pauses_from
-from zeroarchive.core.signals import walk_pages_done, work_returned, work_taken
+from zeroarchive.core.signals import articles_stored, walk_pages_done, work_returned, work_taken
 from zeroarchive.core.stats import count, site_metrics
-from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites, plan_walk_of, skip_walk
+from zeroarchive.crawl.list_intervals import WalkPlan
+from zeroarchive.crawl.list_pages import ListPages, planned_meta
 from zeroarchive.crawl.recovery import HeldWork, give_back_leftovers, take_up_dead_runs
 from zeroarchive.crawl.runlock import SiteRunLocks, default_lock_dir
 from zeroarchive.distributed.redis_client import redis_url_from
@@ -44,6 +46,7 @@ from zeroarchive.sites.record import Site
 from zeroarchive.sources import Source
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.articles import DueArticle
+from zeroarchive.storage.list_pages import ListPageStore
 from zeroarchive.storage.site_stats import record_list_success
 from zeroarchive.storage.sites import AmbiguousSite
 
@@ -82,6 +85,8 @@ class ArchiveSpider(scrapy.Spider):
 
     archive: Archive
     locks: SiteRunLocks
+    #: The tracked list pages (zeroarchive/crawl/list_pages.py).
+    list_pages: ListPages
 
     def __init__(self, *args: Any, site: str | None = None, mode: str = "all", **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -133,6 +138,13 @@ class ArchiveSpider(scrapy.Spider):
         # Read here, not from the add-on's settings: Scrapy builds the spider before add-ons.
         spider.distributed = redis_url_from(settings) is not None
         spider.idle_limit = settings.getint("ZEROARCHIVE_IDLE_LIMIT")
+        spider.list_pages = ListPages(
+            ListPageStore(spider.archive.engine),
+            lambda: crawler.stats,
+            spider.site,
+            spider.site_refresh,
+        )
+        crawler.signals.connect(spider._on_links_stored, articles_stored)
         crawler.signals.connect(spider._on_idle, signals.spider_idle)
         crawler.signals.connect(spider._on_item_scraped, signals.item_scraped)
         crawler.signals.connect(spider._on_closed, signals.spider_closed)
@@ -155,6 +167,73 @@ class ArchiveSpider(scrapy.Spider):
 
     def snapshot_request(self, site: Site, article: DueArticle) -> Request:
         raise NotImplementedError
+
+    def list_page_request(self, site: Site, url: str, kind: str, depth: int) -> Request | None:
+        """The request of a known list page its walk asks for that the walk's first requests
+        do not make (a followed page, a feed or sitemap found on the site); None when this
+        spider walks no such pages."""
+        return None
+
+    # --- the walk of a site's tracked list pages (zeroarchive/crawl/list_pages.py) --------
+
+    def walk_requests(self, site: Site, plan: WalkPlan) -> list[Request]:
+        """The requests of a walk by its plan: the due known pages (conditional when the
+        site's answers are plain), the pages never seen; [] when nothing is to be asked."""
+        walk = planned_meta(plan, plain_answers(site))
+        return list(self.planned_walk(site, self.discovery_requests(site), walk))
+
+    def planned_walk(
+        self, site: Site, entries: Iterable[Request], walk: dict[str, dict[str, Any]]
+    ) -> Iterator[Request]:
+        """``entries`` (a walk's first requests) as the plan ``walk`` has them, then the
+        plan's other pages; a login carries the plan on, to the requests after it."""
+        asked: set[str] = set()
+        login = False
+        for request in entries:
+            meta = request.meta.get(META_KEY, {})
+            if meta.get("kind") == "login":
+                login = True
+                request.meta["walk_plan"] = walk
+                yield request
+                continue
+            if meta.get("page_kind") is None:
+                yield request
+            elif request.url in walk:
+                asked.add(request.url)
+                for name, value in walk[request.url]["headers"].items():
+                    request.headers.setdefault(name, value)
+                yield request
+            elif self.list_pages.is_known(site.site_id, request.url):
+                count(self._stats(), "list_pages/not_due", site.site_id)
+            else:
+                yield request
+        if login:
+            return
+        for url, entry in walk.items():
+            if url in asked:
+                continue
+            extra = self.list_page_request(site, url, entry["kind"], entry["depth"])
+            if extra is None:
+                continue
+            for name, value in entry["headers"].items():
+                extra.headers.setdefault(name, value)
+            yield extra
+
+    def unknown_list_page(self, site: Site, url: str) -> bool:
+        """Whether a list page a walk found is one to ask for now: never seen before (a
+        known one is asked for by its own schedule, not by the pages that link to it)."""
+        if self.list_pages.is_known(site.site_id, url):
+            count(self._stats(), "list_pages/not_due", site.site_id)
+            return False
+        return True
+
+    def _stats(self) -> Any:
+        crawler = getattr(self, "crawler", None)
+        return crawler.stats if crawler is not None else None
+
+    def _on_links_stored(self, item: Any, new: int) -> None:
+        if isinstance(item, ArticleLinks):
+            self.list_pages.links_stored(item.site_id, item.source_url, new)
 
     # --- shared machinery ---------------------------------------------------------------
 
@@ -293,9 +372,29 @@ class ArchiveSpider(scrapy.Spider):
         for site in list(self.sites.values()):
             if site.site_id not in walk:
                 continue
-            await asyncio.to_thread(begin_walk, self.archive, site, now(), self.run_owner)
-            for request in self.discovery_requests(site):
+            at = now()
+            plan = await asyncio.to_thread(plan_walk_of, self.archive, site, at, explicit)
+            requests = self.walk_requests(site, plan)
+            self._count_plan(site, plan)
+            if not requests:
+                await asyncio.to_thread(skip_walk, self.archive, site, at, plan)
+                continue
+            await asyncio.to_thread(begin_walk, self.archive, site, at, self.run_owner, plan)
+            for request in requests:
                 yield request
+
+    def _count_plan(self, site: Site, plan: WalkPlan) -> None:
+        if plan.postponed:
+            count(self._stats(), "list_pages/postponed", site.site_id, len(plan.postponed))
+            logger.info(
+                "Site %s (#%d): %d list page(s) postponed by its budget of %d requests a day "
+                "(%d used today)",
+                site.name,
+                site.site_id,
+                len(plan.postponed),
+                site.list_bounds.daily_requests,
+                plan.used,
+            )
 
     def _on_activity(self) -> None:
         self._idle_since = None
@@ -407,6 +506,7 @@ class ArchiveSpider(scrapy.Spider):
         The claim is one short indexed query per batch, so it runs on the reactor thread.
         A distributed worker instead keeps waiting for its queue, up to its idle limit.
         """
+        self.list_pages.maybe_write()
         if self.distributed:
             idle_since = self._idle_since or time.monotonic()
             self._idle_since = idle_since
@@ -466,25 +566,46 @@ class ArchiveSpider(scrapy.Spider):
 
         yield failed(failure)
 
-    def list_page_answered(self, site: Site) -> None:
+    def list_page_answered(self, site: Site, response: Response | None = None) -> None:
         """What every list page callback calls once the page is what it should be: counts
-        it, and records for the monitor that the site's list pages answer."""
+        it, records its answer when it is a tracked page (``response``), and records for the
+        monitor that the site's list pages answer."""
         count(self.crawler.stats, "list_pages", site.site_id)
+        if response is not None:
+            meta = response.meta.get(META_KEY, {})
+            url = (response.meta.get("redirect_urls") or [response.url])[0]
+            self.list_pages.answered(site.site_id, url, response.url, meta, response.headers, now())
         clock = time.monotonic()
         if clock - self._list_ok_at.get(site.site_id, -LIST_OK_EVERY) >= LIST_OK_EVERY:
             self._list_ok_at[site.site_id] = clock
             record_list_success(self.archive.engine, site.site_id, now())
 
     def list_failed(self, failure: Failure) -> None:
-        """Errback of list page requests: count the error; the next round walks again."""
+        """Errback of list page requests: count the error; the next round walks again. A 304
+        is no error: the page did not change since its validators (nothing new)."""
         request = failure.request  # type: ignore[attr-defined]
+        if self.list_not_modified(failure):
+            return
         kind, _ = error_kind(failure)
         site_id = request.meta[META_KEY]["site_id"]
         count(self.crawler.stats, f"errors/{kind}", site_id)
         count(self.crawler.stats, "list_page_failures", site_id)
+        self.list_pages.failed(site_id, request.url, request.meta[META_KEY], now())
         _log_failure("List page %s failed: %s", request.url, kind, failure)
 
+    def list_not_modified(self, failure: Failure) -> bool:
+        """Whether a failed list request was a 304 of a tracked page, recorded as such."""
+        _, status = error_kind(failure)
+        if status != 304:
+            return False
+        request = failure.request  # type: ignore[attr-defined]
+        meta = request.meta[META_KEY]
+        logger.debug("List page %s: not modified", request.url)
+        self.list_pages.not_modified(meta["site_id"], request.url, meta, now())
+        return True
+
     def _on_closed(self, reason: str) -> None:
+        self.list_pages.maybe_write(force=True)
         if self.locks.held:
             try:
                 give_back_leftovers(

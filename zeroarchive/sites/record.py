@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zeroarchive import sources
-from zeroarchive.core.schedule import DAY, Plan, plan_with_overrides
+from zeroarchive.core.schedule import DAY, ListBounds, Plan, plan_with_overrides
 from zeroarchive.core.urls import UrlRejected, UrlRules, canonicalize_url
 from zeroarchive.sites.proxies import check_proxy
 from zeroarchive.sources import SiteUrlError, Source, UnknownSiteType
@@ -52,6 +52,7 @@ CONFIG_KEYS = (
     "schedule",
     "watch",
     "watch_budget",
+    "daily_requests",
     "media",
     "media_max_bytes",
     "media_max_items",
@@ -115,6 +116,9 @@ class SiteConfig:
     watch: tuple[int, ...] = DEFAULT_WATCH
     #: Long-tail watch checks per UTC day at most.
     watch_budget: int = DEFAULT_WATCH_BUDGET
+    #: Tracked list page requests per UTC day at most (zeroarchive/crawl/list_intervals.py);
+    #: None: its plan's default.
+    daily_requests: int | None = None
     #: The kinds of media its pages keep (images, styles, video, screenshot); None: its
     #: type's default.
     media: tuple[str, ...] | None = None
@@ -182,6 +186,11 @@ class Site:
         if not self.config.schedule:
             return base
         return plan_with_overrides(base, self.config.schedule)
+
+    @property
+    def list_bounds(self) -> ListBounds:
+        """Its list pages' interval bounds and daily request budget."""
+        return ListBounds.of(self.plan, self.config.daily_requests)
 
 
 @dataclass(frozen=True)
@@ -345,6 +354,7 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
                 "watch_budget",
             )
         ),
+        daily_requests=_daily_requests(raw.get("daily_requests"), site),
         media=_media(raw.get("media"), site),
         media_max_bytes=int(
             _whole(
@@ -386,6 +396,22 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
             )
         ),
     )
+
+
+def _daily_requests(value: Any, site: str) -> int | None:
+    """The ``daily_requests`` budget: a whole number of requests, at least one.
+
+    >>> _daily_requests(None, "demo"), _daily_requests("200", "demo")
+    (None, 200)
+    >>> _daily_requests(0, "demo")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    zeroarchive.sites.record.SiteConfigError: site 'demo': daily_requests: must be between 1 ...
+    """
+    if value is None:
+        return None
+    number = _number(value, site, "daily_requests", 1, 10**7)
+    return _whole(number, site, "daily_requests")
 
 
 def _media(value: Any, site: str) -> tuple[str, ...] | None:

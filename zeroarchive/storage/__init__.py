@@ -1,5 +1,6 @@
 """The database: the archive's tables (``schema``) and their migrations, one store per
-table (``sites``, ``articles``, ``snapshots``, ``publications``, ``site_stats``), who
+table (``sites``, ``articles``, ``snapshots``, ``publications``, ``site_stats``,
+``list_pages``: each site's tracked list pages), who
 holds which lease and taking back what dead holders or lost queues held (``leases``), reading
 for people (``browse``), compression of raw pages, rotation of old months, fixity checks
 of what is stored (``fixity``, the snapshots' source ``snapshot_fixity``), imports of

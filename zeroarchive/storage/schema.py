@@ -222,6 +222,34 @@ site_unmatched_link = Table(
     PrimaryKeyConstraint("site_id", "shape"),
 )
 
+# Each list page, feed and sitemap of a site with its walk history: its own interval from
+# its rate of new links, its validators for conditional requests, its 304s, the budget's
+# postponements and the day's requests (migration 0029; zeroarchive/crawl/list_intervals.py).
+list_page = Table(
+    "list_page",
+    metadata,
+    Column("site_id", Id, ForeignKey("Site.site_id"), nullable=False),
+    Column("url_hash", UrlHash, nullable=False),
+    Column("url", String(2048), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("depth", Integer, nullable=False),
+    Column("first_walk_at", BigInteger, nullable=False),
+    Column("last_walk_at", BigInteger, nullable=False),
+    Column("next_walk_at", BigInteger, nullable=False),
+    Column("walk_interval", Integer, nullable=False),
+    Column("rate_links", Float, nullable=False),
+    Column("rate_seconds", Float, nullable=False),
+    Column("walks", BigInteger, nullable=False),
+    Column("new_links", BigInteger, nullable=False),
+    Column("not_modified", BigInteger, nullable=False),
+    Column("postponed", BigInteger, nullable=False),
+    Column("etag", String(512), nullable=True),
+    Column("last_modified", String(64), nullable=True),
+    Column("day", Integer, nullable=False),
+    Column("walks_today", Integer, nullable=False),
+    PrimaryKeyConstraint("site_id", "url_hash"),
+)
+
 # --- Publications (stage B, written only by the parser; see storage/publications.py) ---
 
 parser_info = Table(

@@ -21,6 +21,8 @@ from zeroarchive.core.errors import BLOCKED
 from zeroarchive.core.owners import kind_of
 from zeroarchive.core.schedule import DAY, STOP
 from zeroarchive.core.url_shapes import readable
+from zeroarchive.sites.record import SiteConfigError
+from zeroarchive.storage.list_pages import ListPageStore
 from zeroarchive.storage.media_stats import SiteMedia, site_media
 from zeroarchive.storage.patterns import PatternStore, UnmatchedShape
 from zeroarchive.storage.schema import (
@@ -30,6 +32,7 @@ from zeroarchive.storage.schema import (
     site_article_days,
     site_article_totals,
 )
+from zeroarchive.storage.sites import site_from_row
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -60,6 +63,23 @@ class SiteStatsConfig:
                 "SITE_STATS_OVERDUE_SECONDS >= 0"
             )
         return config
+
+
+@dataclass(frozen=True)
+class ListPageStats:
+    """One tracked list page of a site (zeroarchive/crawl/list_intervals.py)."""
+
+    url: str
+    kind: str
+    interval: int  # seconds between its walks now (0: never walked)
+    #: Its estimated new article links per day (None before its second walk).
+    new_per_day: float | None
+    walks: int
+    new_links: int
+    not_modified: int  # walks answered 304
+    postponed: int  # times the site's budget put it off
+    last_walk_at: int
+    next_walk_at: int
 
 
 @dataclass(frozen=True)
@@ -95,6 +115,11 @@ class SiteStats:
     unmatched: tuple[UnmatchedShape, ...] = ()
     #: The media its snapshots showed (zeroarchive/storage/media_stats.py).
     media: SiteMedia = field(default_factory=SiteMedia)
+    #: Its tracked list pages, shortest interval first.
+    list_pages: tuple[ListPageStats, ...] = ()
+    #: Tracked list requests its walks made this UTC day, and its daily budget of them.
+    list_requests_today: int = 0
+    list_budget: int = 0
 
     def events_this_month(self, now: int) -> dict[str, int]:
         """This UTC month's deletions, edits and restorations."""
@@ -108,7 +133,43 @@ class SiteStats:
             for u in self.unmatched
         ]
         record["media"] = self.media.as_json()
+        record["list_pages"] = [dict(page.__dict__) for page in self.list_pages]
         return record
+
+
+def list_page_stats(rows: list[dict[str, Any]], now: int) -> tuple[tuple[ListPageStats, ...], int]:
+    """A site's tracked pages as stats, shortest interval first, and its requests today."""
+    today = now // DAY
+    pages = []
+    for row in rows:
+        seconds = float(row["rate_seconds"])
+        pages.append(
+            ListPageStats(
+                url=str(row["url"]),
+                kind=str(row["kind"]),
+                interval=int(row["interval"]),
+                new_per_day=round(float(row["rate_links"]) / seconds * DAY, 2)
+                if seconds > 0
+                else None,
+                walks=int(row["walks"]),
+                new_links=int(row["new_links"]),
+                not_modified=int(row["not_modified"]),
+                postponed=int(row["postponed"]),
+                last_walk_at=int(row["last_walk_at"]),
+                next_walk_at=int(row["next_walk_at"]),
+            )
+        )
+    pages.sort(key=lambda p: (p.interval or 10**9, p.url))
+    used = sum(int(row["walks_today"]) for row in rows if int(row["day"]) == today)
+    return tuple(pages), used
+
+
+def _budget(row: Any) -> int:
+    """A site's daily budget of tracked list requests (0 when its config is bad)."""
+    try:
+        return site_from_row(row._mapping).list_bounds.daily_requests
+    except SiteConfigError:
+        return 0
 
 
 def unanswered(
@@ -245,6 +306,7 @@ def _start_of_window(site_ids: list[int], start: int) -> Select[Any]:
 def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteStats]:
     """Stats of every site (sites without articles included), by site id."""
     unmatched = PatternStore(engine).unmatched(UNMATCHED_SHOWN)
+    list_pages = ListPageStore(engine).by_site()
     with engine.connect() as conn:
         scheduled = {row.site_id: row for row in conn.execute(_scheduled_counts(now, config))}
         totals = {row.site_id: row for row in conn.execute(select(site_article_totals))}
@@ -261,7 +323,9 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
             select(
                 site.c.site_id,
                 site.c.name,
+                site.c.url,
                 site.c.type,
+                site.c.config,
                 site.c.category,
                 site.c.is_active,
                 site.c.created_at,
@@ -279,6 +343,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
         total = totals.get(row.site_id)
         days = whole_days.get(row.site_id)
         last_new = int(newest[row.site_id] or 0)
+        pages, used = list_page_stats(list_pages.get(row.site_id, []), now)
         stats.append(
             SiteStats(
                 site_id=row.site_id,
@@ -320,6 +385,9 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 events=events.get(row.site_id, {}),
                 unmatched=tuple(unmatched.get(row.site_id, ())),
                 media=media.get(row.site_id, SiteMedia()),
+                list_pages=pages,
+                list_requests_today=used,
+                list_budget=_budget(row),
             )
         )
     return stats

@@ -300,6 +300,13 @@ class SiteStore:
                 .values(last_crawl_at=now, next_crawl_at=next_at, walk_owner=walk_owner)
             )
 
+    def set_next_crawl(self, site_id: int, next_at: int) -> None:
+        """The site's list pages are next due at ``next_at`` (no walk begins now)."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(site).where(site.c.site_id == site_id).values(next_crawl_at=next_at)
+            )
+
     def names(self) -> dict[int, str]:
         """Every site's name by id."""
         with self.engine.connect() as conn:
