@@ -2,13 +2,16 @@
 any source, is followed by the requests of the images, stylesheets and videos it shows
 (its site's ``media`` kinds), when it is a first snapshot or a changed version. The
 requests go back through the scheduler, so they ride the crawl's queue (redis too),
-politeness, proxies, robots rules and private-target refusals as pages do."""
+politeness, proxies, robots rules and private-target refusals as pages do. An item this
+crawl fetched within ``ZEROARCHIVE_MEDIA_REUSE_SECONDS`` is recorded from what it holds,
+not fetched again (0: every item is fetched for every snapshot)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
@@ -18,6 +21,9 @@ from zeroarchive.core.environment import from_environment
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.stats import count
+
+if TYPE_CHECKING:
+    from zeroarchive.media.fetch import MediaReuse
 
 
 def media_enabled(settings: BaseSettings) -> bool:
@@ -32,14 +38,28 @@ def media_enabled(settings: BaseSettings) -> bool:
 
 
 class MediaSpiderMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, reuse_seconds: float = 0.0) -> None:
         self.crawler = crawler
+        # What this crawl fetched lately, not fetched again (zeroarchive/media/fetch.py);
+        # the spider's media callback keeps what it got there.
+        self.reuse: MediaReuse | None = None
+        if reuse_seconds > 0:
+            from zeroarchive.media.fetch import MediaReuse
+
+            self.reuse = MediaReuse(reuse_seconds)
+            crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MediaSpiderMiddleware:
         if not media_enabled(crawler.settings):
             raise NotConfigured("ZEROARCHIVE_MEDIA_ENABLED is off")
-        return cls(crawler)
+        seconds = crawler.settings.getfloat("ZEROARCHIVE_MEDIA_REUSE_SECONDS")
+        if seconds < 0:
+            raise ValueError("ZEROARCHIVE_MEDIA_REUSE_SECONDS must not be negative")
+        return cls(crawler, seconds)
+
+    def spider_opened(self, spider: Any) -> None:
+        spider.media_reuse = self.reuse
 
     def _follow(self, response: Response, output: Any) -> Iterator[Any]:
         yield output
@@ -54,7 +74,7 @@ class MediaSpiderMiddleware:
 
         meta = response.meta.get(META_KEY, {})
         n = 0
-        for follow in media_outputs(output, site, meta.get("last_hash"), spider):
+        for follow in media_outputs(output, site, meta.get("last_hash"), spider, self.reuse):
             n += 1
             yield follow
         if n:

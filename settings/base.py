@@ -226,6 +226,9 @@ SPIDER_MIDDLEWARES = {
 # variable of the same name wins (a lab or test deployment whose saved pages name their
 # images on the live sites).
 ZEROARCHIVE_MEDIA_ENABLED = True
+# An item URL this crawl fetched and kept less than this many seconds ago is recorded for
+# another snapshot from the bytes held, not fetched again (a browser's cache); 0: never.
+ZEROARCHIVE_MEDIA_REUSE_SECONDS = 86400
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,

@@ -7,12 +7,20 @@ and ``download_maxsize`` set to the site's ``media_max_bytes``, so that Scrapy d
 item too large by its Content-Length or while it streams. Only the first snapshot of an
 article and each changed version get them: the request of a re-snapshot carries the
 digest of the last one (``last_hash``), and an unchanged page refers to the earlier set.
+
+An item whose URL this crawl fetched and kept within ``ZEROARCHIVE_MEDIA_REUSE_SECONDS``
+(``MediaReuse``: a site's logo, stylesheets and fonts on every article) is not fetched
+again: its record names the bytes already held, as a browser's cache serves a page's
+repeated images. A Scrapy request costs the crawl about as much CPU as a page's own
+parsing, so this is most of what media cost a crawl of one site's articles.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zeroarchive.core.clock import now
@@ -30,6 +38,8 @@ KIND = "media"
 TOO_LARGE = "too-large"
 TOO_MANY = "too-many"
 NOT_MEDIA = "not-media"
+#: Items a crawl remembers for reuse (about 200 bytes each).
+REUSE_CAPACITY = 50_000
 #: The first bytes of the image formats browsers show.
 _IMAGE_MAGIC = (
     b"\xff\xd8\xff",
@@ -108,12 +118,60 @@ def page_media(page: FetchedPage, site: Site, last_hash: str | None) -> list[Fou
     return find_media(page.body, page.final_url, kinds)
 
 
+@dataclass(frozen=True)
+class Held:
+    """An item this crawl fetched and kept: what a later snapshot showing it records."""
+
+    sha256: bytes
+    size: int
+    content_type: str | None
+    fetched_at: int
+    #: A stylesheet's own items (its fonts and images), in its order.
+    children: tuple[str, ...] = ()
+
+
+class MediaReuse:
+    """The items this crawl fetched and kept lately, by the URL a page named: at most
+    ``capacity`` of them (the oldest forgotten first), each reused for ``seconds`` after
+    its fetch.
+
+    >>> reuse = MediaReuse(60, capacity=2)
+    >>> for n in range(3):
+    ...     reuse.keep(f"u{n}", Held(b"d", 1, None, now()))
+    >>> reuse.get("u0") is None, reuse.get("u2").size
+    (True, 1)
+    """
+
+    def __init__(self, seconds: float, capacity: int = REUSE_CAPACITY) -> None:
+        self.seconds = seconds
+        self.capacity = capacity
+        self._held: OrderedDict[str, Held] = OrderedDict()
+
+    def get(self, url: str) -> Held | None:
+        held = self._held.get(url)
+        if held is not None and now() - held.fetched_at > self.seconds:
+            del self._held[url]
+            return None
+        return held
+
+    def keep(self, url: str, held: Held) -> None:
+        self._held[url] = held
+        self._held.move_to_end(url)
+        while len(self._held) > self.capacity:
+            self._held.popitem(last=False)
+
+
 def media_outputs(
-    page: FetchedPage, site: Site, last_hash: str | None, spider: Any
+    page: FetchedPage,
+    site: Site,
+    last_hash: str | None,
+    spider: Any,
+    reuse: MediaReuse | None = None,
 ) -> Iterator[Request | MediaAnswer]:
-    """The requests of a stored page's items, and ``too-many`` records beyond
-    ``media_max_items``. The stylesheets share the spare places among them, each its part
-    (so a stylesheet's own fonts and images count too, in whichever worker fetches it)."""
+    """The requests of a stored page's items (records of those ``reuse`` holds), and
+    ``too-many`` records beyond ``media_max_items``. The stylesheets share the spare
+    places among them, each its part (so a stylesheet's own fonts and images count too,
+    in whichever worker fetches it)."""
     found = page_media(page, site, last_hash)
     cap = site.config.media_max_items
     keep = found[:cap]
@@ -122,11 +180,66 @@ def media_outputs(
     sheets = sum(1 for item in keep if item.kind == "style")
     spare = cap - len(keep)
     shares = [spare // sheets + (1 if i < spare % sheets else 0) for i in range(sheets)]
+    snapshot = (page.article_id, page.site_id, page.fetched_at)
     for item in keep:
         share = shares.pop(0) if item.kind == "style" else 0
-        yield media_request(
-            spider, site, page.article_id, page.fetched_at, item, page.final_url, share
-        )
+        held = reuse.get(item.url) if reuse is not None else None
+        if held is None:
+            yield media_request(
+                spider, site, page.article_id, page.fetched_at, item, page.final_url, share
+            )
+        else:
+            yield from reused(snapshot, item, held, share, site, spider, reuse)
+
+
+def reused(
+    snapshot: tuple[int, int, int],
+    item: Found,
+    held: Held,
+    spare: int,
+    site: Site,
+    spider: Any,
+    reuse: MediaReuse | None,
+) -> Iterator[Request | MediaAnswer]:
+    """The record of an item this crawl holds, and a stylesheet's own items as if it had
+    been fetched again (reused too, or requested)."""
+    article_id, site_id, snapshot_at = snapshot
+    yield MediaAnswer(
+        article_id,
+        site_id,
+        snapshot_at,
+        item.kind,
+        item.url,
+        now(),
+        content_type=held.content_type,
+        sha256=held.sha256,
+        size=held.size,
+    )
+    yield from _sheet_items(snapshot, held.children, spare, item.url, site, spider, reuse)
+
+
+def _sheet_items(
+    snapshot: tuple[int, int, int],
+    urls: Sequence[str],
+    spare: int,
+    sheet_url: str,
+    site: Site,
+    spider: Any,
+    reuse: MediaReuse | None,
+) -> Iterator[Request | MediaAnswer]:
+    """A stylesheet's own items: up to its ``spare`` places fetched (or reused), the rest
+    ``too-many``."""
+    article_id, site_id, snapshot_at = snapshot
+    for n, url in enumerate(urls):
+        item = Found("style", url)
+        if n >= spare:
+            yield refused(article_id, site_id, snapshot_at, item, TOO_MANY)
+            continue
+        held = reuse.get(url) if reuse is not None else None
+        if held is None:
+            yield media_request(spider, site, article_id, snapshot_at, item, sheet_url)
+        else:
+            yield from reused(snapshot, item, held, 0, site, spider, reuse)
 
 
 def refused(
@@ -182,18 +295,20 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
     if not is_media(kind, body, content_type):
         yield MediaAnswer(*base, now(), content_type=content_type, reason=NOT_MEDIA)
         return
-    yield MediaAnswer(*base, now(), body=body, content_type=content_type)
-    if kind != "style" or site is None or "css" not in (content_type or "").lower():
+    digest = hashlib.sha256(body).digest()
+    fetched_at = now()
+    yield MediaAnswer(*base, fetched_at, body=body, content_type=content_type, sha256=digest)
+    children: tuple[str, ...] = ()
+    if kind == "style" and "css" in (content_type or "").lower():
+        children = tuple(stylesheet_items(body, response.url))
+    reuse: MediaReuse | None = getattr(spider, "media_reuse", None)
+    if reuse is not None:
+        reuse.keep(url, Held(digest, len(body), content_type, fetched_at, children))
+    if not children or site is None:
         return
+    snapshot = (meta["article_id"], meta["site_id"], meta["snapshot_at"])
     spare = int(meta.get("spare", 0))
-    for n, url in enumerate(stylesheet_items(body, response.url)):
-        item = Found("style", url)
-        if n < spare:
-            yield media_request(
-                spider, site, meta["article_id"], meta["snapshot_at"], item, response.url
-            )
-        else:
-            yield refused(meta["article_id"], meta["site_id"], meta["snapshot_at"], item, TOO_MANY)
+    yield from _sheet_items(snapshot, children, spare, response.url, site, spider, reuse)
 
 
 def failed(failure: Failure) -> MediaAnswer:

@@ -1,0 +1,162 @@
+"""Media a crawl already holds (zeroarchive/media/fetch.py ``MediaReuse``): an item URL this
+crawl fetched and kept is recorded for the next snapshot that shows it without a second
+fetch, a stylesheet's own items with it; the writer stores a batch's items with one index
+lookup for all of them, and a reused item is ``stored`` once its bytes are held."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy.http import Request, Response
+from sqlalchemy import event, func, select
+
+from tests.test_media import CSS, HTML, PNG, PNG2, _site, _Spider, article
+from zeroarchive.core.items import FetchedPage, MediaAnswer
+from zeroarchive.crawl.snapshot_batches import UNSTORED, store_media
+from zeroarchive.media.fetch import MediaReuse, answered, media_outputs
+from zeroarchive.media.store import MediaStore, blobs_for, media_records
+from zeroarchive.storage.archive import open_archive
+from zeroarchive.storage.schema import media_item
+
+BASE = "https://s.example"
+
+
+class _ReusingSpider(_Spider):
+    def __init__(self, reuse: MediaReuse | None) -> None:
+        self.media_reuse = reuse
+
+
+def _page(n: int) -> FetchedPage:
+    headers = {"Content-Type": [HTML]}
+    return FetchedPage(n, 1, "news", 100 + n, 200, f"{BASE}/a/{n}", headers, "utf-8", article(n))
+
+
+def _answer(request: Request, body: bytes, content_type: str) -> list[Any]:
+    response = Response(
+        request.url, body=body, headers={"Content-Type": content_type}, request=request
+    )
+    return list(answered(response, _site({"article": "/a/"}), _ReusingSpider(_reuse)))
+
+
+_reuse = MediaReuse(3600)
+
+
+def _fetch_all(outputs: list[Any]) -> list[Any]:
+    """Answer every request of ``outputs`` (and a stylesheet's own ones) as the server of
+    tests/test_media.py does; the records, in order."""
+    records = []
+    pending = list(outputs)
+    while pending:
+        output = pending.pop(0)
+        if not isinstance(output, Request):
+            records.append(output)
+            continue
+        path = output.url.removeprefix(BASE)
+        if "missing" in path:
+            continue  # a 404: the errback's record, nothing kept
+        if "not-an-image" in path:
+            pending.extend(_answer(output, b"<!doctype html><html>oops</html>", "image/png"))
+        elif path.endswith(".css"):
+            pending.extend(_answer(output, CSS, "text/css"))
+        else:
+            pending.extend(
+                _answer(output, PNG if "logo" in path else PNG2 + path.encode(), "image/png")
+            )
+    return records
+
+
+def test_an_item_this_crawl_holds_is_recorded_not_fetched_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    global _reuse
+    _reuse = MediaReuse(3600)
+    monkeypatch.setenv("ZEROARCHIVE_FAKE_NOW", "1000")
+    site = _site({"article": "/a/"})
+    first = list(media_outputs(_page(1), site, None, _ReusingSpider(_reuse), _reuse))
+    assert first and all(isinstance(r, Request) for r in first)
+    records = _fetch_all(first)
+    fetched = {r.url for r in records}
+    assert {f"{BASE}/img/logo.png", f"{BASE}/css/site.css", f"{BASE}/css/img/bg.png"} <= fetched
+    kept = [r for r in records if r.reason is None]
+    assert kept and all(r.sha256 == hashlib.sha256(r.body or b"").digest() for r in kept)
+
+    # The next article shows the logo, the stylesheet and its image again: none is fetched;
+    # its own photo and lazy image are.
+    second = list(media_outputs(_page(2), site, None, _ReusingSpider(_reuse), _reuse))
+    requested = {r.url.removeprefix(BASE) for r in second if isinstance(r, Request)}
+    assert requested == {
+        "/img/photo-2.png",
+        "/img/lazy-2.png",
+        "/img/missing.png",
+        "/img/not-an-image.png",
+        "/fonts/missing.woff2",
+    }
+    reused = {r.url.removeprefix(BASE): r for r in second if isinstance(r, MediaAnswer)}
+    assert set(reused) == {"/img/logo.png", "/css/site.css", "/css/img/bg.png"}
+    logo = reused["/img/logo.png"]
+    assert logo.body is None and logo.reason is None and logo.article_id == 2
+    assert (logo.sha256, logo.size) == (hashlib.sha256(PNG).digest(), len(PNG))
+    assert reused["/css/img/bg.png"].kind == "style"
+
+    # Past the reuse window every item is fetched again.
+    monkeypatch.setenv("ZEROARCHIVE_FAKE_NOW", str(1000 + 3601))
+    third = list(media_outputs(_page(3), site, None, _ReusingSpider(_reuse), _reuse))
+    assert all(isinstance(r, Request) for r in third)
+    assert {r.url for r in third} >= {f"{BASE}/img/logo.png", f"{BASE}/css/site.css"}
+
+
+def test_without_reuse_every_snapshot_fetches_its_items() -> None:
+    site = _site({"article": "/a/"})
+    spider = _ReusingSpider(None)
+    for n in (1, 2):
+        outputs = list(media_outputs(_page(n), site, None, spider, None))
+        assert outputs and all(isinstance(r, Request) for r in outputs)
+
+
+@pytest.fixture(params=["database", "directory"])
+def media(request: pytest.FixtureRequest, db_url: str, tmp_path: Path) -> MediaStore:
+    directory = str(tmp_path / "media") if request.param == "directory" else ""
+    return MediaStore(open_archive(url=db_url).engine, blobs_for(directory))
+
+
+def test_a_batch_is_looked_up_once_and_reused_items_are_stored(media: MediaStore) -> None:
+    digest = hashlib.sha256(PNG).digest()
+    url = f"{BASE}/img/logo.png"
+    fetched = MediaAnswer(1, 1, 101, "image", url, 101, body=PNG, content_type="image/png")
+    again = MediaAnswer(2, 1, 102, "image", url, 102, body=PNG, content_type="image/png")
+    reused = MediaAnswer(
+        3, 1, 103, "image", url, 103, content_type="image/png", sha256=digest, size=len(PNG)
+    )
+    lost = MediaAnswer(3, 1, 103, "image", f"{BASE}/x.png", 103, sha256=b"\x01" * 32, size=9)
+    selects: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            selects.append(statement)
+
+    event.listen(media.engine, "before_cursor_execute", seen)
+    try:
+        with media.engine.begin() as conn:
+            counts = store_media(conn, media, [fetched, again, reused, lost])
+    finally:
+        event.remove(media.engine, "before_cursor_execute", seen)
+    assert len(selects) == 1  # one index lookup for the whole batch
+    totals: dict[str, int] = {}
+    for key, _, n in counts:
+        totals[key] = totals.get(key, 0) + n
+    assert totals["media/new"] == 1 and totals["media/items"] == 3
+    assert totals["media/reused"] == 1 and totals["media/bytes_fetched"] == 2 * len(PNG)
+    assert totals["media/refused/failed"] == 1
+    rows = list(media_records(media.engine))
+    assert [(r.article_id, r.stored, r.sha256, r.bytes, r.reason) for r in rows] == [
+        (1, True, digest, len(PNG), None),
+        (2, True, digest, len(PNG), None),
+        (3, True, digest, len(PNG), None),
+        (3, False, None, None, UNSTORED),
+    ]
+    assert b"".join(media.read(digest)) == PNG
+    with media.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(media_item)).scalar() == 1
