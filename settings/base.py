@@ -195,6 +195,9 @@ DOWNLOADER_MIDDLEWARES = {
     # After retry in process_request order, so before it in process_exception order: a
     # host name that did not resolve is marked not to be retried.
     "middlewares.dns_failures.DnsFailuresDownloaderMiddleware": 590,
+    # Last: a media request's batch of items of one host, fetched once every middleware
+    # above has seen the request (zeroarchive/media/fetch.py).
+    "middlewares.media.MediaBatchDownloaderMiddleware": 990,
 }
 # Nobody needs a remote shell into an archiving crawler: the remote control and the telnet
 # console are left out of Scrapy's base list (so their *_ENABLED settings do nothing here),

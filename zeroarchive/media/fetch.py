@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.errors import error_kind
@@ -38,6 +39,11 @@ KIND = "media"
 TOO_LARGE = "too-large"
 TOO_MANY = "too-many"
 NOT_MEDIA = "not-media"
+#: Items of one host a media request stands for at most: what a browser's connection
+#: loads one after the other (six connections to a host).
+BATCH_ITEMS = 8
+#: Where the batch's middleware leaves what it fetched, in the request's meta.
+RESULTS = "media_results"
 #: Items a crawl remembers for reuse (about 200 bytes each).
 REUSE_CAPACITY = 50_000
 #: The first bytes of the image formats browsers show.
@@ -181,15 +187,15 @@ def media_outputs(
     spare = cap - len(keep)
     shares = [spare // sheets + (1 if i < spare % sheets else 0) for i in range(sheets)]
     snapshot = (page.article_id, page.site_id, page.fetched_at)
+    wanted: list[tuple[Found, int]] = []
     for item in keep:
         share = shares.pop(0) if item.kind == "style" else 0
         held = reuse.get(item.url) if reuse is not None else None
         if held is None:
-            yield media_request(
-                spider, site, page.article_id, page.fetched_at, item, page.final_url, share
-            )
+            wanted.append((item, share))
         else:
             yield from reused(snapshot, item, held, share, site, spider, reuse)
+    yield from batched(spider, site, snapshot, wanted, page.final_url)
 
 
 def reused(
@@ -230,6 +236,7 @@ def _sheet_items(
     """A stylesheet's own items: up to its ``spare`` places fetched (or reused), the rest
     ``too-many``."""
     article_id, site_id, snapshot_at = snapshot
+    wanted: list[tuple[Found, int]] = []
     for n, url in enumerate(urls):
         item = Found("style", url)
         if n >= spare:
@@ -237,9 +244,60 @@ def _sheet_items(
             continue
         held = reuse.get(url) if reuse is not None else None
         if held is None:
-            yield media_request(spider, site, article_id, snapshot_at, item, sheet_url)
+            wanted.append((item, 0))
         else:
             yield from reused(snapshot, item, held, 0, site, spider, reuse)
+    yield from batched(spider, site, snapshot, wanted, sheet_url)
+
+
+def batched(
+    spider: Any,
+    site: Site,
+    snapshot: tuple[int, int, int],
+    items: Sequence[tuple[Found, int]],
+    referer: str,
+) -> Iterator[Request]:
+    """The requests of a snapshot's items to fetch: the items of one host, up to
+    ``BATCH_ITEMS`` of them, share one request (``batch`` in its meta), which rides the
+    scheduler, the queue and every downloader middleware once for all of them; the last
+    middleware (``middlewares/media.py``) fetches them one after the other in its slot."""
+    article_id, _, snapshot_at = snapshot
+    by_host: dict[str, list[tuple[Found, int]]] = {}
+    for item, spare in items:
+        by_host.setdefault(urlsplit(item.url).netloc, []).append((item, spare))
+    for group in by_host.values():
+        for start in range(0, len(group), BATCH_ITEMS):
+            part = group[start : start + BATCH_ITEMS]
+            item, spare = part[0]
+            request = media_request(spider, site, article_id, snapshot_at, item, referer, spare)
+            if len(part) > 1:
+                request.meta[META_KEY]["batch"] = [[i.kind, i.url, n] for i, n in part]
+            yield request
+
+
+def batch_items(request: Request) -> list[tuple[Found, int]]:
+    """The (item, spare) pairs a media request stands for: its batch, or itself."""
+    meta = request.meta[META_KEY]
+    batch = meta.get("batch")
+    if not batch:
+        return [(Found(meta["media_kind"], request.url), int(meta.get("spare", 0)))]
+    return [(Found(str(kind), str(url)), int(spare)) for kind, url, spare in batch]
+
+
+def single_request(batch: Request, item: Found, spare: int) -> Request:
+    """One item of a batch as a request of its own (through the scheduler and every
+    middleware: redirects, retries and refusals are theirs)."""
+    meta = {k: v for k, v in batch.meta[META_KEY].items() if k != "batch"}
+    meta.update(media_kind=item.kind, spare=spare)
+    return batch.replace(
+        url=item.url,
+        headers={"Referer": batch.headers.get("Referer") or b""},
+        meta={
+            META_KEY: meta,
+            "download_maxsize": batch.meta.get("download_maxsize"),
+            "download_warnsize": 0,
+        },
+    )
 
 
 def refused(
@@ -309,6 +367,40 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
     snapshot = (meta["article_id"], meta["site_id"], meta["snapshot_at"])
     spare = int(meta.get("spare", 0))
     yield from _sheet_items(snapshot, children, spare, response.url, site, spider, reuse)
+
+
+def batch_answered(
+    response: Response, site: Site | None, spider: Any
+) -> Iterator[Request | MediaAnswer]:
+    """The records of a media request's answer: each item of its batch that the batch's
+    middleware fetched (``media_results``), the requests of those it left to the whole
+    stack; a request no such middleware saw is its first item's answer, and the others
+    are asked for one by one."""
+    results = response.meta.get(RESULTS)
+    if results is None:
+        yield from answered(response, site, spider)
+        request = response.request
+        if request is not None:
+            for item, spare in batch_items(request)[1:]:
+                yield single_request(request, item, spare)
+        return
+    from scrapy.http import Request
+
+    for result in results:
+        if isinstance(result, Request):
+            yield result
+        else:
+            yield from answered(result, site, spider)
+
+
+def batch_failed(failure: Failure) -> Iterator[Request | MediaAnswer]:
+    """A media request that failed before its batch was fetched (a robots.txt rule of its
+    first URL, the host refused or unreachable): its first item's record, and the others
+    asked for one by one, each judged on its own."""
+    yield failed(failure)
+    request = failure.request  # type: ignore[attr-defined]
+    for item, spare in batch_items(request)[1:]:
+        yield single_request(request, item, spare)
 
 
 def failed(failure: Failure) -> MediaAnswer:

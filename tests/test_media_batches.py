@@ -1,7 +1,9 @@
-"""Media a crawl already holds (zeroarchive/media/fetch.py ``MediaReuse``): an item URL this
-crawl fetched and kept is recorded for the next snapshot that shows it without a second
-fetch, a stylesheet's own items with it; the writer stores a batch's items with one index
-lookup for all of them, and a reused item is ``stored`` once its bytes are held."""
+"""The cheap path of media (zeroarchive/media/fetch.py): the items of one host share one
+request, fetched by middlewares/media.py's batch middleware, each item the whole stack
+would refuse, redirect or retry left to a request of its own; an item URL this crawl
+fetched and kept (``MediaReuse``) is recorded for the next snapshot that shows it without
+a second fetch, a stylesheet's own items with it; the writer stores a batch's items with
+one index lookup for all of them, and a reused item is ``stored`` once its bytes are held."""
 
 from __future__ import annotations
 
@@ -13,10 +15,30 @@ import pytest
 from scrapy.http import Request, Response
 from sqlalchemy import event, func, select
 
-from tests.test_media import CSS, HTML, PNG, PNG2, _site, _Spider, article
+from tests.replay import ReplayServer, Route
+from tests.test_generic import stat
+from tests.test_media import (
+    CSS,
+    HTML,
+    PNG,
+    PNG2,
+    _site,
+    _Spider,
+    article,
+    load_and_crawl,
+    media_json,
+    sites_of,
+)
 from zeroarchive.core.items import FetchedPage, MediaAnswer
+from zeroarchive.core.request_meta import archive_meta
 from zeroarchive.crawl.snapshot_batches import UNSTORED, store_media
-from zeroarchive.media.fetch import MediaReuse, answered, media_outputs
+from zeroarchive.media.fetch import (
+    MediaReuse,
+    answered,
+    batch_items,
+    media_outputs,
+    single_request,
+)
 from zeroarchive.media.store import MediaStore, blobs_for, media_records
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.schema import media_item
@@ -54,6 +76,9 @@ def _fetch_all(outputs: list[Any]) -> list[Any]:
         if not isinstance(output, Request):
             records.append(output)
             continue
+        if archive_meta(output).get("batch"):
+            pending.extend(single_request(output, item, n) for item, n in batch_items(output))
+            continue
         path = output.url.removeprefix(BASE)
         if "missing" in path:
             continue  # a 404: the errback's record, nothing kept
@@ -86,7 +111,12 @@ def test_an_item_this_crawl_holds_is_recorded_not_fetched_again(
     # The next article shows the logo, the stylesheet and its image again: none is fetched;
     # its own photo and lazy image are.
     second = list(media_outputs(_page(2), site, None, _ReusingSpider(_reuse), _reuse))
-    requested = {r.url.removeprefix(BASE) for r in second if isinstance(r, Request)}
+    requested = {
+        item.url.removeprefix(BASE)
+        for r in second
+        if isinstance(r, Request)
+        for item, _ in batch_items(r)
+    }
     assert requested == {
         "/img/photo-2.png",
         "/img/lazy-2.png",
@@ -105,7 +135,8 @@ def test_an_item_this_crawl_holds_is_recorded_not_fetched_again(
     monkeypatch.setenv("ZEROARCHIVE_FAKE_NOW", str(1000 + 3601))
     third = list(media_outputs(_page(3), site, None, _ReusingSpider(_reuse), _reuse))
     assert all(isinstance(r, Request) for r in third)
-    assert {r.url for r in third} >= {f"{BASE}/img/logo.png", f"{BASE}/css/site.css"}
+    again = {item.url for r in third for item, _ in batch_items(r)}
+    assert again >= {f"{BASE}/img/logo.png", f"{BASE}/css/site.css"}
 
 
 def test_without_reuse_every_snapshot_fetches_its_items() -> None:
@@ -160,3 +191,42 @@ def test_a_batch_is_looked_up_once_and_reused_items_are_stored(media: MediaStore
     assert b"".join(media.read(digest)) == PNG
     with media.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(media_item)).scalar() == 1
+
+
+def test_a_hosts_items_share_a_request_and_the_odd_ones_go_alone(
+    db_url: str, tmp_path: Path
+) -> None:
+    png = (("Content-Type", "image/png"),)
+    page = b"""<!doctype html><html><head><title>One</title></head><body><h1>One</h1>
+<p>An article long enough to be one, with its pictures.</p>
+<img src="/img/a.png"><img src="/img/b.png"><img src="/img/gone.png">
+<img src="/img/moved.png"><img src="/private/c.png"></body></html>"""
+    routes = {
+        "/robots.txt": Route(
+            200, (("Content-Type", "text/plain"),), b"User-agent: *\nDisallow: /private/\n"
+        ),
+        "/s0/": Route(200, (("Content-Type", HTML),), b'<a href="/s0/news/1">1</a>'),
+        "/s0/news/1": Route(200, (("Content-Type", HTML),), page),
+        "/img/a.png": Route(200, png, PNG),
+        "/img/b.png": Route(200, png, PNG2),
+        "/img/moved.png": Route(302, (("Location", "/img/b2.png"),), b""),
+        "/img/b2.png": Route(200, png, PNG2 + b"2"),
+        "/private/c.png": Route(200, png, PNG + b"c"),
+    }
+    with ReplayServer(routes) as server:
+        run = load_and_crawl(db_url, tmp_path, sites_of(server, one={}))
+        hits = dict(server.hits)
+    rows = {str(r["url"]).split("/", 3)[3]: r for r in media_json(db_url, tmp_path)}
+    assert (rows["img/a.png"]["stored"], rows["img/a.png"]["sha256"]) == (
+        True,
+        hashlib.sha256(PNG).hexdigest(),
+    )
+    assert rows["img/b.png"]["stored"] is True
+    assert rows["img/gone.png"]["reason"] == "failed:404"
+    assert rows["private/c.png"]["reason"] == "failed:robots_disallowed"
+    moved = [r for url, r in rows.items() if url in ("img/moved.png", "img/b2.png")]
+    assert len(moved) == 1 and moved[0]["stored"] is True
+    assert moved[0]["sha256"] == hashlib.sha256(PNG2 + b"2").hexdigest()
+    # Fetched once each inside the batch; the refused one never.
+    assert hits["/img/a.png"] == hits["/img/b.png"] == 1 and "/private/c.png" not in hits
+    assert stat(run, "zeroarchive/media/batched") >= 2
