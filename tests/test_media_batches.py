@@ -230,3 +230,61 @@ def test_a_hosts_items_share_a_request_and_the_odd_ones_go_alone(
     # Fetched once each inside the batch; the refused one never.
     assert hits["/img/a.png"] == hits["/img/b.png"] == 1 and "/private/c.png" not in hits
     assert stat(run, "zeroarchive/media/batched") >= 2
+
+
+def test_media_held_by_a_worker_killed_mid_fetch_are_fetched_by_the_next(
+    mariadb_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    import signal
+    from dataclasses import replace
+
+    from tests.test_distributed import (
+        counts,
+        finish,
+        load_sites,
+        schedule_once,
+        start_worker,
+        wait_until,
+    )
+    from tests.test_media import MEDIA_ON, media_routes
+    from tests.test_recovery_e2e import HEARTBEAT, heartbeats
+
+    routes = media_routes(sites=1)
+    logo = routes["/img/logo.png"]
+    # The logo is in the first batch of each page: the worker is mid-fetch until killed.
+    routes["/img/logo.png"] = replace(logo, delay=120)
+    with ReplayServer(routes) as server:
+        load_sites(mariadb_url, tmp_path, sites_of(server, one={}))
+        schedule_once(mariadb_url, redis_url, tmp_path, HEARTBEAT)
+        log = tmp_path / "doomed.log"
+        doomed = start_worker(mariadb_url, redis_url, tmp_path, log, HEARTBEAT, extra_env=MEDIA_ON)
+        wait_until(
+            lambda: counts(mariadb_url)[1] == 2 and server.hits["/img/logo.png"] >= 1,
+            90,
+            "the worker to store both pages and fetch their media",
+        )
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+        server.routes["/img/logo.png"] = logo
+        wait_until(lambda: not heartbeats(redis_url), 30, "the heartbeat to expire")
+        again = schedule_once(mariadb_url, redis_url, tmp_path, HEARTBEAT)
+        assert "gone (no heartbeat)" in again, again
+        log = tmp_path / "survivor.log"
+        survivor = start_worker(
+            mariadb_url,
+            redis_url,
+            tmp_path,
+            log,
+            HEARTBEAT,
+            "ZEROARCHIVE_IDLE_LIMIT=2",
+            extra_env=MEDIA_ON,
+        )
+        finish(survivor, log)
+    rows = media_json(mariadb_url, tmp_path)
+    logos = [r for r in rows if str(r["url"]).endswith("/img/logo.png")]
+    # Each page's logo recorded once, stored: the batch the dead worker held was taken back.
+    assert len(logos) == len({r["article_id"] for r in logos}) == 2
+    assert all(r["stored"] for r in logos)
+    shown = [(r["article_id"], r["snapshot_at"], r["url"]) for r in rows]
+    assert len(shown) == len(set(shown))
+    assert counts(mariadb_url)[1] == 2
