@@ -156,9 +156,13 @@ class MediaBatchDownloaderMiddleware:
         handlers = engine.downloader.handlers
         results: list[Any] = []
         fetched = 0
+        # A batch holds its answers until its last one: past one item's limit of bytes
+        # (media_max_bytes), the rest go on their own, so no batch holds more than two.
+        budget = request.meta.get("download_maxsize") or 0
+        held = 0
         for item, spare in batch_items(request):
             single = single_request(request, item, spare)
-            if not self._plain(request, item.url):
+            if not self._plain(request, item.url) or (budget and held >= budget):
                 results.append(single)
                 continue
             # The batch's own headers and settings (proxy, timeout, size limit, cookies),
@@ -178,6 +182,7 @@ class MediaBatchDownloaderMiddleware:
             response.request = sub
             results.append(response)
             fetched += 1
+            held += len(response.body)
         count(self.crawler.stats, "media/batched", archive_meta(request).get("site_id"), fetched)
         request.meta[RESULTS] = results
         return Response(request.url, status=200, request=request)

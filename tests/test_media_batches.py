@@ -288,3 +288,43 @@ def test_media_held_by_a_worker_killed_mid_fetch_are_fetched_by_the_next(
     shown = [(r["article_id"], r["snapshot_at"], r["url"]) for r in rows]
     assert len(shown) == len(set(shown))
     assert counts(mariadb_url)[1] == 2
+
+
+def test_a_batch_past_one_items_limit_of_bytes_leaves_the_rest_to_go_alone() -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from middlewares.media import MediaBatchDownloaderMiddleware
+    from zeroarchive.media.fetch import RESULTS
+
+    fetched: list[str] = []
+
+    class Handlers:
+        async def download_request_async(self, request: Request) -> Response:
+            fetched.append(request.url)
+            size = 5000 if request.url.endswith("big.png") else 100
+            return Response(request.url, body=PNG[:8] + b"\0" * (size - 8))
+
+    downloader = SimpleNamespace(handlers=Handlers(), middleware=SimpleNamespace(middlewares=()))
+    crawler = SimpleNamespace(engine=SimpleNamespace(downloader=downloader), stats=None)
+    middleware = MediaBatchDownloaderMiddleware(crawler)  # type: ignore[arg-type]
+    page = FetchedPage(
+        1,
+        1,
+        "news",
+        5,
+        200,
+        f"{BASE}/a/1",
+        {},
+        "utf-8",
+        b'<html><body><img src="/a.png"><img src="/big.png"><img src="/c.png"></body></html>',
+    )
+    site = _site({"article": "/a/", "media_max_bytes": 5000})
+    (batch,) = media_outputs(page, site, None, _Spider())
+    answer = asyncio.run(middleware.process_request(batch))
+    assert answer is not None
+    results = batch.meta[RESULTS]
+    # a and big fetched in the batch (5,100 bytes held: past 5,000); c goes on its own.
+    assert fetched == [f"{BASE}/a.png", f"{BASE}/big.png"]
+    assert [type(r).__name__ for r in results] == ["Response", "Response", "Request"]
+    assert results[2].url == f"{BASE}/c.png" and not archive_meta(results[2]).get("batch")
