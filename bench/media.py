@@ -6,12 +6,14 @@ images, lazy images, srcsets, og:images and stylesheets as published) under seve
 copies on 127.0.0.1, every absolute URL in them pointed at the same server
 (``/h/<host>/<path>``), which answers each item URL with a real PNG made distinct by its
 path (the same URL in every copy is the same bytes: what a site's logo on all its
-articles is). Then, for each round, ``scrapy crawl generic`` into a fresh SQLite file with
-``ZEROARCHIVE_MEDIA_ENABLED=0`` and ``=1``.
+articles is), over HTTP/1.1 keep-alive connections as image servers and CDNs answer.
+Then, for each round, ``scrapy crawl generic`` into a fresh SQLite file with
+``ZEROARCHIVE_MEDIA_ENABLED=0``, with ``=1`` and the site's ``media: [images]``, and with
+``=1`` and the default kinds (images and styles), one after the other.
 
-Prints pages/s and CPU seconds (user + system, whole process) per stored page of both,
-their ratios (median of rounds), and the media stored: items, bytes fetched against
-bytes stored (what storing once saved).
+Prints pages/s and CPU seconds (user + system, whole process and its writer process) per
+stored page of each, their ratios to media off (median of rounds), and the media stored:
+items, bytes fetched against bytes stored (what storing once saved).
 
     python bench/media.py [--copies 3] [--rounds 2]
 """
@@ -35,7 +37,11 @@ os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
 
 from bench.corpora import CORPORA  # noqa: E402
 from bench.crawl_embedded import BENCH_SETTINGS, CPU, child_env, run, stat  # noqa: E402
-from tests.replay import ReplayServer, Route  # noqa: E402
+from tests.replay import ReplayServer, Route, _Handler  # noqa: E402
+
+# Keep-alive, as image servers answer (the test server's HTTP/1.0 default opens a
+# connection per item); this process's server only.
+_Handler.protocol_version = "HTTP/1.1"
 
 PNG = (REPO / "tests" / "fixtures" / "media" / "dashboard.png").read_bytes()
 HTML = (("Content-Type", "text/html; charset=utf-8"),)
@@ -82,20 +88,21 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     options = parser.parse_args()
-    rates: dict[str, list[float]] = {"off": [], "on": []}
-    cpu: dict[str, list[float]] = {"off": [], "on": []}
+    arms = {"off": None, "images": ["images"], "on": None}
+    rates: dict[str, list[float]] = {arm: [] for arm in arms}
+    cpu: dict[str, list[float]] = {arm: [] for arm in arms}
     media: dict[str, int] = {}
     with ReplayServer({}) as server, tempfile.TemporaryDirectory() as tmp:
         routes, articles = build(server.base_url, options.copies)
         server.routes = routes
         work = Path(tmp)
         for round_number in range(options.rounds):
-            for arm in ("off", "on"):
+            for arm, kinds in arms.items():
                 db = work / f"{arm}-{round_number}.db"
                 env = child_env(
                     PYTHONPATH=str(REPO),
                     ZEROARCHIVE_DB_URL=f"sqlite:///{db}",
-                    ZEROARCHIVE_MEDIA_ENABLED="1" if arm == "on" else "0",
+                    ZEROARCHIVE_MEDIA_ENABLED="0" if arm == "off" else "1",
                 )
                 sites = work / "sites.json"
                 site = {
@@ -106,6 +113,7 @@ def main() -> None:
                         "following": r"/list/\d+\.html$",
                         "depth": 50,
                         "delay": 0,
+                        **({"media": kinds} if kinds else {}),
                     },
                 }
                 sites.write_text(json.dumps([site]))
@@ -132,19 +140,30 @@ def main() -> None:
                 if arm == "on":
                     media = {
                         key: stat(log, f"zeroarchive/media/{key}")
-                        for key in ("pages", "items", "new", "bytes_fetched", "bytes_stored")
+                        for key in (
+                            "pages",
+                            "items",
+                            "new",
+                            "reused",
+                            "batched",
+                            "bytes_fetched",
+                            "bytes_stored",
+                        )
                     }
+                    media["requests"] = stat(log, "downloader/request_count")
                     media["refused_too_many"] = stat(log, "zeroarchive/media/refused/too-many")
     print(json.dumps({"articles": len(articles), "pages_per_s": rates, "cpu_s_per_page": cpu}))
-    speed = [on / off for on, off in zip(rates["on"], rates["off"], strict=True)]
-    cost = [on / off for on, off in zip(cpu["on"], cpu["off"], strict=True)]
     print(f"media: {json.dumps(media)}")
     print(
         f"items per page: {media['items'] / len(articles):.1f} stored, "
         f"bytes stored/fetched {media['bytes_stored'] / max(media['bytes_fetched'], 1):.2f}"
     )
-    print(f"pages/s media on/off: median {statistics.median(speed):.2f} ({speed})")
-    print(f"CPU per page media on/off: median {statistics.median(cost):.2f} ({cost})")
+    for arm in ("images", "on"):
+        speed = [on / off for on, off in zip(rates[arm], rates["off"], strict=True)]
+        cost = [on / off for on, off in zip(cpu[arm], cpu["off"], strict=True)]
+        rounds = ", ".join(f"{c:.2f}" for c in cost)
+        print(f"pages/s {arm}/off: median {statistics.median(speed):.2f}")
+        print(f"CPU per page {arm}/off: median {statistics.median(cost):.2f} ({rounds})")
 
 
 if __name__ == "__main__":

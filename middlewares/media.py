@@ -2,22 +2,33 @@
 any source, is followed by the requests of the images, stylesheets and videos it shows
 (its site's ``media`` kinds), when it is a first snapshot or a changed version. The
 requests go back through the scheduler, so they ride the crawl's queue (redis too),
-politeness, proxies, robots rules and private-target refusals as pages do."""
+politeness, proxies, robots rules and private-target refusals as pages do. An item this
+crawl fetched within ``ZEROARCHIVE_MEDIA_REUSE_SECONDS`` is recorded from what it holds,
+not fetched again (0: every item is fetched for every snapshot)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.http import Response
+from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
 from zeroarchive.core.environment import from_environment
 from zeroarchive.core.items import FetchedPage
-from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.request_meta import META_KEY, archive_meta
 from zeroarchive.core.stats import count
+from zeroarchive.core.urls import MAX_URL_LENGTH
+
+if TYPE_CHECKING:
+    from zeroarchive.media.fetch import MediaReuse
+
+logger = logging.getLogger(__name__)
 
 
 def media_enabled(settings: BaseSettings) -> bool:
@@ -32,14 +43,28 @@ def media_enabled(settings: BaseSettings) -> bool:
 
 
 class MediaSpiderMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, reuse_seconds: float = 0.0) -> None:
         self.crawler = crawler
+        # What this crawl fetched lately, not fetched again (zeroarchive/media/fetch.py);
+        # the spider's media callback keeps what it got there.
+        self.reuse: MediaReuse | None = None
+        if reuse_seconds > 0:
+            from zeroarchive.media.fetch import MediaReuse
+
+            self.reuse = MediaReuse(reuse_seconds)
+            crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MediaSpiderMiddleware:
         if not media_enabled(crawler.settings):
             raise NotConfigured("ZEROARCHIVE_MEDIA_ENABLED is off")
-        return cls(crawler)
+        seconds = crawler.settings.getfloat("ZEROARCHIVE_MEDIA_REUSE_SECONDS")
+        if seconds < 0:
+            raise ValueError("ZEROARCHIVE_MEDIA_REUSE_SECONDS must not be negative")
+        return cls(crawler, seconds)
+
+    def spider_opened(self, spider: Any) -> None:
+        spider.media_reuse = self.reuse
 
     def _follow(self, response: Response, output: Any) -> Iterator[Any]:
         yield output
@@ -54,7 +79,7 @@ class MediaSpiderMiddleware:
 
         meta = response.meta.get(META_KEY, {})
         n = 0
-        for follow in media_outputs(output, site, meta.get("last_hash"), spider):
+        for follow in media_outputs(output, site, meta.get("last_hash"), spider, self.reuse):
             n += 1
             yield follow
         if n:
@@ -70,3 +95,94 @@ class MediaSpiderMiddleware:
         async for output in result:
             for follow in self._follow(response, output):
                 yield follow
+
+
+class MediaBatchDownloaderMiddleware:
+    """Fetches the items of a media request's batch (zeroarchive/media/fetch.py,
+    ``batched``): last in the chain, once the request went through every other
+    middleware (its host's slot and private-target verdict, the site's proxy, cookies and
+    user agent, robots.txt for its first URL), it downloads each item with Scrapy's own
+    download handler under those same headers and settings, one after the other, and
+    answers for all of them at once. An item whose URL robots.txt refuses, that is too
+    long, that fails or that does not answer 2xx (a redirect, a 404, a 503 to retry) is
+    left to a request of its own through the whole stack, whose middlewares decide (and
+    record) what becomes of it. Saves the scheduler, the engine, the middlewares and the
+    spider middlewares of all but one request per batch: most of what an item cost."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._robots: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> MediaBatchDownloaderMiddleware:
+        if not media_enabled(crawler.settings):
+            raise NotConfigured("ZEROARCHIVE_MEDIA_ENABLED is off")
+        return cls(crawler)
+
+    def _robots_middleware(self) -> Any:
+        if self._robots is None:
+            from middlewares.robots import RobotsTxtDownloaderMiddleware
+
+            engine = self.crawler.engine
+            middlewares = engine.downloader.middleware.middlewares if engine else ()
+            self._robots = next(
+                (m for m in middlewares if isinstance(m, RobotsTxtDownloaderMiddleware)), False
+            )
+        return self._robots
+
+    def _plain(self, request: Request, url: str) -> bool:
+        """Whether ``url`` may be fetched inside the batch: not too long, and allowed by
+        the robots.txt its host's first item was checked against."""
+        if len(url) > MAX_URL_LENGTH:
+            return False
+        robots = self._robots_middleware()
+        if not robots or request.meta.get("dont_obey_robotstxt"):
+            return True
+        from scrapy.robotstxt import RobotParser
+
+        parser = robots._parsers.get(urlsplit(url).netloc)
+        if not isinstance(parser, RobotParser):
+            return parser is None  # none (robots.txt missing): allowed; still coming: not here
+        agent = robots._robotstxt_useragent or request.headers.get(b"User-Agent")
+        return bool(parser.allowed(url, agent or robots._default_useragent))
+
+    async def process_request(self, request: Request) -> Response | None:
+        from zeroarchive.media.fetch import RESULTS, batch_items, single_request
+
+        if not archive_meta(request).get("batch"):
+            return None
+        engine = self.crawler.engine
+        assert engine is not None
+        handlers = engine.downloader.handlers
+        results: list[Any] = []
+        fetched = 0
+        # A batch holds its answers until its last one: past one item's limit of bytes
+        # (media_max_bytes), the rest go on their own, so no batch holds more than two.
+        budget = request.meta.get("download_maxsize") or 0
+        held = 0
+        for item, spare in batch_items(request):
+            single = single_request(request, item, spare)
+            if not self._plain(request, item.url) or (budget and held >= budget):
+                results.append(single)
+                continue
+            # The batch's own headers and settings (proxy, timeout, size limit, cookies),
+            # uncompressed: Scrapy's decompression is a middleware this bypasses.
+            meta = {**request.meta, META_KEY: single.meta[META_KEY]}
+            sub = request.replace(url=item.url, meta=meta)
+            sub.headers.pop(b"Accept-Encoding", None)
+            try:
+                response = await handlers.download_request_async(sub)
+            except Exception as exc:
+                logger.debug("Media item %s: %r; asked for on its own", item.url, exc)
+                results.append(single)
+                continue
+            if not 200 <= response.status < 300:
+                results.append(single)
+                continue
+            response.request = sub
+            results.append(response)
+            fetched += 1
+            held += len(response.body)
+        count(self.crawler.stats, "media/batched", archive_meta(request).get("site_id"), fetched)
+        request.meta[RESULTS] = results
+        return Response(request.url, status=200, request=request)

@@ -100,6 +100,9 @@ class SnapshotsPipeline:
         self._writes: list[asyncio.Task[None]] = []
         self.writer: WriterProcess | None = None
         self._answers_seen = 0
+        #: Batches taken from ``pending`` and written (or given up), in order.
+        self.batches_taken = 0
+        self.batches_written = 0
         self._wants_process = config.writer == "process" and not _in_memory(archive.url)
 
     @classmethod
@@ -169,7 +172,16 @@ class SnapshotsPipeline:
 
     def _take_batch(self) -> list[FetchedPage | FailedFetch | MediaAnswer]:
         batch, self.pending, self.pending_bytes = self.pending, [], 0
+        if batch:
+            self.batches_taken += 1
         return batch
+
+    def written_mark(self) -> int:
+        """The number of batches written (``batches_written``) from which what this
+        pipeline has been given so far is in the archive: a distributed worker keeps a
+        media request it answered held in redis until then (zeroarchive/distributed/
+        scheduler.py), so that a kill before the write takes it back."""
+        return self.batches_taken + (1 if self.pending else 0)
 
     async def flush(self) -> None:
         """Write what is pending now, after the batches already started."""
@@ -186,6 +198,10 @@ class SnapshotsPipeline:
                 # The articles stay leased, so they are due again when the lease runs out.
                 logger.exception("Could not write %d snapshot(s); they will be retaken", len(batch))
                 counts = [("errors/db_write", None, len(batch))]
+        # In order (the lock): every batch taken before this one is written too. A batch
+        # that could not be written counts as well: its snapshots stay leased and come
+        # due again, with their media.
+        self.batches_written += 1
         for metric, site_id, n in counts:
             count(self.crawler.stats, metric, site_id, n)
 

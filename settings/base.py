@@ -201,6 +201,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Last before Scrapy's HttpProxyMiddleware (750): yt-dlp downloads a page's videos with
     # the request as the middlewares above made it (proxy, user agent, cookies, Referer).
     "middlewares.video.VideoDownloaderMiddleware": 745,
+    # Last: a media request's batch of items of one host, fetched once every middleware
+    # above has seen the request (zeroarchive/media/fetch.py).
+    "middlewares.media.MediaBatchDownloaderMiddleware": 990,
 }
 # Nobody needs a remote shell into an archiving crawler: the remote control and the telnet
 # console are left out of Scrapy's base list (so their *_ENABLED settings do nothing here),
@@ -243,6 +246,9 @@ ZEROARCHIVE_MEDIA_ENABLED = True
 ZEROARCHIVE_VIDEO_CONCURRENCY = 2
 ZEROARCHIVE_VIDEO_MAX_HEIGHT = 720
 ZEROARCHIVE_VIDEO_TIMEOUT = 3600.0
+# An item URL this crawl fetched and kept less than this many seconds ago is recorded for
+# another snapshot from the bytes held, not fetched again (a browser's cache); 0: never.
+ZEROARCHIVE_MEDIA_REUSE_SECONDS = 86400
 ITEM_PIPELINES = {
     "pipelines.articles.ArticlesPipeline": 300,
     "pipelines.snapshots.SnapshotsPipeline": 400,

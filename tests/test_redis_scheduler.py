@@ -321,3 +321,37 @@ def test_requests_a_middleware_drops_or_answers_are_held_no_longer(redis_url: st
     out = done.stdout + done.stderr
     assert "seen " + str(sorted(["answer"] * 5 + ["dropped"] * 5 + ["fetche"] * 5)) in out, out
     assert "held 0 0" in done.stdout, out
+
+
+def test_an_answered_media_request_is_held_until_its_items_batch_is_written(
+    crawler: Crawler, scheduler: RedisScheduler
+) -> None:
+    """A worker killed between a media answer and the write of the snapshot batch that
+    holds its records would lose them: the request stays in the worker's held hash (put
+    back in the queue if it dies) until the pipeline says that batch is written."""
+    from types import SimpleNamespace
+
+    from zeroarchive.distributed.queue import held_key
+
+    pipeline = SimpleNamespace(batches_written=0, written_mark=lambda: 1)
+    crawler.engine = SimpleNamespace(  # type: ignore[assignment]
+        _slot=SimpleNamespace(inprogress=set()),
+        scraper=SimpleNamespace(itemproc=SimpleNamespace(middlewares=[pipeline])),
+    )
+    meta = {"site_id": 1, "article_id": 1, "snapshot_at": 1, "media_kind": "image"}
+    scheduler.enqueue_request(
+        Request("https://example.com/i.png", meta={META_KEY: {**meta, "kind": "media"}})
+    )
+    scheduler.enqueue_request(Request("https://example.com/list", priority=5))
+    scheduler.flush_pending()
+    held = held_key(scheduler.queue.key, scheduler.owner)
+    assert scheduler.next_request() is not None  # the list page
+    assert scheduler.server.hlen(held) == 2
+    # The list page answered: let go of; the media request handed out, then answered.
+    assert scheduler.next_request() is not None
+    assert scheduler.server.hlen(held) == 1
+    scheduler._release_finished()
+    assert scheduler.server.hlen(held) == 1
+    pipeline.batches_written = 1
+    scheduler._release_finished()
+    assert scheduler.server.hlen(held) == 0

@@ -66,7 +66,9 @@ class FailedFetch:
 class MediaAnswer:
     """One media item of a snapshot as the crawl got it (zeroarchive/media/): its bytes to
     store, or why it was not kept (``reason``: too-large, too-many, not-media,
-    failed:<status or error>)."""
+    failed:<status or error>). ``sha256`` is the digest of ``body`` when the crawl hashed
+    it; with no ``body`` and no ``reason`` the item is one the crawl fetched a moment ago
+    for another snapshot (the same URL, ``size`` bytes) and reuses, not fetched again."""
 
     article_id: int
     site_id: int
@@ -80,6 +82,8 @@ class MediaAnswer:
     #: A file holding the bytes instead of ``body`` (a video: zeroarchive/media/video.py),
     #: removed by the snapshot writer once the batch is written (or cannot be).
     spooled: str | None = None
+    sha256: bytes | None = None
+    size: int | None = None
 
 
 def header_lists(headers: Headers) -> dict[str, list[str]]:

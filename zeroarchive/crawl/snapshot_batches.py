@@ -10,6 +10,7 @@ pipeline adds to the crawl's stats.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -192,12 +193,43 @@ def store_batch(
 
 
 def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer]) -> list[Count]:
-    """Each item's bytes stored once by content (an item already held costs one lookup)
-    and one record per (snapshot, item); counted."""
+    """Each item's bytes stored once by content and one record per (snapshot, item);
+    counted. The batch's digests are looked up in one query: an item already held costs
+    that lookup and no write. An item the crawl reused (no bytes, its digest known) is
+    stored when its bytes are held, as they are once the batch of its first fetch was
+    written (the same batch or an earlier one). A video's bytes come from the file yt-dlp
+    wrote (``spooled``), streamed and hashed as they are stored."""
     counts: list[Count] = []
     records = []
-    for item in items:
-        if item.body is None and item.spooled is None:
+    digests = [_digest(item) for item in items]
+    with_bytes = {d for d, item in zip(digests, items, strict=True) if item.body is not None}
+    held = media.held(conn, (d for d in digests if d is not None)) if digests else set()
+    for item, digest in zip(items, digests, strict=True):
+        reason = item.reason
+        size = None
+        if item.spooled is not None and reason is None:
+            put = media.put(conn, _file_chunks(item.spooled), item.content_type, item.fetched_at)
+            digest, size = put.sha256, put.size
+            if put.new:
+                counts.append(("media/new", item.site_id, 1))
+                counts.append(("media/bytes_stored", item.site_id, size))
+            counts.append(("media/bytes_fetched", item.site_id, size))
+        elif digest is not None and item.body is not None:
+            size = len(item.body)
+            if digest not in held:
+                if media.put_body(conn, digest, item.body, item.content_type, item.fetched_at):
+                    counts.append(("media/new", item.site_id, 1))
+                    counts.append(("media/bytes_stored", item.site_id, size))
+                held.add(digest)
+            counts.append(("media/bytes_fetched", item.site_id, size))
+        elif digest is not None:
+            if digest in held or digest in with_bytes:
+                size = item.size
+                counts.append(("media/reused", item.site_id, 1))
+            else:
+                # Its first fetch's batch was never written (logged there): nothing to show.
+                digest, reason = None, UNSTORED
+        if digest is None:
             records.append(
                 MediaRecord(
                     item.article_id,
@@ -209,26 +241,19 @@ def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer
                     None,
                     item.fetched_at,
                     False,
-                    item.reason,
+                    reason,
                 )
             )
-            counts.append((f"media/refused/{(item.reason or '').split(':')[0]}", item.site_id, 1))
+            counts.append((f"media/refused/{(reason or '').split(':')[0]}", item.site_id, 1))
             continue
-        if item.spooled is not None:
-            put = media.put(conn, _file_chunks(item.spooled), item.content_type, item.fetched_at)
-        else:
-            assert item.body is not None
-            view = memoryview(item.body)
-            chunks = (view[i : i + CHUNK] for i in range(0, len(view), CHUNK))
-            put = media.put(conn, chunks, item.content_type, item.fetched_at)
         records.append(
             MediaRecord(
                 item.article_id,
                 item.snapshot_at,
                 item.kind,
                 item.url,
-                put.sha256,
-                put.size,
+                digest,
+                size,
                 item.content_type,
                 item.fetched_at,
                 True,
@@ -236,10 +261,6 @@ def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer
             )
         )
         counts.append(("media/items", item.site_id, 1))
-        counts.append(("media/bytes_fetched", item.site_id, put.size))
-        if put.new:
-            counts.append(("media/new", item.site_id, 1))
-            counts.append(("media/bytes_stored", item.site_id, put.size))
     media.record(conn, records)
     return counts
 
@@ -248,6 +269,21 @@ def _file_chunks(path: str) -> Iterator[bytes]:
     with open(path, "rb") as handle:
         while chunk := handle.read(CHUNK):
             yield chunk
+
+
+#: The reason of a reused item whose bytes were never stored (its first fetch's batch
+#: could not be written).
+UNSTORED = "failed:unstored"
+
+
+def _digest(item: MediaAnswer) -> bytes | None:
+    """The item's SHA-256: the crawl's, else hashed here; None for a refusal (and for a
+    video, hashed as its file is stored)."""
+    if item.body is not None:
+        return item.sha256 or hashlib.sha256(item.body).digest()
+    if item.reason is None:
+        return item.sha256
+    return None
 
 
 def written_counts(answers: SortedAnswers, written: Written) -> list[Count]:

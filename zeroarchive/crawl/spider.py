@@ -555,16 +555,17 @@ class ArchiveSpider(scrapy.Spider):
     def parse_media(self, response: Response) -> Iterator[Any]:
         """Callback of media requests (middlewares/media.py): the item's record, and a
         stylesheet's own items."""
-        from zeroarchive.media.fetch import answered
+        from zeroarchive.media.fetch import batch_answered
 
         request = response.request
-        yield from answered(response, None if request is None else self.site_of(request), self)
+        site = None if request is None else self.site_of(request)
+        yield from batch_answered(response, site, self)
 
     def media_failed(self, failure: Failure) -> Iterator[Any]:
         """Errback of media requests: a record of why the item was not kept."""
-        from zeroarchive.media.fetch import failed
+        from zeroarchive.media.fetch import batch_failed
 
-        yield failed(failure)
+        yield from batch_failed(failure)
 
     def list_page_answered(self, site: Site, response: Response | None = None) -> None:
         """What every list page callback calls once the page is what it should be: counts

@@ -45,7 +45,7 @@ from scrapy.utils.reactor import CallLaterOnce
 from scrapy_redis.scheduler import Scheduler
 
 from zeroarchive.core.owners import worker_owner
-from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.request_meta import META_KEY, archive_meta
 from zeroarchive.core.services import first_pause, next_pause, reason, safe_url
 from zeroarchive.core.signals import walk_pages_done, work_returned, work_taken
 from zeroarchive.distributed.heartbeat import Heartbeat
@@ -84,6 +84,14 @@ def _in_progress(engine: Any) -> Container[Request]:
     return set(engine.downloader.active) | set(getattr(scraper, "active", ()))
 
 
+def _answers_pipeline(engine: Any) -> Any:
+    """The item pipeline that writes the crawl's answers in batches and says which are
+    written (pipelines/snapshots.py), or None."""
+    scraper = getattr(engine, "scraper", None)
+    pipelines = getattr(getattr(scraper, "itemproc", None), "middlewares", ())
+    return next((p for p in pipelines if hasattr(p, "written_mark")), None)
+
+
 class RedisScheduler(Scheduler):
     crawler: Crawler
     poll_seconds: float = 0.25
@@ -105,6 +113,9 @@ class RedisScheduler(Scheduler):
         # Handed out, with their held entries: released once the downloader is done with
         # them, whichever way (see _release_finished).
         self._downloading: list[tuple[Request, bytes]] = []
+        # Answered media requests (the pipeline's mark, entry, request): held until the
+        # snapshot batch with their items is written (see _release_written).
+        self._unwritten: list[tuple[int, bytes, Request]] = []
         self.owner = worker_owner()
         self.heartbeat: Heartbeat | None = None
         self._away_since: float | None = None
@@ -369,12 +380,28 @@ class RedisScheduler(Scheduler):
         them still held, and they are put back.
         """
         engine = self.crawler.engine
-        if not self._downloading or engine is None or self._pending or self._checked:
+        if engine is None or self._pending or self._checked:
+            return
+        self._release_written(engine, closing=closing)
+        if not self._downloading:
             return
         busy = set() if closing else _in_progress(engine)
         finished = {entry: request for request, entry in self._downloading if request not in busy}
         if not finished:
             return
+        pipeline = None if closing else _answers_pipeline(engine)
+        if pipeline is not None:
+            # A media item's record is in the pipeline's batch until that batch is
+            # written: its entry stays held until then, so that a kill takes it back.
+            mark = pipeline.written_mark()
+            for entry, request in list(finished.items()):
+                if archive_meta(request).get("kind") == "media":
+                    self._unwritten.append((mark, entry, request))
+                    del finished[entry]
+            parked = {entry for _, entry, _ in self._unwritten}
+            self._downloading = [(r, e) for r, e in self._downloading if e not in parked]
+            if not finished:
+                return
         try:
             ended = self.queue.finish(self.owner, finished)
         except redis.RedisError as exc:
@@ -387,6 +414,27 @@ class RedisScheduler(Scheduler):
             self.crawler.signals.send_catch_log(
                 walk_pages_done, pages=walks, ended=ended, owner=self.owner
             )
+
+    def _release_written(self, engine: Any, *, closing: bool) -> None:
+        """Let go of the answered media requests whose items' batch is written (all of
+        them when closing: the pipeline closed first, writing everything)."""
+        if not self._unwritten:
+            return
+        pipeline = None if closing else _answers_pipeline(engine)
+        written = pipeline.batches_written if pipeline is not None else None
+        ready = {
+            entry: request
+            for mark, entry, request in self._unwritten
+            if written is None or mark <= written
+        }
+        if not ready:
+            return
+        try:
+            self.queue.finish(self.owner, ready)
+        except redis.RedisError as exc:
+            logger.debug("Could not let go of answered media requests: %s", exc)
+            return
+        self._unwritten = [u for u in self._unwritten if u[1] not in ready]
 
     def _release_held(self, entries: list[bytes]) -> None:
         """A kill no longer loses these entries: out of the held hash."""

@@ -7,13 +7,22 @@ and ``download_maxsize`` set to the site's ``media_max_bytes``, so that Scrapy d
 item too large by its Content-Length or while it streams. Only the first snapshot of an
 article and each changed version get them: the request of a re-snapshot carries the
 digest of the last one (``last_hash``), and an unchanged page refers to the earlier set.
+
+An item whose URL this crawl fetched and kept within ``ZEROARCHIVE_MEDIA_REUSE_SECONDS``
+(``MediaReuse``: a site's logo, stylesheets and fonts on every article) is not fetched
+again: its record names the bytes already held, as a browser's cache serves a page's
+repeated images. A Scrapy request costs the crawl about as much CPU as a page's own
+parsing, so this is most of what media cost a crawl of one site's articles.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.errors import error_kind
@@ -31,6 +40,13 @@ KIND = "media"
 TOO_LARGE = "too-large"
 TOO_MANY = "too-many"
 NOT_MEDIA = "not-media"
+#: Items of one host a media request stands for at most: what a browser's connection
+#: loads one after the other (six connections to a host).
+BATCH_ITEMS = 8
+#: Where the batch's middleware leaves what it fetched, in the request's meta.
+RESULTS = "media_results"
+#: Items a crawl remembers for reuse (about 200 bytes each).
+REUSE_CAPACITY = 50_000
 #: The first bytes of the image formats browsers show.
 _IMAGE_MAGIC = (
     b"\xff\xd8\xff",
@@ -116,12 +132,60 @@ def page_media(page: FetchedPage, site: Site, last_hash: str | None) -> list[Fou
     return found
 
 
+@dataclass(frozen=True)
+class Held:
+    """An item this crawl fetched and kept: what a later snapshot showing it records."""
+
+    sha256: bytes
+    size: int
+    content_type: str | None
+    fetched_at: int
+    #: A stylesheet's own items (its fonts and images), in its order.
+    children: tuple[str, ...] = ()
+
+
+class MediaReuse:
+    """The items this crawl fetched and kept lately, by the URL a page named: at most
+    ``capacity`` of them (the oldest forgotten first), each reused for ``seconds`` after
+    its fetch.
+
+    >>> reuse = MediaReuse(60, capacity=2)
+    >>> for n in range(3):
+    ...     reuse.keep(f"u{n}", Held(b"d", 1, None, now()))
+    >>> reuse.get("u0") is None, reuse.get("u2").size
+    (True, 1)
+    """
+
+    def __init__(self, seconds: float, capacity: int = REUSE_CAPACITY) -> None:
+        self.seconds = seconds
+        self.capacity = capacity
+        self._held: OrderedDict[str, Held] = OrderedDict()
+
+    def get(self, url: str) -> Held | None:
+        held = self._held.get(url)
+        if held is not None and now() - held.fetched_at > self.seconds:
+            del self._held[url]
+            return None
+        return held
+
+    def keep(self, url: str, held: Held) -> None:
+        self._held[url] = held
+        self._held.move_to_end(url)
+        while len(self._held) > self.capacity:
+            self._held.popitem(last=False)
+
+
 def media_outputs(
-    page: FetchedPage, site: Site, last_hash: str | None, spider: Any
+    page: FetchedPage,
+    site: Site,
+    last_hash: str | None,
+    spider: Any,
+    reuse: MediaReuse | None = None,
 ) -> Iterator[Request | MediaAnswer]:
-    """The requests of a stored page's items, and ``too-many`` records beyond
-    ``media_max_items``. The stylesheets share the spare places among them, each its part
-    (so a stylesheet's own fonts and images count too, in whichever worker fetches it)."""
+    """The requests of a stored page's items (records of those ``reuse`` holds), and
+    ``too-many`` records beyond ``media_max_items``. The stylesheets share the spare
+    places among them, each its part (so a stylesheet's own fonts and images count too,
+    in whichever worker fetches it)."""
     found = page_media(page, site, last_hash)
     cap = site.config.media_max_items
     keep = found[:cap]
@@ -130,11 +194,118 @@ def media_outputs(
     sheets = sum(1 for item in keep if item.kind == "style")
     spare = cap - len(keep)
     shares = [spare // sheets + (1 if i < spare % sheets else 0) for i in range(sheets)]
+    snapshot = (page.article_id, page.site_id, page.fetched_at)
+    wanted: list[tuple[Found, int]] = []
     for item in keep:
         share = shares.pop(0) if item.kind == "style" else 0
-        yield media_request(
-            spider, site, page.article_id, page.fetched_at, item, page.final_url, share
-        )
+        held = reuse.get(item.url) if reuse is not None else None
+        if held is None:
+            wanted.append((item, share))
+        else:
+            yield from reused(snapshot, item, held, share, site, spider, reuse)
+    yield from batched(spider, site, snapshot, wanted, page.final_url)
+
+
+def reused(
+    snapshot: tuple[int, int, int],
+    item: Found,
+    held: Held,
+    spare: int,
+    site: Site,
+    spider: Any,
+    reuse: MediaReuse | None,
+) -> Iterator[Request | MediaAnswer]:
+    """The record of an item this crawl holds, and a stylesheet's own items as if it had
+    been fetched again (reused too, or requested)."""
+    article_id, site_id, snapshot_at = snapshot
+    yield MediaAnswer(
+        article_id,
+        site_id,
+        snapshot_at,
+        item.kind,
+        item.url,
+        now(),
+        content_type=held.content_type,
+        sha256=held.sha256,
+        size=held.size,
+    )
+    yield from _sheet_items(snapshot, held.children, spare, item.url, site, spider, reuse)
+
+
+def _sheet_items(
+    snapshot: tuple[int, int, int],
+    urls: Sequence[str],
+    spare: int,
+    sheet_url: str,
+    site: Site,
+    spider: Any,
+    reuse: MediaReuse | None,
+) -> Iterator[Request | MediaAnswer]:
+    """A stylesheet's own items: up to its ``spare`` places fetched (or reused), the rest
+    ``too-many``."""
+    article_id, site_id, snapshot_at = snapshot
+    wanted: list[tuple[Found, int]] = []
+    for n, url in enumerate(urls):
+        item = Found("style", url)
+        if n >= spare:
+            yield refused(article_id, site_id, snapshot_at, item, TOO_MANY)
+            continue
+        held = reuse.get(url) if reuse is not None else None
+        if held is None:
+            wanted.append((item, 0))
+        else:
+            yield from reused(snapshot, item, held, 0, site, spider, reuse)
+    yield from batched(spider, site, snapshot, wanted, sheet_url)
+
+
+def batched(
+    spider: Any,
+    site: Site,
+    snapshot: tuple[int, int, int],
+    items: Sequence[tuple[Found, int]],
+    referer: str,
+) -> Iterator[Request]:
+    """The requests of a snapshot's items to fetch: the items of one host, up to
+    ``BATCH_ITEMS`` of them, share one request (``batch`` in its meta), which rides the
+    scheduler, the queue and every downloader middleware once for all of them; the last
+    middleware (``middlewares/media.py``) fetches them one after the other in its slot."""
+    article_id, _, snapshot_at = snapshot
+    by_host: dict[str, list[tuple[Found, int]]] = {}
+    for item, spare in items:
+        by_host.setdefault(urlsplit(item.url).netloc, []).append((item, spare))
+    for group in by_host.values():
+        for start in range(0, len(group), BATCH_ITEMS):
+            part = group[start : start + BATCH_ITEMS]
+            item, spare = part[0]
+            request = media_request(spider, site, article_id, snapshot_at, item, referer, spare)
+            if len(part) > 1:
+                request.meta[META_KEY]["batch"] = [[i.kind, i.url, n] for i, n in part]
+            yield request
+
+
+def batch_items(request: Request) -> list[tuple[Found, int]]:
+    """The (item, spare) pairs a media request stands for: its batch, or itself."""
+    meta = request.meta[META_KEY]
+    batch = meta.get("batch")
+    if not batch:
+        return [(Found(meta["media_kind"], request.url), int(meta.get("spare", 0)))]
+    return [(Found(str(kind), str(url)), int(spare)) for kind, url, spare in batch]
+
+
+def single_request(batch: Request, item: Found, spare: int) -> Request:
+    """One item of a batch as a request of its own (through the scheduler and every
+    middleware: redirects, retries and refusals are theirs)."""
+    meta = {k: v for k, v in batch.meta[META_KEY].items() if k != "batch"}
+    meta.update(media_kind=item.kind, spare=spare)
+    return batch.replace(
+        url=item.url,
+        headers={"Referer": batch.headers.get("Referer") or b""},
+        meta={
+            META_KEY: meta,
+            "download_maxsize": batch.meta.get("download_maxsize"),
+            "download_warnsize": 0,
+        },
+    )
 
 
 def refused(
@@ -205,18 +376,54 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
     if not is_media(kind, body, content_type):
         yield MediaAnswer(*base, now(), content_type=content_type, reason=NOT_MEDIA)
         return
-    yield MediaAnswer(*base, now(), body=body, content_type=content_type)
-    if kind != "style" or site is None or "css" not in (content_type or "").lower():
+    digest = hashlib.sha256(body).digest()
+    fetched_at = now()
+    yield MediaAnswer(*base, fetched_at, body=body, content_type=content_type, sha256=digest)
+    children: tuple[str, ...] = ()
+    if kind == "style" and "css" in (content_type or "").lower():
+        children = tuple(stylesheet_items(body, response.url))
+    reuse: MediaReuse | None = getattr(spider, "media_reuse", None)
+    if reuse is not None:
+        reuse.keep(url, Held(digest, len(body), content_type, fetched_at, children))
+    if not children or site is None:
         return
+    snapshot = (meta["article_id"], meta["site_id"], meta["snapshot_at"])
     spare = int(meta.get("spare", 0))
-    for n, url in enumerate(stylesheet_items(body, response.url)):
-        item = Found("style", url)
-        if n < spare:
-            yield media_request(
-                spider, site, meta["article_id"], meta["snapshot_at"], item, response.url
-            )
+    yield from _sheet_items(snapshot, children, spare, response.url, site, spider, reuse)
+
+
+def batch_answered(
+    response: Response, site: Site | None, spider: Any
+) -> Iterator[Request | MediaAnswer]:
+    """The records of a media request's answer: each item of its batch that the batch's
+    middleware fetched (``media_results``), the requests of those it left to the whole
+    stack; a request no such middleware saw is its first item's answer, and the others
+    are asked for one by one."""
+    results = response.meta.get(RESULTS)
+    if results is None:
+        yield from answered(response, site, spider)
+        request = response.request
+        if request is not None:
+            for item, spare in batch_items(request)[1:]:
+                yield single_request(request, item, spare)
+        return
+    from scrapy.http import Request
+
+    for result in results:
+        if isinstance(result, Request):
+            yield result
         else:
-            yield refused(meta["article_id"], meta["site_id"], meta["snapshot_at"], item, TOO_MANY)
+            yield from answered(result, site, spider)
+
+
+def batch_failed(failure: Failure) -> Iterator[Request | MediaAnswer]:
+    """A media request that failed before its batch was fetched (a robots.txt rule of its
+    first URL, the host refused or unreachable): its first item's record, and the others
+    asked for one by one, each judged on its own."""
+    yield failed(failure)
+    request = failure.request  # type: ignore[attr-defined]
+    for item, spare in batch_items(request)[1:]:
+        yield single_request(request, item, spare)
 
 
 def failed(failure: Failure) -> MediaAnswer:

@@ -144,7 +144,7 @@ def find_media(html: bytes | str, page_url: str, kinds: Iterable[str]) -> list[F
     def keep(kind: str, url: str | None) -> None:
         if not url or kind not in wanted or _is_data(url):
             return
-        absolute = urljoin(base, url.strip())
+        absolute = resolve(base, url.strip())
         if absolute.startswith(("http://", "https://")) and absolute not in seen:
             seen.add(absolute)
             found.append(Found(kind, absolute.split("#")[0]))
@@ -181,6 +181,32 @@ def find_media(html: bytes | str, page_url: str, kinds: Iterable[str]) -> list[F
             for url in css_urls(element.text):
                 keep("style", url)
     return found
+
+
+def resolve(base: str, url: str) -> str:
+    """``urljoin(base, url)``, without its parsing for the URLs pages mostly name: an
+    absolute http(s) one, as it is (urljoin's work on a page's 30 URLs was a third of
+    finding them), unless it has dot segments, an empty query or fragment, or characters
+    urljoin would change.
+
+    >>> resolve("https://a.example/x/", "https://cdn.example/i.png")
+    'https://cdn.example/i.png'
+    >>> resolve("https://a.example/x/", "../i.png"), resolve("https://a.example/", "//c.example/j")
+    ('https://a.example/i.png', 'https://c.example/j')
+    """
+    if (
+        url.startswith(("http://", "https://"))
+        and "/." not in url
+        and "?#" not in url
+        and not url.endswith(("?", "#"))  # urljoin drops an empty query or fragment
+        and _PLAIN.match(url)
+    ):
+        return url
+    return urljoin(base, url)
+
+
+#: What the fast path of ``resolve`` takes as it is: no white space, controls, backslash.
+_PLAIN = re.compile(r"[^\x00-\x20\\\x7f]*\Z")
 
 
 def css_urls(css: str) -> Iterator[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import itertools
 import os
 import tempfile
@@ -26,6 +27,8 @@ from sqlalchemy.engine import Connection, Engine
 from zeroarchive.storage.schema import article, media_chunk, media_item, snapshot_media
 
 CHUNK = 1 << 20
+#: Digests looked up per query of ``MediaStore.held``.
+LOOKUP = 500
 # Two workers storing one new item at once: the second finds it held, not a key error that
 # would cost it its whole batch.
 _INSERT_NEW = (
@@ -257,6 +260,41 @@ class MediaStore:
             spool.seek(0)
             self.blobs.keep(conn, sha256, spool)
         return Put(sha256, size, new=True)
+
+    def held(self, conn: Connection, digests: Iterable[bytes]) -> set[bytes]:
+        """Which of ``digests`` the archive holds: one index lookup for a whole batch's
+        items (per ``LOOKUP`` of them), not one per item."""
+        wanted = sorted(set(digests))
+        found: set[bytes] = set()
+        for start in range(0, len(wanted), LOOKUP):
+            part = wanted[start : start + LOOKUP]
+            rows = conn.execute(select(media_item.c.sha256).where(media_item.c.sha256.in_(part)))
+            found.update(bytes(row.sha256) for row in rows)
+        return found
+
+    def put_body(
+        self, conn: Connection, sha256: bytes, body: bytes, content_type: str | None, at: int
+    ) -> bool:
+        """Store an item the crawl holds in memory whole (Scrapy's answer), whose digest is
+        ``sha256`` and which ``held`` did not find; True when its bytes were written now
+        (False: another writer stored it since). No temporary file for the database
+        backend: its bytes go straight into chunks."""
+        added = conn.execute(
+            _INSERT_NEW.values(
+                sha256=sha256, size=len(body), content_type=_short(content_type), stored_at=at
+            )
+        ).rowcount
+        if not added:
+            return False
+        spool_dir = self.blobs.spool_dir()
+        if spool_dir is None:
+            self.blobs.keep(conn, sha256, io.BytesIO(body))
+            return True
+        with tempfile.NamedTemporaryFile(dir=spool_dir, prefix="media-") as spool:
+            spool.write(body)
+            spool.seek(0)
+            self.blobs.keep(conn, sha256, spool)
+        return True
 
     def read(self, digest: bytes) -> Iterator[bytes]:
         """An item's bytes, in chunks."""
