@@ -20,6 +20,7 @@ from zeroarchive.core.errors import error_kind
 from zeroarchive.core.items import FetchedPage, MediaAnswer
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.media.find import CONFIG_KINDS, Found, find_media, stylesheet_items
+from zeroarchive.media.sources import sends_referer, source_finder
 from zeroarchive.sites.record import Site
 
 if TYPE_CHECKING:
@@ -103,7 +104,12 @@ def _is_html(page: FetchedPage) -> bool:
 def page_media(page: FetchedPage, site: Site, last_hash: str | None) -> list[Found]:
     """The items of ``page`` to fetch: its site's kinds, when the page is new or changed."""
     kinds = [CONFIG_KINDS[kind] for kind in site.media]
-    if not kinds or not changed(page, last_hash) or not _is_html(page):
+    if not kinds or not changed(page, last_hash):
+        return []
+    finder = source_finder(site.source.name)  # PTT, Dcard, Facebook posts
+    if finder is not None:
+        return finder(page.body, page.final_url, kinds)
+    if not _is_html(page):
         return []
     return find_media(page.body, page.final_url, kinds)
 
@@ -150,7 +156,7 @@ def media_request(
         item.url,
         callback=spider.parse_media,
         errback=spider.media_failed,
-        headers={"Referer": referer},
+        headers={"Referer": referer} if sends_referer(item.url, referer) else {},
         meta={
             META_KEY: {
                 "site_id": site.site_id,
