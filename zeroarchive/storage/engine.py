@@ -98,16 +98,14 @@ FORWARD_COMPATIBLE = True
 @functools.cache
 def known_revisions() -> tuple[frozenset[str], frozenset[str]]:
     """Every schema revision this code's migrations make, and those no other migration
-    names as its ``down_revision`` or ``depends_on`` (the heads)."""
+    names as its ``down_revision`` (the heads)."""
     revisions: set[str] = set()
     parents: set[str] = set()
     for script in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"):
         names = _module_constants(script)
         revisions.add(names["revision"])
-        # A revision another depends on (``depends_on``) is no head either: alembic keeps
-        # only the dependent one in alembic_version.
-        for down in (names["down_revision"], names.get("depends_on")):
-            parents.update(down if isinstance(down, tuple) else [down] if down else [])
+        down = names["down_revision"]
+        parents.update(down if isinstance(down, tuple) else [down] if down else [])
     return frozenset(revisions), frozenset(revisions - parents)
 
 

@@ -12,7 +12,7 @@ to another site later leaves its media counted where they were. Rebuilding Snaps
 by copying it drops the triggers: recreate them after.
 
 Revision ID: 0028
-Revises: 0027
+Revises: 0027, 0013
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from alembic import op
 from sqlalchemy.dialects.mysql import BINARY
 
 revision = "0028"
-down_revision = "0027"
-# 0013's downgrade rebuilds Article on SQLite, which a trigger naming Article would stop:
-# going below 0013 takes these triggers away first.
-depends_on = "0013"
+# Also after 0013 (a branch of its own till now): its downgrade rebuilds Article on SQLite,
+# which a trigger naming Article would stop, so going below 0013 takes these away first.
+down_revision = ("0027", "0013")
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 ContentHash = sa.LargeBinary(32).with_variant(BINARY(32), "mysql", "mariadb")
