@@ -8,7 +8,8 @@ import json
 import time
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
 from tests.conftest import scrapy
@@ -18,8 +19,8 @@ from zeroarchive.media.store import MediaRecord, MediaStore, blobs_for
 from zeroarchive.monitor.app import create_app
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import close_archives, open_archive
-from zeroarchive.storage.media_stats import store_totals
-from zeroarchive.storage.schema import article
+from zeroarchive.storage.media_stats import SiteMedia, site_media, store_totals
+from zeroarchive.storage.schema import article, media_item, snapshot_media
 from zeroarchive.storage.site_stats import SiteStatsConfig, site_stats
 
 NOW = 1_750_000_000
@@ -153,3 +154,94 @@ def test_the_dashboard_shows_each_sites_media(db_url: str) -> None:
     assert '<dt>media</dt><dd class="media">3 of 6 item(s) stored;' in row
     assert "failed:404 2; too-large 1</dd>" in row
     assert "<dt>media</dt>" not in html.split(f'data-site-id="{ids["none"]}"')[1].split("</tr>")[0]
+
+
+def recount(engine: Engine) -> dict[int, SiteMedia]:
+    """The media per site grouped from every record: what the kept totals must be."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(article.c.site_id, snapshot_media, media_item.c.size).select_from(
+                snapshot_media.join(
+                    article, article.c.article_id == snapshot_media.c.article_id
+                ).outerjoin(media_item, media_item.c.sha256 == snapshot_media.c.sha256)
+            )
+        ).all()
+    found: dict[int, SiteMedia] = {}
+    for site_id in {row.site_id for row in rows}:
+        mine = [row for row in rows if row.site_id == site_id]
+        refused: dict[str, int] = {}
+        for row in mine:
+            if not row.stored:
+                refused[row.reason] = refused.get(row.reason, 0) + 1
+        found[site_id] = SiteMedia(
+            len(mine),
+            sum(1 for row in mine if row.stored),
+            dict(sorted(refused.items(), key=lambda kv: (-kv[1], kv[0]))),
+            sum(row.bytes for row in mine if row.stored),
+            sum({bytes(row.sha256): row.bytes for row in mine if row.stored}.values()),
+        )
+    return found
+
+
+def test_kept_media_totals_follow_inserts_and_deletes(db_url: str) -> None:
+    """Records written, some deleted (as rotation does), one moved in time: the totals the
+    triggers keep match a recount of every record, and so does the migration's backfill."""
+    media_archive(db_url)
+    engine = open_archive(url=db_url).engine
+    reported = {site_id: media for site_id, media in _site_media(engine).items() if media.items}
+    assert reported == recount(engine)
+    with engine.begin() as conn:
+        # The second snapshot of pics (the logo again, a refusal) goes, as rotation drops it.
+        conn.execute(snapshot_media.delete().where(snapshot_media.c.snapshot_at == NOW - 50))
+        conn.execute(
+            update(snapshot_media)
+            .where(snapshot_media.c.snapshot_at == NOW - 10)
+            .values(snapshot_at=NOW - 5)
+        )
+    assert _site_media(engine) == recount(engine)
+    with engine.begin() as conn:
+        # The text site's only record of the logo goes: its bytes stored go with it.
+        conn.execute(snapshot_media.delete().where(snapshot_media.c.snapshot_at == NOW - 5))
+    after = _site_media(engine)
+    assert after == recount(engine) and len(after) == 1
+    with engine.begin() as conn:
+        # A video's bytes expire: its records stay, stored no more, their digest kept.
+        conn.execute(
+            update(snapshot_media)
+            .where(snapshot_media.c.stored.is_(True))
+            .values(stored=False, reason="expired", expired_at=NOW)
+        )
+    expired = _site_media(engine)
+    assert expired == recount(engine)
+    assert all(m.stored == 0 and m.bytes_stored == 0 for m in expired.values())
+
+
+def _site_media(engine: Engine) -> dict[int, SiteMedia]:
+    with engine.connect() as conn:
+        return site_media(conn)
+
+
+def test_the_migration_counts_the_records_already_there(blank_db_url: str) -> None:
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    from zeroarchive.storage.engine import _alembic_config
+
+    media_archive(blank_db_url)
+    engine = open_archive(url=blank_db_url).engine
+    config = _alembic_config(engine)
+    # The revision is read from the code: the lead may renumber it.
+    totals = next(
+        script
+        for script in ScriptDirectory.from_config(config).walk_revisions()
+        if script.path.endswith("_media_totals.py")
+    )
+    below = totals.down_revision
+    command.downgrade(config, below[0] if isinstance(below, tuple) else str(below))
+    from sqlalchemy import inspect
+
+    assert "SiteMediaTotals" not in inspect(engine).get_table_names()
+    command.upgrade(config, totals.revision)
+    reported = _site_media(engine)
+    assert reported == recount(engine) and len(reported) == 2
+    close_archives()

@@ -29,6 +29,7 @@ from zeroarchive.core.errors import error_kind
 from zeroarchive.core.items import FetchedPage, MediaAnswer
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.media.find import CONFIG_KINDS, Found, find_media, stylesheet_items
+from zeroarchive.media.sources import sends_referer, source_finder
 from zeroarchive.media.video import VIDEO_META
 from zeroarchive.sites.record import Site
 
@@ -121,7 +122,12 @@ def page_media(page: FetchedPage, site: Site, last_hash: str | None) -> list[Fou
     """The items of ``page`` to fetch: its site's kinds, when the page is new or changed."""
     # A screenshot is taken by the browser that rendered the page (media/screenshot.py).
     kinds = [CONFIG_KINDS[kind] for kind in site.media if kind in CONFIG_KINDS]
-    if not kinds or not changed(page, last_hash) or not _is_html(page):
+    if not kinds or not changed(page, last_hash):
+        return []
+    finder = source_finder(site.source.name)  # PTT, Dcard, Facebook posts
+    if finder is not None:
+        return finder(page.body, page.final_url, kinds)
+    if not _is_html(page):
         return []
     found = find_media(page.body, page.final_url, kinds)
     if "video" in kinds and site.source.name == "youtube":
@@ -329,7 +335,7 @@ def media_request(
         item.url,
         callback=spider.parse_media,
         errback=spider.media_failed,
-        headers={"Referer": referer},
+        headers={"Referer": referer} if sends_referer(item.url, referer) else {},
         meta={
             META_KEY: {
                 "site_id": site.site_id,

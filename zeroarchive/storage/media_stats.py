@@ -6,7 +6,8 @@ monitor's dashboard.
 kept, the same logo once per snapshot that showed it); ``bytes_stored`` adds up the size of
 the distinct items the site's records refer to (what they take in the store: the same logo
 once). An item shared by two sites counts for each, so the archive's own total
-(``store_totals``) is at most the sum of the sites'.
+(``store_totals``) is at most the sum of the sites'. Triggers on ``SnapshotMedia`` keep
+them (migration 0028); a record counts for the site its article had when it was written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from zeroarchive.storage.schema import article, media_item, snapshot_media
+from zeroarchive.storage.schema import media_item, site_media_bytes, site_media_totals
 
 
 @dataclass(frozen=True)
@@ -46,42 +47,27 @@ class SiteMedia:
 
 
 def site_media(conn: Connection) -> dict[int, SiteMedia]:
-    """The media of every site with any record, by site id."""
-    row = snapshot_media.c
-    site_id = article.c.site_id
-    # One pass over the records grouped by (site, stored, reason): counts, refusals and
-    # bytes fetched at once; then one over the site's distinct digests for bytes stored.
-    grouped = conn.execute(
-        select(site_id, row.stored, row.reason, func.count(), func.sum(row.bytes))
-        .select_from(snapshot_media.join(article, article.c.article_id == row.article_id))
-        .group_by(site_id, row.stored, row.reason)
-    ).all()
-    distinct = (
-        select(site_id.label("site_id"), row.sha256.label("sha256"))
-        .select_from(snapshot_media.join(article, article.c.article_id == row.article_id))
-        .where(row.sha256.is_not(None))
-        .distinct()
-        .subquery()
-    )
-    sizes = dict(
-        conn.execute(
-            select(distinct.c.site_id, func.sum(media_item.c.size))
-            .select_from(distinct.join(media_item, media_item.c.sha256 == distinct.c.sha256))
-            .group_by(distinct.c.site_id)
-        ).all()
-    )
+    """The media of every site with any record, by site id: read from the totals the
+    triggers on ``SnapshotMedia`` keep (migration 0028), a few rows per site."""
+    totals = site_media_totals.c
     parts: dict[int, dict[str, Any]] = {}
-    for site, stored, reason, records, fetched in grouped:
+    for site, stored, reason, records, fetched in conn.execute(
+        select(totals.site_id, totals.stored, totals.reason, totals.records, totals.bytes_fetched)
+    ):
+        if not records:
+            continue
         part = parts.setdefault(
             int(site), {"items": 0, "stored": 0, "refused": {}, "bytes_fetched": 0}
         )
         part["items"] += int(records)
         if stored:
             part["stored"] += int(records)
-            part["bytes_fetched"] += int(fetched or 0)
+            part["bytes_fetched"] += int(fetched)
         else:
-            why = reason or "unknown"
-            part["refused"][why] = part["refused"].get(why, 0) + int(records)
+            part["refused"][reason or "unknown"] = int(records)
+    sizes = dict(
+        conn.execute(select(site_media_bytes.c.site_id, site_media_bytes.c.bytes_stored)).all()
+    )
     return {
         site: SiteMedia(
             part["items"],

@@ -536,3 +536,37 @@ snapshot_media = Table(
     Index("ix_SnapshotMedia_snapshot", "article_id", "snapshot_at"),
     Index("ix_SnapshotMedia_sha256", "sha256"),
 )
+
+# Per-site media totals kept by triggers on SnapshotMedia (migration 0028), read by
+# `site_stats` and the dashboard instead of grouping every record.
+site_media_totals = Table(
+    "SiteMediaTotals",
+    metadata,
+    Column("site_id", Id, nullable=False),
+    Column("stored", SmallInteger, nullable=False),  # 1 stored, 0 refused
+    Column("reason", String(64), nullable=False),  # '' when stored
+    Column("records", BigInteger, nullable=False),
+    Column("bytes_fetched", BigInteger, nullable=False),
+    PrimaryKeyConstraint("site_id", "stored", "reason"),
+    sqlite_with_rowid=False,
+)
+
+# Each distinct item a site's records show, and how many do.
+site_media_items = Table(
+    "SiteMediaItems",
+    metadata,
+    Column("site_id", Id, nullable=False),
+    Column("sha256", ContentHash, nullable=False),
+    Column("refs", BigInteger, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    PrimaryKeyConstraint("site_id", "sha256"),
+    sqlite_with_rowid=False,
+)
+
+site_media_bytes = Table(
+    "SiteMediaBytes",
+    metadata,
+    Column("site_id", Id, primary_key=True, autoincrement=False),
+    Column("bytes_stored", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)
