@@ -24,6 +24,8 @@ pages; ``--json FILE`` writes every page's scores.
 Each CJK part is also scored per region (tw, cn, hk, jp, kr) and on the pages of the
 sources issue 41 added; it counts the pages under 0.5 where readability-lxml or trafilatura
 alone reaches 0.5. ``--part tune`` scores the tuning part only (what tuning may look at),
+``--part unseen2`` the third part (build_unseen2.py: pages in neither part, for the issue's
+independent check),
 ``--cjk-only`` leaves out the English benchmark, the dates and the speed.
 
 Usage: python bench/extraction.py [--tree DIR] [--json FILE] [--worst 10] [--part both]
@@ -160,7 +162,7 @@ _GOLD: dict[str, dict[str, str]] = json.loads((CJK / "gold.json").read_text(enco
 
 
 def cjk_pages(part: str) -> dict[str, tuple[str, str]]:
-    """{name: (html, gold body)} of one part ("tune" or "heldout") of the CJK pages."""
+    """{name: (html, gold body)} of one part ("tune", "heldout", "unseen2") of the CJK pages."""
     gold = json.loads((CJK / "gold.json").read_text(encoding="utf-8"))
     names = [
         line.split()[1]
@@ -264,7 +266,7 @@ def region(entry: dict[str, str]) -> str:
     if entry["lang"] != "zh":
         return {"ja": "jp", "ko": "kr"}[entry["lang"]]
     publisher, source = entry["publisher"], entry["source"]
-    if source.startswith("lulalala/") or publisher.endswith(".tw"):
+    if source.startswith(("lulalala/", "virus-warnning/")) or publisher.endswith(".tw"):
         return "tw"
     if source.startswith("ayltai/") or publisher.endswith(".hk") or publisher.startswith("hk."):
         return "hk"
@@ -326,10 +328,10 @@ def main() -> None:
     parser.add_argument("--worst", type=int, default=10, help="worst CJK pages to list")
     parser.add_argument(
         "--part",
-        choices=("tune", "heldout", "both"),
+        choices=("tune", "heldout", "both", "unseen2"),
         default="both",
         help="the CJK parts scored: while tuning, `tune` only (the held-out part is never "
-        "looked at page by page)",
+        "looked at page by page); `unseen2` the pages of build_unseen2.py, scored apart",
     )
     parser.add_argument(
         "--cjk-only", action="store_true", help="skip the English benchmark, dates and speed"
@@ -344,6 +346,8 @@ def main() -> None:
         sets["CJK tuning part"] = cjk_pages("tune")
     if args.part in ("heldout", "both"):
         sets["CJK held-out part"] = cjk_pages("heldout")
+    if args.part == "unseen2":
+        sets["CJK unseen2 part"] = cjk_pages("unseen2")
     for title, pages in sets.items():
         texts = extracted(pages)
         if title.startswith("extraction-benchmark"):

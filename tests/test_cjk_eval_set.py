@@ -39,7 +39,7 @@ def parts() -> list[tuple[str, str]]:
 
 def test_every_page_is_in_one_part_with_its_saved_page_and_gold() -> None:
     names = [name for _, name in parts()]
-    assert {part for part, _ in parts()} <= {"tune", "heldout"}
+    assert {part for part, _ in parts()} <= {"tune", "heldout", "unseen2"}
     assert len(names) == len(set(names))
     assert sorted(names) == sorted(gold())
     for name in names:
@@ -78,7 +78,18 @@ def test_the_set_is_as_large_as_issue_41_asks_and_split_by_publisher() -> None:
     assert len({registrable(entry["publisher"]) for entry in gold().values()}) >= 60
     by_publisher: dict[str, set[str]] = {}
     for part, name in parts():
+        if part == "unseen2":
+            continue
         by_publisher.setdefault(registrable(gold()[name]["publisher"]), set()).add(part)
     assert [group for group, found in by_publisher.items() if len(found) > 1] == []
     new = [name for part, name in parts() if "magic-html" in gold()[name]["source"]]
     assert sum(part == "heldout" for part, name in parts() if name in new) > len(new) / 2
+
+
+def test_the_unseen2_part_is_pages_of_its_own_scored_apart() -> None:
+    """build_unseen2.py's pages: none in another part (the first test), from many
+    publishers, Japanese and Chinese."""
+    unseen = [name for part, name in parts() if part == "unseen2"]
+    assert len(unseen) >= 15
+    assert len({registrable(gold()[name]["publisher"]) for name in unseen}) >= 12
+    assert {gold()[name]["lang"] for name in unseen} == {"ja", "zh"}

@@ -64,3 +64,23 @@ def test_a_long_body_readability_cuts_short_stays_whole(name: str) -> None:
     """The more trafilatura finds is article text, inside the article, not links: kept."""
     _, f1 = body(name)
     assert f1 >= 0.85
+
+
+def test_a_long_section_trafilatura_leaves_out_between_confirmed_lines_stays() -> None:
+    """Xinhua: a long interview; trafilatura's text leaves out a 271-character paragraph
+    of the biography between lines both extractors hold. A long multi-section body keeps
+    such a section (a caption, a byline or a row of links between them does not stay)."""
+    text, f1 = body("cwced-a0cb0242")
+    assert "1956年生人，1978年参加工作" in text
+    assert f1 >= 0.95
+
+
+def test_captions_between_confirmed_lines_stay_out() -> None:
+    """phys.org (ESA): two long figure captions between paragraphs both extractors hold;
+    the page's own figcaption elements say they are captions, not a section."""
+    folder = FIXTURES / "extraction-benchmark-dev"
+    name = "e1c7023ee2148901b086256fdd30a0893d10b0720b510d5ff07a021109347266"
+    raw = gzip.decompress((folder / "html" / f"{name}.html.gz").read_bytes())
+    text = parse_snapshot("Article", raw, detect_encoding(raw), "https://phys.org/a").text
+    assert "hibernation" in text
+    assert "Functional areas of the hibernation module" not in text

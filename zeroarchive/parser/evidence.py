@@ -39,6 +39,22 @@ class PageEvidence:
             text for a in self.tree.iter("a") if len(text := squeeze(a.text_content())) >= _MIN_LINK
         )
 
+    @cached_property
+    def captions(self) -> str:
+        """The texts of the page's figures and captions (``figure``, ``figcaption``, an
+        element whose class names a caption or a credit), white space taken out, one a
+        line (read from ``tree`` when first asked)."""
+        if self.tree is None:
+            return ""
+        found = []
+        for element in self.tree.iter():
+            if not isinstance(element.tag, str):
+                continue
+            names = (element.get("class") or "").lower()
+            if element.tag in ("figure", "figcaption") or "caption" in names or "credit" in names:
+                found.append(squeeze(element.text_content()))
+        return "\n".join(found)
+
 
 def squeeze(text: str) -> str:
     """``text`` without white space.

@@ -57,6 +57,13 @@ _LINE_KEPT = 0.5
 # tuning and benchmark pages: 0.40-0.84 where readability's text was right, 0.00-0.14 where
 # trafilatura's was).
 _LINKED_EXTRA = 0.3
+# Characters (spaces left out) of a run of readability's lines between confirmed ones that is
+# kept though trafilatura's text leaves it out: bylines, captions and comment counts are
+# shorter.
+_INNER_SECTION = 200
+# ... made of lines each this long: a kicker, a credit or a "More information:" is shorter
+# (captions are told by the page's figure and caption elements, or by being there twice).
+_INNER_LINE = 20
 # A text holding less than this of the page's own description took another block; one
 # holding this much or more of it took the article.
 _UNDESCRIBED = 0.5
@@ -175,16 +182,42 @@ def _combined(
             return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
-    kept = []
-    for line in readable.split("\n"):
+    lines = readable.split("\n")
+    confirmed = []
+    for line in lines:
         mine = shingles(line)
-        if (
+        confirmed.append(
             not mine
             or len(mine & theirs) / len(mine) >= _LINE_KEPT
             or " ".join(_TOKEN_RE.findall(line)) in joined
-        ):
-            kept.append(line)
+        )
+    kept = []
+    start = 0
+    while start < len(lines):
+        end = start
+        while end < len(lines) and confirmed[end] == confirmed[start]:
+            end += 1
+        run = lines[start:end]
+        if confirmed[start] or _inner_section(run, evidence, start > 0 and end < len(lines)):
+            kept += run
+        start = end
     return "\n".join(kept)
+
+
+def _inner_section(run: list[str], evidence: PageEvidence, inside: bool) -> bool:
+    """Whether lines of readability's text that trafilatura's leaves out are the article's
+    all the same: a long stretch of prose between lines both confirm (a section, a day of a
+    diary, a table trafilatura skipped), not a byline, a figure's caption or a row of links."""
+    sizes = [len(squeeze(line)) for line in run]
+    return (
+        inside
+        and min(sizes) >= _INNER_LINE
+        and sum(sizes) >= _INNER_SECTION
+        and len(set(run)) == len(run)
+        and not any(squeeze(line) in evidence.captions for line in run)
+        and linked_share(run, evidence.linked) < _LINKED_EXTRA
+        and not all(is_prompt(line) for line in run)
+    )
 
 
 def article_text(tree: HtmlElement, meta: PageMetadata | None = None) -> tuple[str, list[str]]:
