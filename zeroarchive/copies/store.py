@@ -15,9 +15,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
-from zeroarchive.storage.dialect import add_counts
 from zeroarchive.storage.schema import (
-    article,
     copy_band,
     copy_block,
     copy_cluster,
@@ -194,26 +192,32 @@ def sharing_by_key(conn: Connection, keys: Sequence[int]) -> dict[int, list[int]
 
 def count_blocks(conn: Connection, counts: Mapping[tuple[int, int], int]) -> None:
     """Add to how many articles of a site had an edge line: {(site, line hash): articles}."""
-    rows = [
-        {"site_id": site_id, "block": block, "articles": count}
-        for (site_id, block), count in sorted(counts.items())
-    ]
-    add_counts(conn, copy_block, rows, "articles")
+    if not counts:
+        return
+    if conn.dialect.name == "sqlite":
+        upsert = (
+            " ON CONFLICT (site_id, block) DO UPDATE SET articles = articles + excluded.articles"
+        )
+    else:
+        upsert = " ON DUPLICATE KEY UPDATE articles = articles + VALUES(articles)"
+    _run(
+        conn,
+        "INSERT INTO copy_block (site_id, block, articles) VALUES (?, ?, ?)" + upsert,
+        [(int(site), int(block), int(count)) for (site, block), count in sorted(counts.items())],
+    )
 
 
 def reached(conn: Connection, site_id: int, blocks: Collection[int], count: int) -> set[int]:
     """Those of ``blocks`` that have just now been on ``count`` of the site's articles."""
     if not blocks:
         return set()
-    return set(
-        conn.execute(
-            select(copy_block.c.block).where(
-                copy_block.c.site_id == site_id,
-                copy_block.c.block.in_(sorted(blocks)),
-                copy_block.c.articles == count,
-            )
-        ).scalars()
+    rows = _run(
+        conn,
+        f"SELECT block FROM copy_block WHERE site_id = ? AND block IN ({_ints(sorted(blocks))})"
+        " AND articles = ?",
+        (int(site_id), int(count)),
     )
+    return {int(row[0]) for row in rows}
 
 
 def clustered(conn: Connection, site_id: int) -> list[Doc]:
@@ -239,9 +243,10 @@ def boilerplate(conn: Connection, site_id: int, least: int) -> frozenset[int]:
 
 def first_seen(conn: Connection, article_id: int, seen: int) -> int:
     """When the article was first snapshotted (``seen`` if no earlier snapshot is known)."""
-    first = conn.execute(
-        select(article.c.first_snapshot_at).where(article.c.article_id == article_id)
-    ).scalar()
+    row = _run(
+        conn, "SELECT first_snapshot_at FROM Article WHERE article_id = ?", (int(article_id),)
+    ).first()
+    first = None if row is None else row[0]
     return min(int(first), seen) if first else seen
 
 
