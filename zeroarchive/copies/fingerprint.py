@@ -205,8 +205,15 @@ def line_blocks(folded: Folded) -> set[int]:
 
 
 def edge_blocks_of(text: str) -> set[int]:
-    """``edge_blocks(fold(text))``."""
-    return edge_blocks(fold(text))
+    """``edge_blocks(fold(text))`` folding only the lines at either end of a long body
+    (what a rebuild counts before it fingerprints)."""
+    raw = [line for line in text.split("\n") if line.strip()]
+    # Twice the edge: a line of punctuation alone is no line once folded.
+    if len(raw) <= 4 * EDGE:
+        return edge_blocks(fold(text))
+    head = fold("\n".join(raw[: 2 * EDGE])).lines[:EDGE]
+    tail = fold("\n".join(raw[-2 * EDGE :])).lines[-EDGE:]
+    return edge_blocks(Folded(head + tail, NO_SCRIPT))
 
 
 def body(folded: Folded, boilerplate: Collection[int] = ()) -> str:
