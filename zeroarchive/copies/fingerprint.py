@@ -32,11 +32,12 @@ from zeroarchive.search.fold import _canonical_table, canonical, variants
 #: Characters per shingle: 5 CJK characters are rarer than a word, so two unrelated
 #: articles share few; an edit or a conversion slip touches at most five shingles.
 SHINGLE = 5
-#: MinHash values per body and how they are banded: 16 bands of 3 find a pair of Jaccard
-#: 0.5 (a copy cut to half) with probability 0.88, 0.67 with 0.994, 1/3 with 0.45 and one
-#: of 0.1 with 0.016; a body is 16 rows of the LSH index (bench/copies_eval.py and
-#: bench/copies_speed.py measured the choice against 32 bands of 4).
-BANDS = 16
+#: MinHash values per body and how they are banded: 18 bands of 3 find a pair of Jaccard
+#: 0.5 (a copy cut to half) with probability 0.91, 0.67 with 0.998, 1/3 with 0.49 and one
+#: of 0.1 with 0.018; a body is 18 rows of the LSH index (bench/copies_eval.py and
+#: bench/copies_speed.py measured the choice against 32 bands of 4; 16 of 3 lost one
+#: held-out variant).
+BANDS = 18
 ROWS = 3
 BINS = BANDS * ROWS
 #: Paragraphs at either end of a body whose repetition across a site is counted.
@@ -271,7 +272,7 @@ def signature(hashes: np.ndarray) -> np.ndarray:
     it (Shrivastava and Li's rotation). One binary search per bin, not one hash per
     shingle and permutation: the hashes are random already.
 
-    >>> signature(np.array([5, 1 << 31], dtype=np.uint32))[[0, 24]].tolist()
+    >>> signature(np.array([5, 1 << 31], dtype=np.uint32))[[0, BINS // 2]].tolist()
     [5, 2147483648]
     """
     if not len(hashes):
@@ -294,7 +295,7 @@ def signature(hashes: np.ndarray) -> np.ndarray:
 
 def sketch(hashes: np.ndarray) -> np.ndarray:
     """The signature's values cut to their low 16 bits: what ``copy_doc.bands`` keeps
-    (96 bytes), enough to derive the band keys and to count the bins two bodies agree on
+    (108 bytes), enough to derive the band keys and to count the bins two bodies agree on
     (two different values agree by chance once in 65,536)."""
     return (signature(hashes) & np.uint32(0xFFFF)).astype(np.uint16)
 

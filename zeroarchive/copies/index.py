@@ -40,8 +40,8 @@ from zeroarchive.copies.fingerprint import (
 from zeroarchive.copies.store import Doc
 
 #: Bins a candidate must agree on to be checked exactly: the ``ROWS`` of the band it
-#: shares and ``MIN_AGREEMENT - ROWS`` of the 45 others. A copy cut to a third agrees on 15
-#: of them on average, and one a fifth as long as the other on 9 (fewer than 4 once in 50);
+#: shares and ``MIN_AGREEMENT - ROWS`` of the 51 others. A copy cut to a third agrees on 17
+#: of them on average, and one a fifth as long as the other on 10 (fewer than 4 once in 50);
 #: two articles that share a sentence on 1 or 2: most such candidates cost no body read.
 MIN_AGREEMENT = 7
 #: Shingle sets kept per index object (a cluster's first is checked against each newcomer).
