@@ -1,16 +1,19 @@
 """Copies: what fingerprinting and clustering cost (issue 38, "Speed and scale").
 
-1. Builds ``--publications`` publications from the real articles of bench/copies_eval.py:
-   paragraphs of their sentences recombined (real text; ``bodies``), a tenth of them
-   copies of an earlier one (converted, cut, reordered with an ad, wrapped), over 50
-   sites; once in a SQLite file, once in MariaDB.
+1. Builds ``--publications`` publications (several sizes: ``--publications 100000,300000``)
+   from the real articles of bench/copies_eval.py: paragraphs of their sentences
+   recombined (real text; ``bodies``), a tenth of them copies of one of the 20,000 bodies
+   before them (converted, cut, reordered with an ad, wrapped), over 50 sites; once in a
+   SQLite file, once in MariaDB.
 2. ``scrapy copies --rebuild``'s code over them: publications per CPU second (this
    process; on MariaDB the server's CPU is added), both passes counted.
 3. The index's size on disk against the text it covers (SQLite: dbstat pages of the copy
-   tables; MariaDB: their data and index length) .
+   tables; MariaDB: their data and index length).
 4. ``scrapy copies --article``'s query (``read.cluster_of``) for 300 articles, half of
    them in a cluster: p50/p95 milliseconds.
-5. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) without
+5. The parse hook's own work on that archive: 500 more bodies (a tenth copies) added one
+   transaction each, as the hook adds them: CPU milliseconds per publication.
+6. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) without
    and with the copies hook, on SQLite: what the hook adds to a parse run.
 
     python bench/copies_speed.py [--publications 20000] [--copies 3] [--skip-mariadb]
@@ -28,16 +31,19 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sqlalchemy import create_engine, func, select, text  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
 
 from bench.copies_eval import ADS, converted, cut, originals, wrapped  # noqa: E402
 from bench.corpora import CORPORA  # noqa: E402
 from zeroarchive.copies.hook import copies_hook  # noqa: E402
+from zeroarchive.copies.index import CopyIndex  # noqa: E402
 from zeroarchive.copies.read import cluster_of  # noqa: E402
 from zeroarchive.copies.rebuild import rebuild  # noqa: E402
 from zeroarchive.core.encoding import detect_encoding  # noqa: E402
@@ -53,12 +59,17 @@ MARIADB = "mysql+pymysql://root@127.0.0.1:3306"
 START = 1_700_000_000
 SITES = 50
 TABLES = ("copy_doc", "copy_band", "copy_block", "copy_cluster")
+#: Bodies a copy may be taken from: the last this many.
+WINDOW = 20_000
+#: Bodies added through the hook's path after the rebuild.
+HOOKED = 500
 
 
-def bodies(count: int, seed: int = 38) -> list[str]:
+def bodies(count: int, seed: int = 38) -> Iterator[str]:
     """Bodies of real sentences: 3-8 paragraphs of 2-5 sentences drawn from all the
     articles' sentences (so two bodies share a sentence now and then, as two articles on
-    one subject do, but rarely more), a tenth copies of an earlier body."""
+    one subject do, but rarely more), a tenth copies of one of the ``WINDOW`` bodies
+    before (content farms copy within days, not years; and memory stays bounded)."""
     rng = random.Random(seed)
     pool = [
         sentence.strip() + "。"
@@ -72,27 +83,27 @@ def bodies(count: int, seed: int = 38) -> list[str]:
             source = rng.choice(made)
             kind = rng.randrange(4)
             if kind == 0:
-                made.append(converted(source))
+                body = converted(source)
             elif kind == 1:
-                made.append(cut(source, 0.7))
+                body = cut(source, 0.7)
             elif kind == 2:
                 parts = source.split("\n")
-                made.append(
-                    "\n".join([*parts[len(parts) // 2 :], ADS[0], *parts[: len(parts) // 2]])
-                )
+                body = "\n".join([*parts[len(parts) // 2 :], ADS[0], *parts[: len(parts) // 2]])
             else:
-                made.append(wrapped(source, rng.randrange(6)))
-            continue
-        made.append(
-            "\n".join(
+                body = wrapped(source, rng.randrange(6))
+        else:
+            body = "\n".join(
                 "".join(rng.sample(pool, rng.randint(2, 5))) for _ in range(rng.randint(3, 8))
             )
-        )
-    return made
+        made.append(body)
+        if len(made) > WINDOW:
+            del made[: len(made) - WINDOW]
+        yield body
 
 
-def load(url: str, texts: list[str]) -> None:
-    """The publications, written in bulk (their parse is not what is measured)."""
+def load(url: str, texts: Iterable[str], count: int) -> tuple[int, list[int]]:
+    """The publications, written in bulk (their parse is not what is measured); returns
+    the characters written and the articles left without one for ``hook_cost``."""
     archive = open_archive(url=url)
     sites = []
     for number in range(SITES):
@@ -106,53 +117,94 @@ def load(url: str, texts: list[str]) -> None:
         )
         sites.append(archive.sites.upsert(spec, START)[0])
     PublicationStore(archive.engine, PARSER_VERSION).register_parser({}, START)
-    urls = [f"https://s{n % SITES}.example/a/{n}" for n in range(len(texts))]
+    urls = [f"https://s{n % SITES}.example/a/{n}" for n in range(count + HOOKED)]
     for number in range(SITES):
         archive.articles.add(sites[number], "Article", urls[number::SITES], START)
-    with archive.engine.begin() as conn:
+    with archive.engine.connect() as conn:
         ids = dict(conn.execute(select(article.c.url, article.c.article_id)).all())
-        for start in range(0, len(texts), 2000):
-            rows = []
-            for n in range(start, min(start + 2000, len(texts))):
-                at = START + n * 60
-                rows.append(
-                    {
-                        "article_id": ids[urls[n]],
-                        "parser_version": PARSER_VERSION,
-                        "version": 1,
-                        "producer_id": 0,
-                        "site_id": sites[n % SITES],
-                        "canonical_url": urls[n],
-                        "title": "",
-                        "publication_text": texts[n],
-                        "first_seen_at": at,
-                        "last_seen_at": at,
-                        "last_updated_at": at,
-                        "hashtags": "[]",
-                        "urls": "[]",
-                        "keywords": "[]",
-                        "tags": "[]",
-                        "metadata": "{}",
-                        "comments": "[]",
-                        "comment_count": 0,
-                        "content_hash": bytes(32),
-                        "parsed_at": at,
-                    }
-                )
+    characters = 0
+    texts = iter(texts)
+    for start in range(0, count, 2000):
+        rows = []
+        for n in range(start, min(start + 2000, count)):
+            at = START + n * 60
+            body = next(texts)
+            characters += len(body)
+            rows.append(
+                {
+                    "article_id": ids[urls[n]],
+                    "parser_version": PARSER_VERSION,
+                    "version": 1,
+                    "producer_id": 0,
+                    "site_id": sites[n % SITES],
+                    "canonical_url": urls[n],
+                    "title": "",
+                    "publication_text": body,
+                    "first_seen_at": at,
+                    "last_seen_at": at,
+                    "last_updated_at": at,
+                    "hashtags": "[]",
+                    "urls": "[]",
+                    "keywords": "[]",
+                    "tags": "[]",
+                    "metadata": "{}",
+                    "comments": "[]",
+                    "comment_count": 0,
+                    "content_hash": bytes(32),
+                    "parsed_at": at,
+                }
+            )
+        with archive.engine.begin() as conn:
             conn.execute(publication.insert(), rows)
     close_archives()
+    return characters, [ids[url] for url in urls[count:]]
 
 
-def server_cpu() -> float:
+def _server_pid() -> int | None:
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)
         except OSError:
             continue
         if fields[0].endswith("(mariadbd") or fields[0].endswith("(mysqld"):
-            ticks = fields[1].split()
-            return (int(ticks[11]) + int(ticks[12])) / os.sysconf("SC_CLK_TCK")
-    return 0.0
+            return int(stat.parent.name)
+    return None
+
+
+def _cpu_of(stat: Path) -> float:
+    try:
+        ticks = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(ticks[11]) + int(ticks[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu() -> float:
+    """CPU seconds of the whole server (every client's work: others' tests too)."""
+    pid = _server_pid()
+    return 0.0 if pid is None else _cpu_of(Path(f"/proc/{pid}/stat"))
+
+
+class ServerThread:
+    """CPU seconds of the server thread that serves an engine of one pooled connection
+    (``pool_size=1``; the server runs a thread per connection): this run's own queries,
+    not the other clients' of a shared server. InnoDB's background threads (flushing,
+    purge) are not counted; ``server_cpu`` around the same run bounds them from above."""
+
+    def __init__(self, engine: Engine) -> None:
+        pid = _server_pid()
+        self.stat: Path | None = None
+        if pid is None:
+            return
+        tasks = Path(f"/proc/{pid}/task")
+        before = {stat: _cpu_of(stat) for stat in tasks.glob("*/stat")}
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT BENCHMARK(30000000, CRC32('zeroarchive'))").all()
+        after = {stat: _cpu_of(stat) for stat in tasks.glob("*/stat")}
+        self.stat = max(after, key=lambda stat: after[stat] - before.get(stat, 0.0))
+
+    def cpu(self) -> float:
+        return 0.0 if self.stat is None else _cpu_of(self.stat)
 
 
 def sizes(url: str) -> tuple[int, int]:
@@ -234,6 +286,77 @@ def latency(url: str, count: int = 300) -> tuple[float, float, int]:
     return statistics.median(times), times[int(0.95 * (len(times) - 1))], found
 
 
+def hook_cost(url: str, ids: list[int], count: int) -> float:
+    """CPU milliseconds (this process and the server's) per publication of ``HOOKED`` more
+    bodies added as the parse hook adds them (``CopyIndex.add``, a transaction each), on
+    the archive the rebuild indexed: new ones, and a tenth copies of bodies it holds."""
+    engine = create_engine(url, pool_size=1, max_overflow=0)
+    rng = random.Random(7)
+    with engine.connect() as conn:
+        sources = list(
+            conn.execute(
+                select(publication.c.publication_text).where(
+                    publication.c.publication_id.in_(
+                        [rng.randrange(1, count) for _ in range(HOOKED // 10)]
+                    )
+                )
+            ).scalars()
+        )
+        site_id = int(
+            conn.execute(
+                select(article.c.site_id).where(article.c.article_id == ids[0])
+            ).scalar_one()
+        )
+    fresh = bodies(HOOKED, seed=count)
+    texts = [cut(source, 0.8) if n % 2 else converted(source) for n, source in enumerate(sources)]
+    texts += [next(fresh) for _ in range(HOOKED - len(texts))]
+    rng.shuffle(texts)
+    ids = ids[: len(texts)]
+    with engine.begin() as conn:
+        for article_id, body in zip(ids, texts, strict=True):
+            conn.execute(
+                publication.insert().values(
+                    article_id=article_id,
+                    parser_version=PARSER_VERSION,
+                    version=1,
+                    producer_id=0,
+                    site_id=site_id,
+                    canonical_url=f"https://hooked.example/{article_id}",
+                    title="",
+                    publication_text=body,
+                    first_seen_at=START + count * 60,
+                    last_seen_at=START + count * 60,
+                    last_updated_at=START + count * 60,
+                    hashtags="[]",
+                    urls="[]",
+                    keywords="[]",
+                    tags="[]",
+                    metadata="{}",
+                    comments="[]",
+                    comment_count=0,
+                    content_hash=bytes(32),
+                    parsed_at=START,
+                )
+            )
+        publications = dict(
+            conn.execute(
+                select(publication.c.article_id, publication.c.publication_id).where(
+                    publication.c.article_id.in_(ids)
+                )
+            ).all()
+        )
+    index = CopyIndex()
+    server = server_cpu() if url.startswith("mysql") else 0.0
+    cpu = time.process_time()
+    for article_id, body in zip(ids, texts, strict=True):
+        with engine.begin() as conn:
+            index.add(conn, article_id, site_id, publications[article_id], body, START + count * 60)
+    cpu = time.process_time() - cpu
+    server = (server_cpu() - server) if url.startswith("mysql") else 0.0
+    engine.dispose()
+    return (cpu + server) * 1000 / len(texts)
+
+
 def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
     pages = sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz"))
     raws = [gzip.decompress(path.read_bytes()) for path in pages]
@@ -284,62 +407,73 @@ def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
     return results
 
 
-def measure(url: str, texts: list[str], label: str) -> None:
-    load(url, texts)
-    engine = create_engine(url)
-    server = server_cpu() if url.startswith("mysql") else 0.0
+def measure(url: str, count: int, label: str) -> None:
+    characters, free = load(url, bodies(count), count)
+    engine = create_engine(url, pool_size=1, max_overflow=0)
+    mariadb = url.startswith("mysql")
+    thread = ServerThread(engine) if mariadb else None
+    whole = server_cpu() if mariadb else 0.0
+    server = thread.cpu() if thread else 0.0
     cpu = time.process_time()
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
         done, _ = rebuild(engine, stream=quiet)
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
-    server = (server_cpu() - server) if url.startswith("mysql") else 0.0
+    server = (thread.cpu() - server) if thread else 0.0
+    whole = (server_cpu() - whole) if mariadb else 0.0
     engine.dispose()
     index, covered = sizes(url)
     p50, p95, found = latency(url)
     with create_engine(url).connect() as conn:
         clusters = conn.execute(text("SELECT COUNT(*) FROM copy_cluster")).scalar()
+    hooked = hook_cost(url, free, count)
     print(
-        f"{label}: rebuild of {done} publications: {wall:.1f} s wall, {cpu:.1f} CPU s here"
-        f" + {server:.1f} server = {done / (cpu + server):.0f} publications per CPU second"
-        f" ({done / wall:.0f}/s wall); {clusters} clusters"
+        f"{label} {count}: rebuild of {done} publications ({characters / count:.0f} characters"
+        f" each): {wall:.1f} s wall, {cpu:.1f} CPU s here + {server:.1f} server thread ="
+        f" {done / (cpu + server):.0f} publications per CPU second ({done / wall:.0f}/s"
+        f" wall; the whole server's CPU meanwhile {whole:.1f} s); {clusters} clusters",
+        flush=True,
     )
     print(
-        f"{label}: index {index / 1e6:.1f} MB for {covered / 1e6:.1f} MB of text ="
-        f" {index / covered:.2f}x; --article query p50 {p50:.1f} ms, p95 {p95:.1f} ms"
-        f" ({found} of the articles asked had a cluster)"
+        f"{label} {count}: index {index / 1e6:.1f} MB for {covered / 1e6:.1f} MB of text ="
+        f" {index / covered:.3f}x; --article query p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+        f" ({found} of the articles asked had a cluster); the hook's work"
+        f" {hooked:.2f} CPU ms per publication",
+        flush=True,
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--publications", type=int, default=20_000)
+    parser.add_argument("--publications", default="20000", help="sizes, comma-separated")
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--skip-mariadb", action="store_true")
+    parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-parse", action="store_true")
     args = parser.parse_args()
-    texts = bodies(args.publications)
-    print(f"{len(texts)} publications, {sum(map(len, texts)) / len(texts):.0f} characters each")
-    with tempfile.TemporaryDirectory() as folder:
-        measure(f"sqlite:///{folder}/copies.db", texts, "SQLite")
-    if not args.skip_mariadb:
-        name = "bench_copies_" + secrets.token_hex(4)
-        server = create_engine(MARIADB)
-        with server.begin() as conn:
-            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-        try:
-            measure(f"{MARIADB}/{name}?charset=utf8mb4", texts, "MariaDB")
-        finally:
+    for count in (int(size) for size in args.publications.split(",")):
+        if not args.skip_sqlite:
+            with tempfile.TemporaryDirectory() as folder:
+                measure(f"sqlite:///{folder}/copies.db", count, "SQLite")
+        if not args.skip_mariadb:
+            name = "bench_copies_" + secrets.token_hex(4)
+            server = create_engine(MARIADB)
             with server.begin() as conn:
-                conn.execute(text(f"DROP DATABASE {name}"))
+                conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+            try:
+                measure(f"{MARIADB}/{name}?charset=utf8mb4", count, "MariaDB")
+            finally:
+                with server.begin() as conn:
+                    conn.execute(text(f"DROP DATABASE {name}"))
     if not args.skip_parse:
         cost = parse_overhead(args.copies)
         print(
             f"parse run ({args.copies} x the extraction benchmark's pages, SQLite): "
             f"{cost['without']:.1f} s without the hook, {cost['with']:.1f} s with "
             f"({cost['with'] / cost['without'] - 1:+.1%} wall, "
-            f"{cost['with cpu'] / cost['without cpu'] - 1:+.1%} CPU)"
+            f"{cost['with cpu'] / cost['without cpu'] - 1:+.1%} CPU); parse CPU per page"
+            f" without the hook {cost['without cpu'] * 1000 / (60 * args.copies):.1f} ms"
         )
 
 

@@ -150,3 +150,38 @@ def test_ad_hoc_sites_lose_the_credentials_of_their_saved_urls(db_url: str) -> N
     }
     assert not any("s3cret" in url for url in urls)
     engine.dispose()
+
+
+def test_the_copy_index_of_the_old_band_keys_is_emptied_and_boilerplate_kept(
+    db_url: str,
+) -> None:
+    """0025's band keys (32 bands of 4) can match none of the new ones: the rows made from
+    them go, to be rebuilt; each site's learnt boilerplate stays."""
+    engine = make_engine(db_url)
+    config = _alembic_config(engine)
+    command.upgrade(config, "0027")
+    rows = {
+        "copy_doc": "INSERT INTO copy_doc (article_id, publication_id, site_id, first_seen_at,"
+        " script, bands, cluster_id, similarity) VALUES (1, 1, 1, 5, 0, :b, 1, 1.0)",
+        "copy_band": "INSERT INTO copy_band (band_key, article_id) VALUES (-7, 1)",
+        "copy_cluster": "INSERT INTO copy_cluster (first_article_id, created_at) VALUES (1, 5)",
+        "copy_rebuild": "INSERT INTO copy_rebuild (scope, parser_version, phase,"
+        " last_article_id, started_at) VALUES ('all', 'p', 'blocks', 3, 5)",
+        "copy_block": "INSERT INTO copy_block (site_id, block, articles) VALUES (1, 9, 6)",
+    }
+    with engine.begin() as conn:
+        for insert in rows.values():
+            conn.execute(text(insert), {"b": b"\x00" * 4})
+    migrate(engine)
+    with engine.connect() as conn:
+        counts = {
+            name: conn.execute(text(f"SELECT COUNT(*) FROM {name}")).scalar() for name in rows
+        }
+    assert counts == {
+        "copy_doc": 0,
+        "copy_band": 0,
+        "copy_cluster": 0,
+        "copy_rebuild": 0,
+        "copy_block": 1,
+    }
+    engine.dispose()

@@ -1,13 +1,19 @@
-"""What two bodies are compared on, and their MinHash LSH band keys (pure functions).
+"""What two bodies are compared on, and their LSH band keys (pure functions).
 
 A body is NFKC-normalised, each Chinese character folded to its canonical (Simplified)
 form (``search.fold.canonical``: OpenCC's Traditional, Taiwan and Hong Kong variants
 joined) and case folded; each line keeps its letters and digits only, so markup, spacing and
 punctuation changes leave it as it was. Lines that are the site's boilerplate are left
 out, the rest joined, and cut into overlapping ``SHINGLE``-character shingles, hashed to
-32 bits. MinHash (datasketch's ``affine32`` permutations) estimates their Jaccard
-similarity; ``BANDS`` bands of ``ROWS`` values each make the LSH keys under which a
+32 bits. A one-permutation MinHash (the hash range cut into ``BANDS * ROWS`` equal bins,
+the least hash of each bin; empty bins filled from the next full one) estimates their
+Jaccard similarity; ``BANDS`` bands of ``ROWS`` bins each make the LSH keys under which a
 body's candidates are found; a candidate is a copy when ``containment`` says so.
+
+The fold is a table look-up over the text's code points (numpy), built once per process
+from the same steps, per character; a text holding a character whose fold depends on its
+neighbours (a combining mark, a Hangul jamo) or is more than one character (½, ß) is folded
+the long way.
 """
 
 from __future__ import annotations
@@ -16,23 +22,24 @@ import functools
 import re
 import unicodedata
 import zlib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
-from datasketch import MinHash
 
-from zeroarchive.search.fold import canonical, variants
+from zeroarchive.search.fold import _canonical_table, canonical, variants
 
 #: Characters per shingle: 5 CJK characters are rarer than a word, so two unrelated
 #: articles share few; an edit or a conversion slip touches at most five shingles.
 SHINGLE = 5
-#: MinHash values per body and how they are banded: 32 bands of 4 find a pair of Jaccard
-#: 0.5 (a copy cut to half) with probability 0.87, 0.63 with 0.996, and one of 0.1 with
-#: 0.003 (bench/copies_eval.py measured the choice).
-BANDS = 32
-ROWS = 4
-SEED = 1
+#: MinHash values per body and how they are banded: 18 bands of 3 find a pair of Jaccard
+#: 0.5 (a copy cut to half) with probability 0.91, 0.67 with 0.998, 1/3 with 0.49 and one
+#: of 0.1 with 0.018; a body is 18 rows of the LSH index (bench/copies_eval.py and
+#: bench/copies_speed.py measured the choice against 32 bands of 4; 16 of 3 lost one
+#: held-out variant).
+BANDS = 18
+ROWS = 3
+BINS = BANDS * ROWS
 #: Paragraphs at either end of a body whose repetition across a site is counted.
 EDGE = 3
 #: A longer paragraph is never taken for boilerplate (counted, or dropped).
@@ -45,9 +52,15 @@ NO_SCRIPT, SIMPLIFIED, TRADITIONAL = 0, 1, 2
 _NOT_WORD = re.compile(r"[\W_]+")
 _MASK32 = np.uint64(0xFFFFFFFF)
 _PRIME = np.uint64(0x100000001B3)
-# A body's shingles are hashed against the permutations this many at a time, which bounds
-# the temporary (n x 128) array of a very long body.
-_CHUNK = 4096
+#: Code points the fold's table covers (the Han blocks of ``_HAN`` end below it).
+_LIMIT = 0x31350
+#: In the fold's table: a character folded the long way (see the module's docstring).
+_LONG = np.uint32(0xFFFFFFFF)
+_JAMO = ((0x1100, 0x11FF), (0xA960, 0xA97F), (0xD7B0, 0xD7FF))
+#: Each bin's lower end in the 32-bit hash range.
+_BIN_STARTS = ((np.arange(BINS, dtype=np.uint64) << np.uint64(32)) // np.uint64(BINS)).astype(
+    np.uint32
+)
 
 
 @dataclass(frozen=True)
@@ -64,9 +77,80 @@ def fold(text: str) -> Folded:
     >>> fold("臺灣的「疫苗」\\n\\n  <b>Vaccine</b> news!")
     Folded(lines=('台湾的疫苗', 'bvaccinebnews'), script=2)
     """
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if not len(codes):
+        return Folded((), NO_SCRIPT)
+    if codes.max() >= _LIMIT:
+        return fold_long(text)
+    table, marks = _tables()
+    folded = table[codes]
+    if folded.max() == _LONG:
+        return fold_long(text)
+    kept = folded[folded != 0].tobytes().decode("utf-32-le")
+    counts = np.bincount(marks[codes], minlength=3)
+    script = (
+        NO_SCRIPT
+        if counts[1] == counts[2]
+        else (TRADITIONAL if counts[2] > counts[1] else SIMPLIFIED)
+    )
+    return Folded(tuple(line for line in kept.split("\n") if line), script)
+
+
+def fold_long(text: str) -> Folded:
+    """``fold`` the long way: what its table gives, character by character.
+
+    >>> text = "臺灣的「疫苗」\\n\\n  <b>Vaccine</b> news!"
+    >>> fold_long(text) == fold(text)
+    True
+    """
     folded = canonical(unicodedata.normalize("NFKC", text)).casefold()
     lines = tuple(line for line in (_NOT_WORD.sub("", raw) for raw in folded.split("\n")) if line)
     return Folded(lines, _script(text))
+
+
+@functools.cache
+def _tables() -> tuple[np.ndarray, np.ndarray]:
+    """What each code point below ``_LIMIT`` folds to (0: nothing, ``_LONG``: fold the
+    text the long way), and its script mark (1: the Simplified form of a character that
+    has others, 2: another form). About 0.3 s, once per process."""
+    canon = _canonical_table()
+    jamo = np.zeros(_LIMIT, dtype=bool)
+    for low, high in _JAMO:
+        jamo[low : high + 1] = True
+
+    def joins(char: str) -> bool:
+        """Whether NFKC may compose the character with the one before it."""
+        return bool(
+            unicodedata.combining(char)
+            or unicodedata.category(char)[0] == "M"
+            or (ord(char) < _LIMIT and jamo[ord(char)])
+            or char == "\n"
+        )
+
+    def one(folded: str) -> int:
+        kept = _NOT_WORD.sub("", folded)
+        return ord(kept) if len(kept) == 1 else (0 if not kept else int(_LONG))
+
+    table = np.zeros(_LIMIT, dtype=np.uint32)
+    for code in range(_LIMIT):
+        char = chr(code)
+        normal = unicodedata.normalize("NFKC", char)
+        if normal == char and code not in canon:
+            if joins(char):
+                table[code] = _LONG
+            elif char.casefold() == char:
+                table[code] = code if char.isalnum() else 0
+            else:
+                table[code] = one(char.casefold())
+        elif any(joins(part) for part in normal):
+            table[code] = _LONG
+        else:
+            table[code] = one(normal.translate(canon).casefold())
+    table[ord("\n")] = ord("\n")
+    marks = np.zeros(_LIMIT, dtype=np.uint8)
+    for code, mark in _marks().items():
+        marks[code] = 1 if mark == _SIMPLIFIED_MARK else 2
+    return table, marks
 
 
 def _script(text: str) -> int:
@@ -122,8 +206,8 @@ def line_blocks(folded: Folded) -> set[int]:
 
 
 def edge_blocks_of(text: str) -> set[int]:
-    """``edge_blocks(fold(text))`` folding only the lines at either end (what a rebuild
-    counts before it fingerprints: the fold is most of a fingerprint's time)."""
+    """``edge_blocks(fold(text))`` folding only the lines at either end of a long body
+    (what a rebuild counts before it fingerprints)."""
     raw = [line for line in text.split("\n") if line.strip()]
     # Twice the edge: a line of punctuation alone is no line once folded.
     if len(raw) <= 4 * EDGE:
@@ -157,8 +241,12 @@ def shingles(text: str) -> np.ndarray:
     hashed = codes[:count].copy()
     for offset in range(1, SHINGLE):
         hashed = hashed * _PRIME + codes[offset : offset + count]
-    hashed = _fmix64(hashed)
-    return np.unique((hashed >> np.uint64(32)).astype(np.uint32))
+    values = (_fmix64(hashed) >> np.uint64(32)).astype(np.uint32)
+    values.sort()
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
 
 
 def _fmix64(values: np.ndarray) -> np.ndarray:
@@ -177,31 +265,65 @@ def _fmix32(values: np.ndarray) -> np.ndarray:
     return values ^ (values >> np.uint32(16))
 
 
-@functools.cache
-def _permutations() -> tuple[np.ndarray, np.ndarray]:
-    a, b = MinHash(num_perm=BANDS * ROWS, seed=SEED, scheme="affine32").permutations
-    return np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32)
-
-
 def signature(hashes: np.ndarray) -> np.ndarray:
-    """The MinHash of a set of 32-bit hashes: what datasketch's ``affine32`` MinHash with
-    an identity ``hashfunc`` gives after ``update_batch(hashes)``, computed on the whole
-    array at once (``update_batch`` calls the hash function once per value in Python)."""
-    a, b = _permutations()
-    lowest = np.full(len(a), np.iinfo(np.uint32).max, dtype=np.uint32)
-    for start in range(0, len(hashes), _CHUNK):
-        mixed = _fmix32(hashes[start : start + _CHUNK].astype(np.uint32)).reshape(-1, 1)
-        lowest = np.minimum(lowest, (mixed * a + b).min(axis=0))
-    return lowest
+    """The one-permutation MinHash of a sorted set of 32-bit hashes (``shingles``): the
+    least hash in each of ``BINS`` equal ranges, a bin with none taking the next full
+    bin's (circularly) with its distance mixed in, so two sets that agree there agree on
+    it (Shrivastava and Li's rotation). One binary search per bin, not one hash per
+    shingle and permutation: the hashes are random already.
+
+    >>> signature(np.array([5, 1 << 31], dtype=np.uint32))[[0, BINS // 2]].tolist()
+    [5, 2147483648]
+    """
+    if not len(hashes):
+        return np.zeros(BINS, dtype=np.uint32)
+    starts = np.searchsorted(hashes, _BIN_STARTS)
+    ends = np.empty(BINS, dtype=starts.dtype)
+    ends[:-1] = starts[1:]
+    ends[-1] = len(hashes)
+    full = starts < ends
+    values = hashes[np.minimum(starts, len(hashes) - 1)].astype(np.uint32)
+    if full.all():
+        return values
+    filled = np.flatnonzero(full)
+    empty = np.flatnonzero(~full)
+    after = filled[np.searchsorted(filled, empty) % len(filled)]
+    distance = ((after - empty) % BINS).astype(np.uint32)
+    values[empty] = _fmix32(values[after] ^ (distance * np.uint32(0x9E3779B9)))
+    return values
 
 
-def band_keys(minhash: np.ndarray) -> np.ndarray:
-    """One signed 32-bit key per band (its number folded in), distinct, sorted."""
-    rows = minhash.astype(np.uint64).reshape(BANDS, ROWS)
-    keys = np.arange(1, BANDS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+def sketch(hashes: np.ndarray) -> np.ndarray:
+    """The signature's values cut to their low 16 bits: what ``copy_doc.bands`` keeps
+    (108 bytes), enough to derive the band keys and to count the bins two bodies agree on
+    (two different values agree by chance once in 65,536)."""
+    return (signature(hashes) & np.uint32(0xFFFF)).astype(np.uint16)
+
+
+def band_keys(values: np.ndarray) -> np.ndarray:
+    """One signed 32-bit key per band of a sketch (its number folded in), distinct, sorted."""
+    return np.unique(band_key_rows(values.reshape(1, BINS))[0])
+
+
+def band_key_rows(sketches: np.ndarray) -> np.ndarray:
+    """The band keys of many sketches at once (one per row), each row's in band order
+    (not made distinct)."""
+    rows = sketches.astype(np.uint64).reshape(len(sketches), BANDS, ROWS)
+    keys = np.broadcast_to(_BAND_SEEDS, (len(sketches), BANDS))
     for column in range(ROWS):
-        keys = _fmix64(keys ^ rows[:, column])
-    return np.unique((keys >> np.uint64(32)).astype(np.uint32).view(np.int32))
+        keys = _fmix64(keys ^ rows[:, :, column])
+    return (keys >> np.uint64(32)).astype(np.uint32).view(np.int32)
+
+
+_BAND_SEEDS = np.arange(1, BANDS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+
+
+def agreement(one: bytes, other: bytes) -> int:
+    """How many bins two stored sketches agree on. Bodies that share a band agree on its
+    ``ROWS`` bins at least; beyond those a copy agrees on about a Jaccard's share of the
+    others (a third of them for a copy cut to a third), two bodies that share a sentence
+    or two on one or two."""
+    return int(np.count_nonzero(sketch_from_bytes(one) == sketch_from_bytes(other)))
 
 
 def containment(one: np.ndarray, other: np.ndarray) -> float:
@@ -216,10 +338,15 @@ def containment(one: np.ndarray, other: np.ndarray) -> float:
     return shared / min(len(one), len(other))
 
 
-def keys_bytes(keys: Sequence[int] | np.ndarray) -> bytes:
-    """Band keys as ``copy_doc.bands`` keeps them."""
-    return np.asarray(keys, dtype="<i4").tobytes()
+def sketch_bytes(values: np.ndarray) -> bytes:
+    """A sketch as ``copy_doc.bands`` keeps it (little-endian 16-bit values)."""
+    return values.astype("<u2").tobytes()
+
+
+def sketch_from_bytes(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<u2")
 
 
 def keys_from_bytes(data: bytes) -> list[int]:
-    return [int(key) for key in np.frombuffer(data, dtype="<i4")]
+    """The band keys of a stored sketch."""
+    return [int(key) for key in band_keys(sketch_from_bytes(data))]

@@ -142,7 +142,22 @@ def rebuild(
         last = 0
     with engine.begin() as conn:
         conn.execute(copy_rebuild.delete().where(state.scope == SCOPE))
+    if engine.dialect.name != "sqlite":
+        _compact(engine)
     return done, resumed
+
+
+#: What a MariaDB rebuild rewrites at its end.
+COMPACTED = ("copy_band", "copy_doc", "copy_block")
+
+
+def _compact(engine: Engine) -> None:
+    """Rewrite the copy tables InnoDB filled in random key order (their pages ~60 % full
+    after the rebuild, ~94 % after: the index on disk 0.46x -> 0.41x the text it covers,
+    bench/README.md)."""
+    with engine.connect() as conn:
+        for name in COMPACTED:
+            conn.exec_driver_sql(f"OPTIMIZE TABLE {name}").all()
 
 
 def _batches(engine: Engine, parser_version: str, after: int, size: int) -> Iterator[list[Any]]:

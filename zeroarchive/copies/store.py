@@ -1,27 +1,42 @@
 """The copy tables (storage/schema.py, migration 0025) as the index reads and writes them,
 on a connection of the caller's transaction: the same SQL on SQLite and MariaDB, save the
-counters' upsert (``storage.dialect.add_counts``)."""
+counters' upsert (``storage.dialect.add_counts``).
+
+The statements run often (a rebuild makes several per body) go to the driver as written
+(``_run``: SQL text with ``?`` for parameters, integer lists written in): SQLAlchemy's
+statement building cost more than the database's work on them."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
-from zeroarchive.storage.dialect import add_counts
 from zeroarchive.storage.schema import (
-    article,
     copy_band,
     copy_block,
     copy_cluster,
     copy_doc,
-    publication,
 )
 
 #: Band keys asked for in one statement (a body has ``BANDS`` of them).
-_IN_LIMIT = 500
+_IN_LIMIT = 2000
+
+
+def _run(conn: Connection, sql: str, params: Sequence[Any] | Sequence[Sequence[Any]] = ()) -> Any:
+    """``sql`` (``?`` for each parameter) on the driver; a list of tuples runs it once per
+    tuple (the driver's ``executemany``)."""
+    if conn.dialect.paramstyle != "qmark":
+        sql = sql.replace("?", "%s")
+    return conn.exec_driver_sql(sql, params)
+
+
+def _ints(values: Collection[int]) -> str:
+    """Integers written into SQL (never text from outside: ``int`` refuses anything else)."""
+    return ",".join(str(int(value)) for value in values)
 
 
 @dataclass(frozen=True)
@@ -54,24 +69,31 @@ _DOC_COLUMNS = (
 )
 
 
+_SELECT_DOC = "SELECT " + ", ".join(column.name for column in _DOC_COLUMNS) + " FROM copy_doc"
+
+
 def get_doc(conn: Connection, article_id: int) -> Doc | None:
-    row = conn.execute(select(*_DOC_COLUMNS).where(copy_doc.c.article_id == article_id)).first()
+    row = _run(conn, _SELECT_DOC + " WHERE article_id = ?", (int(article_id),)).first()
     return None if row is None else _doc(row)
 
 
 def get_docs(conn: Connection, article_ids: Collection[int]) -> dict[int, Doc]:
-    if not article_ids:
-        return {}
-    rows = conn.execute(select(*_DOC_COLUMNS).where(copy_doc.c.article_id.in_(article_ids)))
-    return {row.article_id: _doc(row) for row in rows}
+    found: dict[int, Doc] = {}
+    ids = sorted(article_ids)
+    for start in range(0, len(ids), _IN_LIMIT):
+        rows = _run(
+            conn, f"{_SELECT_DOC} WHERE article_id IN ({_ints(ids[start : start + _IN_LIMIT])})"
+        )
+        found.update((int(row[0]), _doc(row)) for row in rows)
+    return found
 
 
 def cluster_docs(conn: Connection, cluster_id: int) -> list[Doc]:
     """A cluster's members, first seen first."""
-    rows = conn.execute(
-        select(*_DOC_COLUMNS)
-        .where(copy_doc.c.cluster_id == cluster_id)
-        .order_by(copy_doc.c.first_seen_at, copy_doc.c.article_id)
+    rows = _run(
+        conn,
+        _SELECT_DOC + " WHERE cluster_id = ? ORDER BY first_seen_at, article_id",
+        (int(cluster_id),),
     )
     return [_doc(row) for row in rows]
 
@@ -91,35 +113,38 @@ def put_doc(conn: Connection, doc: Doc, replace: bool) -> None:
             update(copy_doc).where(copy_doc.c.article_id == doc.article_id).values(**values)
         )
     else:
-        conn.execute(copy_doc.insert().values(article_id=doc.article_id, **values))
+        add_docs(conn, [doc], [])
+
+
+_INSERT_DOC = (
+    "INSERT INTO copy_doc ("
+    + ", ".join(column.name for column in _DOC_COLUMNS)
+    + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _row(doc: Doc) -> tuple[Any, ...]:
+    return (
+        doc.article_id,
+        doc.publication_id,
+        doc.site_id,
+        doc.first_seen_at,
+        doc.script,
+        doc.bands,
+        doc.cluster_id,
+        doc.similarity,
+    )
 
 
 def add_docs(conn: Connection, docs: Sequence[Doc], keys: Sequence[Sequence[int]]) -> None:
-    """New articles' rows and their band keys, in two statements."""
-    conn.execute(
-        copy_doc.insert(),
-        [
-            {
-                "article_id": doc.article_id,
-                "publication_id": doc.publication_id,
-                "site_id": doc.site_id,
-                "first_seen_at": doc.first_seen_at,
-                "script": doc.script,
-                "bands": doc.bands,
-                "cluster_id": doc.cluster_id,
-                "similarity": doc.similarity,
-            }
-            for doc in docs
-        ],
-    )
-    conn.execute(
-        copy_band.insert(),
-        [
-            {"band_key": key, "article_id": doc.article_id}
-            for doc, mine in zip(docs, keys, strict=True)
-            for key in mine
-        ],
-    )
+    """New articles' rows and their band keys (``keys``: each doc's, or none), in two
+    statements."""
+    _run(conn, _INSERT_DOC, [_row(doc) for doc in docs])
+    rows = [
+        (int(key), doc.article_id) for doc, mine in zip(docs, keys, strict=False) for key in mine
+    ]
+    if rows:
+        _run(conn, "INSERT INTO copy_band (band_key, article_id) VALUES (?, ?)", rows)
 
 
 def drop_doc(conn: Connection, article_id: int) -> None:
@@ -128,31 +153,25 @@ def drop_doc(conn: Connection, article_id: int) -> None:
 
 def add_bands(conn: Connection, article_id: int, keys: Sequence[int]) -> None:
     if keys:
-        conn.execute(
-            copy_band.insert(), [{"band_key": key, "article_id": article_id} for key in keys]
+        _run(
+            conn,
+            "INSERT INTO copy_band (band_key, article_id) VALUES (?, ?)",
+            [(int(key), int(article_id)) for key in keys],
         )
 
 
 def drop_bands(conn: Connection, article_id: int, keys: Sequence[int]) -> None:
     if keys:
-        conn.execute(
-            delete(copy_band).where(
-                copy_band.c.band_key.in_(keys), copy_band.c.article_id == article_id
-            )
+        _run(
+            conn,
+            f"DELETE FROM copy_band WHERE band_key IN ({_ints(keys)}) AND article_id = ?",
+            (int(article_id),),
         )
 
 
 def sharing(conn: Connection, keys: Sequence[int], article_id: int) -> set[int]:
     """The other articles with a band key among ``keys``."""
-    found: set[int] = set()
-    for start in range(0, len(keys), _IN_LIMIT):
-        found.update(
-            conn.execute(
-                select(copy_band.c.article_id)
-                .where(copy_band.c.band_key.in_(keys[start : start + _IN_LIMIT]))
-                .distinct()
-            ).scalars()
-        )
+    found = {holder for holders in sharing_by_key(conn, keys).values() for holder in holders}
     found.discard(article_id)
     return found
 
@@ -161,10 +180,10 @@ def sharing_by_key(conn: Connection, keys: Sequence[int]) -> dict[int, list[int]
     """The articles under each of ``keys`` (those under none are left out)."""
     found: dict[int, list[int]] = {}
     for start in range(0, len(keys), _IN_LIMIT):
-        rows = conn.execute(
-            select(copy_band.c.band_key, copy_band.c.article_id).where(
-                copy_band.c.band_key.in_(keys[start : start + _IN_LIMIT])
-            )
+        rows = _run(
+            conn,
+            "SELECT band_key, article_id FROM copy_band"
+            f" WHERE band_key IN ({_ints(keys[start : start + _IN_LIMIT])})",
         )
         for key, article_id in rows:
             found.setdefault(int(key), []).append(int(article_id))
@@ -173,26 +192,32 @@ def sharing_by_key(conn: Connection, keys: Sequence[int]) -> dict[int, list[int]
 
 def count_blocks(conn: Connection, counts: Mapping[tuple[int, int], int]) -> None:
     """Add to how many articles of a site had an edge line: {(site, line hash): articles}."""
-    rows = [
-        {"site_id": site_id, "block": block, "articles": count}
-        for (site_id, block), count in sorted(counts.items())
-    ]
-    add_counts(conn, copy_block, rows, "articles")
+    if not counts:
+        return
+    if conn.dialect.name == "sqlite":
+        upsert = (
+            " ON CONFLICT (site_id, block) DO UPDATE SET articles = articles + excluded.articles"
+        )
+    else:
+        upsert = " ON DUPLICATE KEY UPDATE articles = articles + VALUES(articles)"
+    _run(
+        conn,
+        "INSERT INTO copy_block (site_id, block, articles) VALUES (?, ?, ?)" + upsert,
+        [(int(site), int(block), int(count)) for (site, block), count in sorted(counts.items())],
+    )
 
 
 def reached(conn: Connection, site_id: int, blocks: Collection[int], count: int) -> set[int]:
     """Those of ``blocks`` that have just now been on ``count`` of the site's articles."""
     if not blocks:
         return set()
-    return set(
-        conn.execute(
-            select(copy_block.c.block).where(
-                copy_block.c.site_id == site_id,
-                copy_block.c.block.in_(sorted(blocks)),
-                copy_block.c.articles == count,
-            )
-        ).scalars()
+    rows = _run(
+        conn,
+        f"SELECT block FROM copy_block WHERE site_id = ? AND block IN ({_ints(sorted(blocks))})"
+        " AND articles = ?",
+        (int(site_id), int(count)),
     )
+    return {int(row[0]) for row in rows}
 
 
 def clustered(conn: Connection, site_id: int) -> list[Doc]:
@@ -218,37 +243,53 @@ def boilerplate(conn: Connection, site_id: int, least: int) -> frozenset[int]:
 
 def first_seen(conn: Connection, article_id: int, seen: int) -> int:
     """When the article was first snapshotted (``seen`` if no earlier snapshot is known)."""
-    first = conn.execute(
-        select(article.c.first_snapshot_at).where(article.c.article_id == article_id)
-    ).scalar()
+    row = _run(
+        conn, "SELECT first_snapshot_at FROM Article WHERE article_id = ?", (int(article_id),)
+    ).first()
+    first = None if row is None else row[0]
     return min(int(first), seen) if first else seen
 
 
 def publication_text(conn: Connection, publication_id: int) -> str | None:
-    return conn.execute(
-        select(publication.c.publication_text).where(publication.c.publication_id == publication_id)
-    ).scalar()
+    return publication_texts(conn, [publication_id]).get(publication_id)
+
+
+def publication_texts(conn: Connection, publication_ids: Collection[int]) -> dict[int, str]:
+    """The bodies of publication versions, by id (those not found are left out)."""
+    found: dict[int, str] = {}
+    ids = sorted(publication_ids)
+    for start in range(0, len(ids), _IN_LIMIT):
+        rows = _run(
+            conn,
+            "SELECT publication_id, publication_text FROM publication"
+            f" WHERE publication_id IN ({_ints(ids[start : start + _IN_LIMIT])})",
+        )
+        found.update((int(key), value) for key, value in rows if value is not None)
+    return found
 
 
 def new_cluster(conn: Connection, first_article_id: int, now: int) -> int:
-    result = conn.execute(
-        copy_cluster.insert().values(first_article_id=first_article_id, created_at=now)
+    result = _run(
+        conn,
+        "INSERT INTO copy_cluster (first_article_id, created_at) VALUES (?, ?)",
+        (int(first_article_id), int(now)),
     )
-    return int(result.inserted_primary_key[0])  # type: ignore[index]
+    return int(result.lastrowid)
 
 
 def set_first(conn: Connection, cluster_id: int, first_article_id: int) -> None:
-    conn.execute(
-        update(copy_cluster)
-        .where(copy_cluster.c.cluster_id == cluster_id)
-        .values(first_article_id=first_article_id)
+    _run(
+        conn,
+        "UPDATE copy_cluster SET first_article_id = ? WHERE cluster_id = ?",
+        (int(first_article_id), int(cluster_id)),
     )
 
 
 def cluster_first(conn: Connection, cluster_id: int) -> int | None:
-    return conn.execute(
-        select(copy_cluster.c.first_article_id).where(copy_cluster.c.cluster_id == cluster_id)
-    ).scalar()
+    row = _run(
+        conn, "SELECT first_article_id FROM copy_cluster WHERE cluster_id = ?", (int(cluster_id),)
+    ).first()
+    return None if row is None else int(row[0])
 
 
 def move_members(conn: Connection, from_ids: Collection[int], to_id: int) -> None:
@@ -264,16 +305,18 @@ def move_members(conn: Connection, from_ids: Collection[int], to_id: int) -> Non
 def set_membership(
     conn: Connection, article_id: int, cluster_id: int | None, similarity: float | None
 ) -> None:
-    conn.execute(
-        update(copy_doc)
-        .where(copy_doc.c.article_id == article_id)
-        .values(cluster_id=cluster_id, similarity=similarity)
+    _run(
+        conn,
+        "UPDATE copy_doc SET cluster_id = ?, similarity = ? WHERE article_id = ?",
+        (cluster_id, similarity, int(article_id)),
     )
 
 
 def cluster_size(conn: Connection, cluster_id: int) -> int:
     return int(
-        conn.execute(select(func.count()).where(copy_doc.c.cluster_id == cluster_id)).scalar_one()
+        _run(
+            conn, "SELECT COUNT(*) FROM copy_doc WHERE cluster_id = ?", (int(cluster_id),)
+        ).scalar_one()
     )
 
 
