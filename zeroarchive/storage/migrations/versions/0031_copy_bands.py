@@ -8,16 +8,16 @@ rebuild's state in copy_rebuild) are emptied here; `scrapy copies --rebuild` com
 again, and the parse run's hook adds new versions meanwhile. Each site's learnt
 boilerplate (copy_block) is kept: its line hashes did not change. No table or column changes.
 
-Revision ID: 0028
-Revises: 0027
+Revision ID: 0031
+Revises: 0030
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-revision = "0028"
-down_revision = "0027"
+revision = "0031"
+down_revision = "0030"
 
 #: Emptied both ways: the code of either side cannot use the other's keys.
 TABLES = ("copy_band", "copy_doc", "copy_cluster", "copy_rebuild")
