@@ -140,6 +140,10 @@ def finish(worker: Process, log: Path, timeout: float = 120) -> str:
     return output
 
 
+# What a worker logs once it is running (its signal handlers in place).
+STARTED = "Distributed worker: waiting for requests"
+
+
 def stop_once_stored(
     worker: Process, log: Path, db_url: str, articles: int, timeout: float = 120
 ) -> str:
@@ -150,6 +154,13 @@ def stop_once_stored(
         lambda: counts(db_url)[2] >= articles or worker.poll() is not None,
         timeout,
         "every article stored",
+    )
+    # Not before it has started: until Scrapy's handler is in place the signal kills it (a
+    # worker started last, on a loaded machine, may find everything done already).
+    wait_until(
+        lambda: STARTED in log.read_text(errors="replace") or worker.poll() is not None,
+        timeout,
+        "the worker to start",
     )
     if worker.poll() is None:
         worker.send_signal(signal.SIGTERM)
