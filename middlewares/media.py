@@ -116,7 +116,8 @@ class MediaBatchDownloaderMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MediaBatchDownloaderMiddleware:
         if not media_enabled(crawler.settings):
-            raise NotConfigured("ZEROARCHIVE_MEDIA_ENABLED is off")
+            # Without a message: the spider middleware's line already says media are off.
+            raise NotConfigured()
         return cls(crawler)
 
     def _robots_middleware(self) -> Any:

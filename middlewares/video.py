@@ -48,7 +48,8 @@ class VideoDownloaderMiddleware:
     def from_crawler(cls, crawler: Crawler) -> VideoDownloaderMiddleware:
         settings = crawler.settings
         if not media_enabled(settings):
-            raise NotConfigured("ZEROARCHIVE_MEDIA_ENABLED is off")
+            # Without a message: the media spider middleware's line already says so.
+            raise NotConfigured()
         media_dir = settings.get("ZEROARCHIVE_MEDIA_DIR") or ""
         # Beside the media directory, a finished video is linked into place, not copied
         # across filesystems.
