@@ -187,5 +187,7 @@ def test_an_expired_video_record_is_exported_without_bytes(db_url: str, tmp_path
     with gzip.open(out / "media-2025-01.jsonl.gz", "rt", encoding="utf-8") as handle:
         january = [json.loads(line) for line in handle]
     expired = [r for r in january if r["reason"] == "expired"]
-    assert [(r["sha256"], r["stored"]) for r in expired] == [(digest(PHOTO_C), False)]
+    assert [(r["sha256"], r["stored"], r["expired_at"]) for r in expired] == [
+        (digest(PHOTO_C), False, ts("2025-02-20T00:00:00"))
+    ]
     assert not [p for p in (out / "media-2025-01").rglob("*") if p.is_file()]

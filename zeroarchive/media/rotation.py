@@ -28,12 +28,11 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import and_, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
-from zeroarchive.media.store import CHUNK, DirectoryBlobs, MediaRecord, MediaStore
+from zeroarchive.media.store import CHUNK, DirectoryBlobs, MediaStore, record_of
 from zeroarchive.storage.rotation import Month, RotationError
 from zeroarchive.storage.schema import article_snapshot, snapshot_media
 
@@ -120,22 +119,6 @@ def _carries(conn: Connection, month: Month) -> dict[tuple[int, int], int]:
     return carry
 
 
-def _record(r: Any) -> MediaRecord:
-    """A SnapshotMedia row as its record."""
-    return MediaRecord(
-        int(r.article_id),
-        int(r.snapshot_at),
-        r.kind,
-        r.url,
-        None if r.sha256 is None else bytes(r.sha256),
-        r.bytes,
-        r.content_type,
-        int(r.fetched_at),
-        bool(r.stored),
-        r.reason,
-    )
-
-
 class MediaRotation:
     """The media companion of ``rotate`` (zeroarchive/storage/rotation.py)."""
 
@@ -163,7 +146,7 @@ class MediaRotation:
             with gzip.open(partial, "wt", encoding="utf-8") as handle:
                 for row in rows:
                     moved = carry.get((int(row.article_id), int(row.snapshot_at)))
-                    line = _record(row).as_json()
+                    line = record_of(row).as_json()
                     line["carried_to"] = moved
                     handle.write(json.dumps(line, ensure_ascii=False) + "\n")
                     records += 1

@@ -383,22 +383,12 @@ def media_records(
         query = query.where(row.kind.in_(list(kinds)))
     with engine.connect() as conn:
         for found in conn.execution_options(yield_per=1000).execute(query):
-            yield MediaRecord(
-                int(found.article_id),
-                int(found.snapshot_at),
-                found.kind,
-                found.url,
-                None if found.sha256 is None else bytes(found.sha256),
-                found.bytes,
-                found.content_type,
-                int(found.fetched_at),
-                bool(found.stored),
-                found.reason,
-                found.expired_at,
-            )
+            yield record_of(found)
 
 
-def _record(found: Any) -> MediaRecord:
+def record_of(found: Any) -> MediaRecord:
+    """A SnapshotMedia row as its record (the one reading of a row: ``media_records``,
+    the Parquet export, the rotation's export)."""
     return MediaRecord(
         int(found.article_id),
         int(found.snapshot_at),
@@ -410,6 +400,7 @@ def _record(found: Any) -> MediaRecord:
         int(found.fetched_at),
         bool(found.stored),
         found.reason,
+        found.expired_at,
     )
 
 
@@ -470,7 +461,7 @@ def media_records_by_site(
         query = query.where(row.kind.in_(list(kinds)))
     with engine.connect() as conn:
         for found in conn.execution_options(yield_per=1000).execute(query):
-            yield int(found.site_id), _record(found)
+            yield int(found.site_id), record_of(found)
 
 
 def any_media(engine: Engine) -> bool:
