@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from zeroarchive.media.sniff import is_media
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -284,7 +286,6 @@ def _written(info: Mapping[str, Any] | None, workdir: str) -> str | None:
 
 
 def _is_video(path: str) -> bool:
-    from zeroarchive.media.fetch import is_media
 
     with open(path, "rb") as handle:
         head = handle.read(1024)
