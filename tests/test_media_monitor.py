@@ -23,7 +23,9 @@ from tests.test_monitor_browser import PHONE, browser_config, chromium, free_por
 from zeroarchive.media.find import find_media
 from zeroarchive.media.store import MediaRecord, media_store
 from zeroarchive.monitor.app import create_app
+from zeroarchive.monitor.archived import page_headers, safe_page
 from zeroarchive.monitor.config import MonitorConfig
+from zeroarchive.monitor.media import ShownItems
 from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
@@ -173,9 +175,79 @@ def test_the_stored_page_loads_its_pictures_and_stylesheets_from_the_archive_onl
         assert f"img-src {origin}/media/ data:;" in policy
         assert f"style-src {origin}/media/ 'unsafe-inline';" in policy
         assert f"font-src {origin}/media/ data:;" in policy
+        assert f"media-src {origin}/media/;" in policy
         assert "script-src" not in policy and "allow-scripts" not in policy
         assert policy.endswith("sandbox allow-same-origin")
         assert "<script" not in page.text.lower()
+
+
+#: Players of each kind: a video and its poster kept; one whose first <source> was not kept
+#: and second was; an expired video (its poster never fetched); one never recorded; audio.
+PLAYERS = b"""<!doctype html><html><body>
+<video id="kept" src="/v/clip.mp4" poster="/v/still.jpg" controls></video>
+<video id="sources" controls><source src="/v/other.webm" type="video/webm">
+<source src="/v/clip.mp4" type="video/mp4"></video>
+<video id="expired" src="https://cdn.example/old.mp4" poster="https://cdn.example/gone.jpg">
+</video><p>after</p>
+<video id="never"><source src="https://cdn.example/never.mp4"></video>
+<audio id="sound" src="/a/talk.mp3" controls></audio>
+</body></html>"""
+MP4 = b"\x00\x00\x00\x18ftypmp42" + bytes(16)
+
+
+def test_videos_and_audio_play_from_the_archive_or_show_as_missing() -> None:
+    page_url = "https://news.example/p/1"
+    clip, still = "https://news.example/v/clip.mp4", "https://news.example/v/still.jpg"
+    stored = {clip: (MP4, "video", "video/mp4"), still: (PNG, "image", "image/png")}
+    records = [
+        MediaRecord(1, 2, kind, url, hashlib.sha256(body).digest(), len(body), ctype, 2, True, None)
+        for url, (body, kind, ctype) in stored.items()
+    ]
+    records.append(
+        MediaRecord(
+            1,
+            2,
+            "video",
+            "https://cdn.example/old.mp4",
+            bytes(32),
+            9,
+            "video/mp4",
+            2,
+            False,
+            "expired",
+            5,
+        )
+    )
+    html, media_type = safe_page(PLAYERS, "utf-8", page_url, ShownItems(records, "1.2"))
+    assert media_type == "text/html"
+    urls = resource_urls(html)
+    assert urls and all(url.startswith("/media/") for url in urls), urls
+    assert "cdn.example" not in "".join(urls) and "news.example" not in "".join(urls)
+    players = {p.get("id"): p for p in lxml.html.fromstring(html).iter("video", "audio")}
+    kept = players["kept"]
+    assert kept.get("src") == f"/media/{digest(MP4)}"
+    assert kept.get("poster") == f"/media/{digest(PNG)}"
+    assert kept.get("data-archived-missing") is None
+    # The held <source> plays; the other is set aside for the reader.
+    sources = list(players["sources"].iter("source"))
+    assert [s.get("src") for s in sources] == [None, f"/media/{digest(MP4)}"]
+    assert sources[0].get("data-archived-src") == "/v/other.webm"
+    assert players["sources"].get("data-archived-missing") is None
+    # Not kept: in its place, why (an expired video says so), nothing fetched.
+    for name, kind, why in (
+        ("expired", "video", "expired"),
+        ("never", "video", "not archived"),
+        ("sound", "audio", "not archived"),
+    ):
+        player = players[name]
+        assert player.get("data-archived-missing") == why, name
+        assert player.get("src") is None and player.get("poster") is None
+        assert player.get("title") == f"[{kind} {why}]"
+        note = player.getnext()
+        assert note is not None and note.text == f"[{kind} {why}]"
+    assert players["expired"].get("data-archived-poster") == "https://cdn.example/gone.jpg"
+    policy = page_headers("http://127.0.0.1:8000")["Content-Security-Policy"]
+    assert "media-src http://127.0.0.1:8000/media/;" in policy
 
 
 def test_media_route_serves_the_stored_bytes_with_safe_headers(

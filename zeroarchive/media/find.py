@@ -5,7 +5,8 @@ the ``<picture>`` around it, whose ``<img>`` is one more candidate), else its la
 attribute (``data-src`` and the like: the real image behind a placeholder), else ``src``;
 ``og:image``/``twitter:image`` are images too. Stylesheets (``<link rel=stylesheet>``) are
 kind ``style``, as are the fonts and images their ``url(...)`` and ``@import`` name.
-Videos: ``<video src>``, ``<video><source>``, ``og:video``. URLs are resolved against the
+Videos: ``<video src>``, ``<video><source>``, ``og:video``; a video's ``poster`` is an
+image. URLs are resolved against the
 page (and its ``<base href>``); ``data:`` URIs are skipped; each URL is kept once.
 """
 
@@ -115,7 +116,8 @@ def find_media(html: bytes | str, page_url: str, kinds: Iterable[str]) -> list[F
     ... <img src="data:image/gif;base64,R0l" data-src="lazy.jpg">
     ... <picture><source srcset="p-800.webp 800w, p-1600.webp 1600w"><img src="p.jpg"></picture>
     ... <img src="s.png" srcset="s.png 1x, s@2x.png 2x"><img src="/og.jpg">
-    ... <video src="clip.mp4"></video><video><source src="v.webm"></video></body></html>'''
+    ... <video src="clip.mp4" poster="still.jpg"></video><video><source src="v.webm"></video>
+    ... </body></html>'''
     >>> for item in find_media(page, "https://news.example/p/1", ["image", "style", "video"]):
     ...     print(item.kind, item.url)
     image https://cdn.example/og.jpg
@@ -123,6 +125,7 @@ def find_media(html: bytes | str, page_url: str, kinds: Iterable[str]) -> list[F
     image https://cdn.example/a/lazy.jpg
     image https://cdn.example/a/p-1600.webp
     image https://cdn.example/a/s@2x.png
+    image https://cdn.example/a/still.jpg
     video https://cdn.example/a/clip.mp4
     video https://cdn.example/a/v.webm
     """
@@ -174,6 +177,7 @@ def find_media(html: bytes | str, page_url: str, kinds: Iterable[str]) -> list[F
             candidates.extend(_image_candidates(element))
             keep("image", largest(c for c in candidates if not _is_data(c[0])))
         elif tag == "video":
+            keep("image", element.get("poster"))
             keep("video", element.get("src"))
             for source in element.iter("source"):
                 keep("video", source.get("src"))

@@ -1,6 +1,6 @@
 """An archived page as stored, made safe to look at: scripts, event handlers, frames,
-embeds, <base> and <meta> (refresh) removed, its pictures and stylesheets pointed at the
-archive's own copies (``media``: ``/media/<sha256>``) and every other fetching attribute
+embeds, <base> and <meta> (refresh) removed, its pictures, videos and stylesheets pointed
+at the archive's own copies (``media``: ``/media/<sha256>``) and every other fetching attribute
 set aside, served under a Content-Security-Policy that loads nothing but those copies
 (``page_headers``), in a sandboxed frame that runs no script. Nothing is fetched from the
 live site."""
@@ -29,14 +29,14 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 
-# A page: pictures, stylesheets and fonts from the monitor's media route alone (its origin
-# and path), no script, no frame, no form. The sandbox keeps the monitor's origin (without
-# scripts that grants nothing) so the pictures load as same-origin requests, which the
-# guard serves and other sites' pages cannot make.
+# A page: pictures, stylesheets, fonts, video and audio from the monitor's media route
+# alone (its origin and path), no script, no frame, no form. The sandbox keeps the
+# monitor's origin (without scripts that grants nothing) so the pictures load as
+# same-origin requests, which the guard serves and other sites' pages cannot make.
 _PAGE_POLICY = (
     "default-src 'none'; img-src {media} data:; style-src {media} 'unsafe-inline'; "
-    "font-src {media} data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'; "
-    "sandbox allow-same-origin"
+    "font-src {media} data:; media-src {media}; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'self'; sandbox allow-same-origin"
 )
 _ORIGIN = re.compile(
     r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"

@@ -2,12 +2,14 @@
 item's stored bytes, and the stored-page view points its pictures and stylesheets there.
 
 Nothing is ever fetched from the live site: an ``<img>`` (``src``, ``srcset``, lazy
-attributes, ``<picture><source>``), a ``<link rel=stylesheet>`` and every CSS ``url(...)``
-or ``@import`` is rewritten to the stored item its URL names among the snapshot's media
+attributes, ``<picture><source>``), a ``<video>`` or ``<audio>`` (``src``, its
+``<source>``\\s, ``poster``), a ``<link rel=stylesheet>`` and every CSS ``url(...)`` or
+``@import`` is rewritten to the stored item its URL names among the snapshot's media
 records (an unchanged re-snapshot shows its earlier version's), or, when the archive does
-not hold it, marked missing (an image keeps its place with a note of why; a stylesheet,
-font or background is left out). A stylesheet served for a page (``?page=ARTICLE.TIME``)
-has its own ``url(...)``s rewritten the same way, against its own URL.
+not hold it, marked missing (an image, video or audio keeps its place with a note of why,
+an expired video's "expired" too; a stylesheet, font or background is left out). A
+stylesheet served for a page (``?page=ARTICLE.TIME``) has its own ``url(...)``s rewritten
+the same way, against its own URL.
 
 The item's answer runs nothing and is not for other sites: a Content-Type from the
 stored answer only when it is a picture, stylesheet, font or video (else
@@ -44,9 +46,12 @@ _CSS_URL = re.compile(r"""url\(\s*(['"]?)(.*?)\1\s*\)|@import\s+(['"])(.*?)\3"""
 _PAGE = re.compile(r"([0-9]{1,18})\.([0-9]{1,18})")
 #: Shows where an image of the page was and why it is not there.
 MISSING_STYLE = (
-    "img[data-archived-missing]{outline:1px dashed #b71c1c;min-width:2em;min-height:1em;"
-    "color:#b71c1c;font:12px sans-serif}"
+    "img[data-archived-missing],video[data-archived-missing],audio[data-archived-missing]"
+    "{outline:1px dashed #b71c1c;min-width:2em;min-height:1em;color:#b71c1c;"
+    "font:12px sans-serif}[data-archived-note]{color:#b71c1c;font:12px sans-serif}"
 )
+#: The record kinds a stored page's view shows (its screenshot is shown beside it).
+SHOWN_KINDS = ("image", "style", "video")
 
 
 def item_path(digest: bytes | str, page: str | None = None) -> str:
@@ -147,7 +152,11 @@ class ShownItems:
             head.insert(number, lxml.html.Element("link", rel="stylesheet", href=path))
         for img in document.iter("img"):
             self._image(img, base)
+        for player in list(document.iter("video", "audio")):
+            self._playable(player, base)
         for source in document.iter("source"):
+            if next(source.iterancestors("video", "audio"), None) is not None:
+                continue  # its player's (_playable)
             for name in ("src", "srcset", *LAZY_SRCSETS):
                 _set_aside(source, name)
         for element in document.iter("style"):
@@ -193,6 +202,45 @@ class ShownItems:
         img.set("data-archived-missing", why)
         img.set("alt", f"[image {why}] {img.get('alt') or ''}".strip())
 
+    def _playable(self, player: lxml.html.HtmlElement, base: str) -> None:
+        """A ``<video>`` or ``<audio>``: its ``src`` and ``<source>``\\s that the archive
+        holds point at the stored items, the rest are set aside; with none held, it is
+        marked missing with a note of why (of its first URL). A ``poster`` is a picture."""
+        poster = (player.get("poster") or "").strip()
+        if poster and not poster.lower().startswith("data:"):
+            record = self.stored(urljoin(base, poster))
+            if record is not None:
+                player.set("poster", self.path(record))
+            else:
+                _set_aside(player, "poster")
+        # libxml2 nests a <video>'s <source>s in one another: all of them are its own.
+        sources = [player, *player.iter("source")]
+        wanted = []
+        held = False
+        for element in sources:
+            url = (element.get("src") or "").strip()
+            if not url or url.lower().startswith("data:"):
+                continue
+            wanted.append(urljoin(base, url))
+            record = self.stored(wanted[-1])
+            if record is not None:
+                element.set("src", self.path(record))
+                held = True
+            else:
+                _set_aside(element, "src")
+        if held or not wanted:
+            return
+        why = self.why_missing(wanted[0])
+        kind = "video" if player.tag == "video" else "audio"
+        player.set("data-archived-missing", why)
+        player.set("title", f"[{kind} {why}]")
+        note = lxml.html.Element("span")
+        note.set("data-archived-note", "")
+        note.text = f"[{kind} {why}]"
+        note.tail = player.tail
+        player.tail = None
+        player.addnext(note)
+
 
 def _set_aside(element: lxml.html.HtmlElement, name: str) -> None:
     """Move a fetching attribute out of the browser's reach, kept for the reader (a data:
@@ -204,9 +252,10 @@ def _set_aside(element: lxml.html.HtmlElement, name: str) -> None:
 
 
 def shown_items(request: Request, article_id: int, snapshot_at: int) -> ShownItems:
-    """The pictures and stylesheets (with their fonts and images) a snapshot showed."""
+    """The pictures, videos and stylesheets (with their fonts and images) a snapshot
+    showed."""
     engine = request.app.state.engine
-    records = shown_set(engine, article_id, snapshot_at, ("image", "style"), SET_LIMIT)
+    records = shown_set(engine, article_id, snapshot_at, SHOWN_KINDS, SET_LIMIT)
     return ShownItems(records, f"{article_id}.{snapshot_at}")
 
 
