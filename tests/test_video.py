@@ -29,7 +29,14 @@ from tests.test_generic import write_sites
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.media.expiry import expire_videos
 from zeroarchive.media.fetch import page_media
-from zeroarchive.media.store import MediaRecord, MediaStore, blobs_for, media_records
+from zeroarchive.media.store import (
+    MediaRecord,
+    MediaStore,
+    blobs_for,
+    media_records,
+    media_records_by_site,
+)
+from zeroarchive.publish.datasets import write_media
 from zeroarchive.sites.record import Site, SiteConfigError, parse_config, parse_spec
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.schema import article as article_table
@@ -427,3 +434,24 @@ def test_expiry_removes_the_files_of_the_directory_backend(tmp_path: Path) -> No
     assert files == {digests["w"].hex()}
     records = list(media_records(store.engine))
     assert sum(1 for r in records if r.reason == "expired" and r.sha256 is not None) == 4
+
+
+def test_an_expired_videos_row_in_the_media_dataset_says_when_it_expired(tmp_path: Path) -> None:
+    """`scrapy media --parquet`'s writer: expired_at in every row, null but for the expired
+    video's (JSON lines: the key of its line alone)."""
+    import pandas as pd
+
+    db_url = f"sqlite:///{tmp_path / 'a.db'}"
+    store, digests = _archive_with_videos(db_url, "")
+    at = T0 + 20 * DAY
+    assert expire_videos(store, at).videos == 1
+    out = tmp_path / "media"
+    assert write_media(media_records_by_site(store.engine), out).rows == 6
+    frame = pd.read_parquet(out)
+    expired = frame[frame["reason"] == "expired"]
+    assert list(expired["url"]) == ["https://one.example/y.mp4"]
+    assert list(expired["sha256"]) == [digests["y"].hex()]
+    assert expired["expired_at"].iloc[0] == pd.Timestamp(at, unit="s", tz="UTC")
+    assert frame[frame["reason"].isna()]["expired_at"].isna().all()
+    lines = [r.as_json() for r in media_records(store.engine)]
+    assert [r["expired_at"] for r in lines if "expired_at" in r] == [at]

@@ -60,7 +60,8 @@ class Command(ScrapyCommand):
             "bytes, content_type, fetched_at, stored, reason (times in unix seconds; "
             "sha256, bytes and content_type null for an item not stored; an expired video "
             "keeps the ones it had and adds expired_at). With --parquet DIR, "
-            "the same columns as a Parquet dataset partitioned by site and month "
+            "the same columns as a Parquet dataset partitioned by site and month, "
+            "expired_at in every row (null but for an expired video) "
             "(docs/reference/datasets.md)."
         )
 
@@ -122,13 +123,13 @@ class Command(ScrapyCommand):
         from zeroarchive.media.store import media_records_by_site
         from zeroarchive.publish.datasets import DatasetExistsError, write_media
 
-        rows = (
-            (site, record.as_json())
+        records = (
+            (site, record)
             for site, record in media_records_by_site(engine, site_id, kinds)
             if article_id is None or record.article_id == article_id
         )
         try:
-            writer = write_media(rows, out)
+            writer = write_media(records, out)
         except DatasetExistsError as exc:
             raise UsageError(str(exc)) from None
         print(f"{writer.rows} record(s) written to {out} ({writer.files} file(s))", file=sys.stderr)

@@ -57,7 +57,8 @@ SNAPSHOT_COLUMNS = (
     "raw_size",
     "rendered",
 )
-#: ``scrapy media --json``'s keys (``MediaRecord.as_json``), one row per (snapshot, item).
+#: ``scrapy media --json``'s keys (``MediaRecord.as_json``), one row per (snapshot, item);
+#: the last, ``expired_at``, only of an expired video in JSON lines, a column in Parquet.
 MEDIA_COLUMNS = (
     "article_id",
     "snapshot_at",
@@ -69,6 +70,7 @@ MEDIA_COLUMNS = (
     "fetched_at",
     "stored",
     "reason",
+    "expired_at",
 )
 #: JSON lines of snapshots only: the page, decoded to text.
 PAGE = "html"

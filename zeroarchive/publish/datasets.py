@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,6 +30,9 @@ from zeroarchive.publish.columns import (
     publication_export,
     snapshot_export,
 )
+
+if TYPE_CHECKING:
+    from zeroarchive.media.store import MediaRecord
 
 #: Rows kept per partition before they are written as one file.
 ROWS_PER_FILE = 5000
@@ -76,6 +79,7 @@ _TYPES: dict[str, pa.DataType] = {
     "fetched_at": pa.timestamp("s", tz="UTC"),
     "stored": pa.bool_(),
     "reason": pa.string(),
+    "expired_at": pa.timestamp("s", tz="UTC"),
 }
 #: In the partition path, not in the files.
 PARTITION_COLUMNS = ("site_id", "month")
@@ -227,13 +231,15 @@ def write_snapshots(
 
 
 def write_media(
-    rows: Iterable[tuple[int, Mapping[str, Any]]],
+    records: Iterable[tuple[int, MediaRecord]],
     out: Path,
 ) -> DatasetWriter:
-    """Media records (``scrapy media --json``'s objects with their site ids) into a
-    dataset partitioned by site and the month of the snapshot that showed them."""
+    """Media records with their site ids (``media_records_by_site``) into a dataset
+    partitioned by site and the month of the snapshot that showed them: ``scrapy media
+    --json``'s objects, with ``expired_at`` (null but for an expired video) in every row."""
     with DatasetWriter(out, MEDIA_SCHEMA) as writer:
-        for site_id, row in rows:
-            partition = Partition(site_id, month_of(int(row["snapshot_at"])))
-            writer.add(partition, {name: row[name] for name in MEDIA_COLUMNS})
+        for site_id, record in records:
+            row = record.as_json()
+            partition = Partition(site_id, month_of(record.snapshot_at))
+            writer.add(partition, {name: row.get(name) for name in MEDIA_COLUMNS})
     return writer
