@@ -148,7 +148,8 @@ class FacebookSpider(ArchiveSpider):
         self, site: Site, kind: str, shot: bool = False, **fields: Any
     ) -> dict[str, Any]:
         user_agent = site.config.ua or self.settings.get("USER_AGENT")
-        return {**self.request_meta(site, kind, **fields), **BrowserPages.meta(user_agent, shot)}
+        browser = BrowserPages.meta(user_agent, site.config.media_max_bytes if shot else None)
+        return {**self.request_meta(site, kind, **fields), **browser}
 
     def discovery_requests(self, site: Site) -> Iterator[Request]:
         yield Request(

@@ -351,7 +351,10 @@ class GenericSpider(FeedWalkSpider):
     # --- sites with `render: true` ------------------------------------------------------
 
     def _browser_meta(self, site: Site, shot: bool = False) -> dict[str, Any]:
-        return BrowserPages.meta(site.config.ua or self.settings.get("USER_AGENT"), shot)
+        return BrowserPages.meta(
+            site.config.ua or self.settings.get("USER_AGENT"),
+            site.config.media_max_bytes if shot else None,
+        )
 
     async def before_browser_download(self, request: Request) -> None:
         """A page of the site's browser context for the request (see BrowserPages)."""

@@ -58,6 +58,8 @@ class Route:
     #: Seconds the answer waits (a slow page); cut short once the route is replaced by
     #: one without a delay.
     delay: float = 0.0
+    #: Sent without a Content-Length (the body ends when the connection closes).
+    unsized: bool = False
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
@@ -102,7 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in route.headers:
             if name.lower() != "content-length":
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(route.body)))
+        if not route.unsized:
+            self.send_header("Content-Length", str(len(route.body)))
         self.end_headers()
         if send_body:
             self.wfile.write(route.body)

@@ -45,16 +45,29 @@ new IntersectionObserver((seen, observer) => {
 </script>"""
 
 
-def png_of(color: tuple[int, int, int]) -> bytes:
+#: The "shot" site's media_max_bytes: more than its small pictures, less than BIG's.
+SHOT_MAX_BYTES = 10_000
+
+
+def png_of(color: tuple[int, int, int], compress_level: int = 6) -> bytes:
     out = io.BytesIO()
-    Image.new("RGB", (100, 100), color).save(out, "PNG")
+    Image.new("RGB", (100, 100), color).save(out, "PNG", compress_level=compress_level)
     return out.getvalue()
 
 
-def cjk_page(height: int) -> bytes:
+BIG = png_of(GREEN, compress_level=0)  # 30 kB, uncompressed
+
+
+def cjk_page(height: int, oversized: bool = False) -> bytes:
     """A page ``height`` px tall: CJK characters in 64 px cells along its top (and a box
     last), a picture at 100 px, and a lazily loaded one 1,300 px down, far below the
-    first screen."""
+    first screen; ``oversized``: two pictures over the site's limit beside the first."""
+    big = (
+        '<img id="big" src="/img/big.png" style="top:100px;left:200px">'
+        '<img id="big-unsized" src="/img/big-unsized.png" style="top:100px;left:400px">'
+        if oversized
+        else ""
+    )
     cells = "".join(
         f'<span class="c" style="left:{i * CELL}px">{c}</span>'
         for i, c in enumerate(CHARACTERS + NO_GLYPH)
@@ -66,7 +79,7 @@ body {{ margin: 0; background: #fff; color: #000 }}
       font: 48px sans-serif; text-align: center }}
 img {{ position: absolute; left: 0; width: 100px; height: 100px }}
 </style></head><body><div style="height:{height}px"></div>{cells}
-<img id="top" src="/img/top.png" style="top:100px">
+<img id="top" src="/img/top.png" style="top:100px">{big}
 <img id="lazy" data-src="/img/lazy.png" style="top:1300px">
 {LAZY_JS}</body></html>""".encode()
 
@@ -96,14 +109,17 @@ def routes() -> dict[str, Route]:
     blocked = b'<!doctype html><html><body><p>Text.</p><img src="/img/blocked.png"></body></html>'
     return {
         "/a/": list_page("a", 2),
-        "/a/news/1": Route(200, HTML, cjk_page(1500)),
+        "/a/news/1": Route(200, HTML, cjk_page(1500, oversized=True)),
         "/a/news/2": Route(200, HTML, cjk_page(3000)),
         "/b/": list_page("b", 1),
         "/b/news/1": Route(200, HTML, blocked),
         "/c/": list_page("c", 2),
         "/c/news/1": Route(200, HTML, SCRIPTED),
         "/c/news/2": Route(200, HTML, UNSCROLLABLE),
-        "/img/top.png": Route(200, PNG, png_of(RED)),
+        # Without a size: read by the browser's guard up to the limit, then handed on.
+        "/img/top.png": Route(200, PNG, png_of(RED), unsized=True),
+        "/img/big.png": Route(200, PNG, BIG),
+        "/img/big-unsized.png": Route(200, PNG, BIG, unsized=True),
         "/img/lazy.png": Route(200, PNG, png_of(BLUE)),
         "/img/blocked.png": Route(200, PNG, png_of(RED)),
     }
@@ -172,7 +188,14 @@ def test_rendered_pages_are_shot_whole_with_their_pictures_and_cjk_glyphs(
             db_url,
             tmp_path,
             [
-                site(server, "shot", "a", render=True, media=["screenshot"]),
+                site(
+                    server,
+                    "shot",
+                    "a",
+                    render=True,
+                    media=["screenshot"],
+                    media_max_bytes=SHOT_MAX_BYTES,
+                ),
                 site(server, "plain", "b", render=True, media=["styles"]),
                 site(server, "unrendered", "c", media=["screenshot"]),
             ],
@@ -204,6 +227,11 @@ def test_rendered_pages_are_shot_whole_with_their_pictures_and_cjk_glyphs(
     # The picture loaded by the browser for the shot, and the one loaded on scroll.
     assert pixel(short, 50, 150) == RED and pixel(short, 50, 1350) == BLUE
     assert hits.get("/img/lazy.png", 0) >= 1
+    # Pictures over the site's media_max_bytes, announced or not, asked for and refused.
+    assert len(BIG) > SHOT_MAX_BYTES > len(png_of(RED))
+    assert hits.get("/img/big.png", 0) >= 1 and hits.get("/img/big-unsized.png", 0) >= 1
+    assert pixel(short, 250, 150) != GREEN and pixel(short, 450, 150) != GREEN
+    assert stat(run, "zeroarchive/screenshots/images_too_large") == 2
     # Without a screenshot the browser loads no picture (the crawl fetches media itself).
     assert hits.get("/img/blocked.png", 0) == 0
     assert not screenshots(db_url, tmp_path, "--site", "plain")

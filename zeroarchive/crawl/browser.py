@@ -22,6 +22,7 @@ from twisted.python.failure import Failure
 
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.stats import count
+from zeroarchive.media.screenshot import cap_loads
 from zeroarchive.sites.proxies import SessionCookies, browser_proxy, proxies_for, proxy_pool
 from zeroarchive.sites.record import Site
 
@@ -34,6 +35,9 @@ SHOWN_RESOURCE_TYPES = frozenset({"image", "font"})
 #: ``playwright_page_init_callback`` of a request whose page is shot: a path, so that the
 #: request still travels through a shared (redis) queue.
 SHOW_IMAGES = f"{__name__}.show_images"
+#: The request meta key of the size limit of what a shot page loads (its site's
+#: ``media_max_bytes``).
+SHOT_MAX_BYTES = "zeroarchive_shot_max_bytes"
 #: The pages that load their pictures and fonts (a screenshot's), until they are closed.
 _showing: weakref.WeakSet[Any] = weakref.WeakSet()
 _HOLDS_SLOT = "browser_page_slot"
@@ -216,8 +220,10 @@ def abort_request(request: Any) -> bool:
 
 async def show_images(page: Any, request: Request) -> None:
     """scrapy-playwright's page init callback of a page to be shot: it loads its pictures
-    and fonts (see ``abort_request``)."""
+    and fonts (see ``abort_request``), each up to its site's ``media_max_bytes``
+    (media/screenshot.py's ``cap_loads``)."""
     _showing.add(page)
+    await cap_loads(page, int(request.meta[SHOT_MAX_BYTES]))
 
 
 class BrowserPages:
@@ -248,10 +254,11 @@ class BrowserPages:
             crawler.stats.set_value("browser/no_cjk_font", 1)
 
     @staticmethod
-    def meta(user_agent: str, shot: bool = False) -> dict[str, Any]:
+    def meta(user_agent: str, shot_max_bytes: int | None = None) -> dict[str, Any]:
         """The request meta that sends a request through the browser, its page kept open
-        for the callback (which must hand it back with ``release``); with ``shot``, a page
-        that loads its pictures for a screenshot."""
+        for the callback (which must hand it back with ``release``); with
+        ``shot_max_bytes``, a page that loads its pictures for a screenshot, each up to
+        that size."""
         meta: dict[str, Any] = {
             "playwright": True,
             "playwright_include_page": True,
@@ -260,8 +267,9 @@ class BrowserPages:
             # the schedule takes a failed page again later instead.
             "dont_retry": True,
         }
-        if shot:
+        if shot_max_bytes is not None:
             meta["playwright_page_init_callback"] = SHOW_IMAGES
+            meta[SHOT_MAX_BYTES] = shot_max_bytes
         return meta
 
     async def acquire(self, request: Request, site: Site | None = None) -> None:

@@ -10,15 +10,23 @@ draws the whole page at the viewport's width (CDP ``Page.captureScreenshot`` bey
 viewport), cut at ``SCREENSHOT_MAX_HEIGHT``, as PNG or WebP straight from the browser.
 A screenshot that fails is a record with ``stored: false`` and ``failed:<error>``; the
 page's snapshot is stored regardless.
+
+What the browser loads for a page it shoots (its pictures and fonts: crawl/browser.py) is
+held to the site's ``media_max_bytes`` an item, as the crawl's own media fetches are
+(``cap_loads``): an answer that announces more (``Content-Length``) is refused before its
+body is read; one that announces no size is read up to the limit, and refused past it.
+A refused picture is missing from the shot, and counted (``screenshots/images_too_large``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import logging
 import math
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +50,15 @@ SCROLL_PAUSE = 0.1
 #: Seconds the capture itself may take beyond the scroll's wait: a hung renderer costs the
 #: screenshot (failed:timeout), never the page's browser slot for good.
 CAPTURE_SECONDS = 60.0
+#: What ``cap_loads`` holds to the size limit (CDP resource types): what the browser is let
+#: load for a shot besides the page's own stylesheets and scripts.
+CAPPED_TYPES = ("Image", "Font")
+#: Bytes read at a time of an answer that announces no size.
+READ_CHUNK = 1 << 16
+#: The answers refused as too large, by the page they were loaded for.
+_too_large: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+#: Headers that no longer describe a body read whole and handed back decoded.
+_BODY_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 # Scrolls a viewport at a time down to `limit` px (or the page's end), then back to the top
 # (at once, whatever the page's own scroll-behavior), and waits (at most `wait` ms) for the
 # images still loading; true when the wait ran out.
@@ -140,6 +157,8 @@ class Shot:
     #: Images were still loading when the wait after the scroll ran out.
     late: bool = False
     reason: str | None = None
+    #: Pictures and fonts the browser was refused as larger than the site's limit.
+    too_large: int = 0
 
     def answer(self, article_id: int, site_id: int, snapshot_at: int) -> MediaAnswer:
         """The snapshot's media record of this screenshot (written with the snapshot)."""
@@ -165,12 +184,13 @@ async def take_screenshot(page: Any, config: ScreenshotConfig) -> Shot:
 
     url = page.url
     try:
-        return await asyncio.wait_for(_take(page, config), config.wait + CAPTURE_SECONDS)
+        shot = await asyncio.wait_for(_take(page, config), config.wait + CAPTURE_SECONDS)
     except (PlaywrightTimeout, TimeoutError):
-        return Shot(url, now(), reason="failed:timeout")
+        shot = Shot(url, now(), reason="failed:timeout")
     except Error as exc:
         kind = "page_crashed" if "crash" in str(exc).lower() else "browser"
-        return Shot(url, now(), reason=f"failed:{kind}")
+        shot = Shot(url, now(), reason=f"failed:{kind}")
+    return dataclasses.replace(shot, too_large=_too_large.get(page, 0))
 
 
 async def _take(page: Any, config: ScreenshotConfig) -> Shot:
@@ -210,9 +230,107 @@ async def _take(page: Any, config: ScreenshotConfig) -> Shot:
     )
 
 
+async def cap_loads(page: Any, max_bytes: int) -> None:
+    """Hold each picture and font the browser loads for ``page`` (to be shot) to
+    ``max_bytes``: its answers wait, headers read, in CDP's Fetch domain (beside
+    Playwright's own interception of the requests) until ``_answer`` lets them through
+    or refuses them. Called before the page loads anything."""
+    session = await page.context.new_cdp_session(page)
+    _too_large[page] = 0
+    answering: set[asyncio.Future[None]] = set()
+
+    def paused(event: dict[str, Any]) -> None:
+        task = asyncio.ensure_future(_answer(session, page, event, max_bytes))
+        answering.add(task)
+        task.add_done_callback(answering.discard)
+
+    session.on("Fetch.requestPaused", paused)
+    patterns = [{"resourceType": kind, "requestStage": "Response"} for kind in CAPPED_TYPES]
+    await session.send("Fetch.enable", {"patterns": patterns})
+
+
+def declared_size(headers: list[dict[str, str]]) -> int | None:
+    """The size an answer announces (CDP's list of headers), None when it names none.
+
+    >>> declared_size([{"name": "Content-Length", "value": "2048"}])
+    2048
+    >>> declared_size([{"name": "content-type", "value": "image/png"}]) is None
+    True
+    >>> declared_size([{"name": "content-length", "value": "x"}]) is None
+    True
+    """
+    for header in headers:
+        if header["name"].lower() == "content-length":
+            value = header["value"].strip()
+            return int(value) if value.isdigit() else None
+    return None
+
+
+async def _answer(session: Any, page: Any, event: dict[str, Any], max_bytes: int) -> None:
+    from playwright.async_api import Error
+
+    request_id = event["requestId"]
+    status = event.get("responseStatusCode")
+    headers = event.get("responseHeaders") or []
+    try:
+        if status is None or not 200 <= status < 300:
+            await session.send("Fetch.continueRequest", {"requestId": request_id})
+            return
+        size = declared_size(headers)
+        body = None
+        if size is None:
+            body = await _read_at_most(session, request_id, max_bytes)
+        if (size is not None and size > max_bytes) or (size is None and body is None):
+            _too_large[page] = _too_large.get(page, 0) + 1
+            logger.debug("Not loaded for a screenshot, over %s bytes: %s", max_bytes, event)
+            await session.send(
+                "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+            )
+        elif body is None:
+            await session.send("Fetch.continueRequest", {"requestId": request_id})
+        else:
+            kept = [h for h in headers if h["name"].lower() not in _BODY_HEADERS]
+            await session.send(
+                "Fetch.fulfillRequest",
+                {
+                    "requestId": request_id,
+                    "responseCode": status,
+                    "responseHeaders": kept,
+                    "body": base64.b64encode(body).decode("ascii"),
+                },
+            )
+    except Error as exc:
+        # The page was closed (or its load stopped) while its answer waited.
+        logger.debug("A load for a screenshot ended early: %s", exc)
+
+
+async def _read_at_most(session: Any, request_id: str, max_bytes: int) -> bytes | None:
+    """The body of an answer that announced no size, or None past ``max_bytes``."""
+    stream = (await session.send("Fetch.takeResponseBodyAsStream", {"requestId": request_id}))[
+        "stream"
+    ]
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            piece = await session.send("IO.read", {"handle": stream, "size": READ_CHUNK})
+            data = piece["data"]
+            chunk = base64.b64decode(data) if piece.get("base64Encoded") else data.encode()
+            size += len(chunk)
+            if size > max_bytes:
+                return None
+            chunks.append(chunk)
+            if piece.get("eof"):
+                return b"".join(chunks)
+    finally:
+        await session.send("IO.close", {"handle": stream})
+
+
 def shot_taken(stats: StatsCollector | None, shot: Shot, site_id: int) -> None:
     """Count a screenshot (``screenshots/taken``, ``/cut``, ``/images_late``) or its
-    failure (``screenshots/failed``, logged)."""
+    failure (``screenshots/failed``, logged), and the pictures and fonts refused to the
+    browser as too large for it (``screenshots/images_too_large``)."""
+    count(stats, "screenshots/images_too_large", site_id, shot.too_large)
     if shot.body is None:
         count(stats, "screenshots/failed", site_id)
         logger.warning("Screenshot of %s not taken: %s", shot.url, shot.reason)
