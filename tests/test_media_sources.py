@@ -1,7 +1,8 @@
 """The images of PTT, Dcard and Facebook posts (zeroarchive/media/sources.py), found on real
 saved posts: imgur links in Dcard posts and comments (tests/fixtures/dcard), the photos of a
-rendered Facebook post (tests/fixtures/facebook), a PTT post page; and a Dcard crawl that
-keeps its posts' imgur images through the crawl's own media path."""
+rendered Facebook post (tests/fixtures/facebook), PTT post pages with and without imgur
+links (tests/fixtures/ptt); and a Dcard crawl that keeps its posts' imgur images through
+the crawl's own media path."""
 
 from __future__ import annotations
 
@@ -90,6 +91,22 @@ def test_a_ptt_post_page_takes_no_link_for_an_image() -> None:
     found = ptt_media(body, page, ["image"])
     # Its links are to PTT itself and to web pages, none to an image.
     assert b"<a " in body and found == []
+
+
+def test_a_ptt_posts_imgur_links_are_its_images_each_once() -> None:
+    """A real Beauty post (2017): seven imgur image pages, each linked (http, as typed) and
+    embedded by PTT (``//imgur.com/<id>``, https on PTT's https page): seven images."""
+    body = (FIXTURES / "ptt" / "roycrxtw-beautyland-api__example-post.html").read_bytes()
+    page = "https://www.ptt.cc/bbs/Beauty/M.1501930028.A.1B3.html"
+    found = ptt_media(body, page, ["image", "style"])
+    ids = ("SdtkkiQ", "70KeHU5", "rqXKHz7", "9OO8mn0", "7IRcApy", "AFpqhmK", "dorn34U")
+    assert [f.url for f in found if f.kind == "image"] == [
+        f"http://i.imgur.com/{image}.jpg" for image in ids
+    ]
+    # PTT's own stylesheets (protocol-relative) are the page's look.
+    styles = [f.url for f in found if f.kind == "style"]
+    assert len(styles) == 5 and all(s.startswith("https://images.ptt.cc/") for s in styles)
+    assert ptt_media(body, page, ["style"]) == [f for f in found if f.kind == "style"]
 
 
 class _Images(BaseHTTPRequestHandler):

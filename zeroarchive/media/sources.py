@@ -4,7 +4,8 @@ any HTML page).
 - PTT: the post page's own images (``find_media``), and every link in the post and its
   pushes that leads to an image: imgur (``i.imgur.com/<id>.<ext>`` as it is, an
   ``imgur.com/<id>`` page as its image) or a URL ending in an image extension. PTT shows
-  these links as the images under the text, and its pushes are mostly such links.
+  these links as the images under the text, and its pushes are mostly such links. An
+  image linked over http and embedded over https is one item (the first spelling).
 - Dcard: the snapshot is JSON (``{"post": ..., "comments": [...]}``, spiders/dcard.py):
   the post's and each comment's ``media`` (``[{"url"}]``) and ``mediaMeta``
   (``[{"url", "type"}]``, thumbnails skipped), and the image links in their text.
@@ -88,9 +89,20 @@ def linked_image(url: str) -> str | None:
     return url if path.endswith(IMAGE_EXTENSIONS) else None
 
 
+def _same(url: str) -> str:
+    """What two spellings of one item share: its URL without the scheme. PTT writes an
+    imgur link as the author typed it (``http://imgur.com/<id>``) and its embed of the
+    same image as ``//imgur.com/<id>`` (https on an https page): one image, not two.
+
+    >>> _same("http://i.imgur.com/SdtkkiQ.jpg") == _same("https://i.imgur.com/SdtkkiQ.jpg")
+    True
+    """
+    return url.split("://", 1)[-1]
+
+
 def _keep(found: list[Found], seen: set[str], kind: str, url: str | None) -> None:
-    if url and url.startswith(("http://", "https://")) and url not in seen:
-        seen.add(url)
+    if url and url.startswith(("http://", "https://")) and _same(url) not in seen:
+        seen.add(_same(url))
         found.append(Found(kind, url))
 
 
@@ -113,7 +125,7 @@ def ptt_media(body: bytes, page_url: str, kinds: Iterable[str]) -> list[Found]:
     root = _parse(body)
     if root is None:
         return found
-    seen = {item.url for item in found}
+    seen = {_same(item.url) for item in found}
     for link in root.iter("a"):
         href = (link.get("href") or "").strip()
         if href:
@@ -182,7 +194,7 @@ def facebook_media(body: bytes, page_url: str, kinds: Iterable[str]) -> list[Fou
     root = _parse(body)
     if root is None:
         return found
-    seen = {item.url for item in found}
+    seen = {_same(item.url) for item in found}
     images: list[Found] = []
     for meta in root.iter("meta"):
         name = (meta.get("property") or meta.get("name") or "").lower()
