@@ -234,8 +234,15 @@ async def cap_loads(page: Any, max_bytes: int) -> None:
     """Hold each picture and font the browser loads for ``page`` (to be shot) to
     ``max_bytes``: its answers wait, headers read, in CDP's Fetch domain (beside
     Playwright's own interception of the requests) until ``_answer`` lets them through
-    or refuses them. Called before the page loads anything."""
-    session = await page.context.new_cdp_session(page)
+    or refuses them. Called before the page loads anything; should the browser refuse
+    the watch, the page is loaded and shot regardless (logged), never lost."""
+    from playwright.async_api import Error
+
+    try:
+        session = await page.context.new_cdp_session(page)
+    except Error as exc:
+        logger.warning("Loads for a screenshot not held to %s bytes: %s", max_bytes, exc)
+        return
     _too_large[page] = 0
     answering: set[asyncio.Future[None]] = set()
 
@@ -246,7 +253,10 @@ async def cap_loads(page: Any, max_bytes: int) -> None:
 
     session.on("Fetch.requestPaused", paused)
     patterns = [{"resourceType": kind, "requestStage": "Response"} for kind in CAPPED_TYPES]
-    await session.send("Fetch.enable", {"patterns": patterns})
+    try:
+        await session.send("Fetch.enable", {"patterns": patterns})
+    except Error as exc:
+        logger.warning("Loads for a screenshot not held to %s bytes: %s", max_bytes, exc)
 
 
 def declared_size(headers: list[dict[str, str]]) -> int | None:
