@@ -69,6 +69,9 @@ _INNER_LINE = 20
 # (link lists, footnotes) had 92-596, those that were not (headings such as "DON'T MISS",
 # a game's console commands, a changelog's bullets) at most 65.
 _INNER_RUN = 80
+# ... which brings at least this many word 4-grams (or Han and kana 4-grams) of its own: 80
+# characters are 12 or more English words, 80 Chinese or Japanese tokens.
+_INNER_RUN_NEW = 8
 # A text holding less than this of the page's own description took another block; one
 # holding this much or more of it took the article.
 _UNDESCRIBED = 0.5
@@ -223,6 +226,10 @@ def _insert_inner_runs(
     the element that holds the headline, and is long enough to be the article's (a list of
     links in a post, footnotes, a code listing), each after the line it follows in
     trafilatura's text."""
+    if len(shingles(extracted) - ours) < _INNER_RUN_NEW:
+        # Too little of trafilatura's text is new for a run that long (most pages): its
+        # lines are not split and compared, a hundredth of a parse.
+        return
     lines = extracted.split("\n")
     shared = [
         not (mine := shingles(line)) or len(mine & ours) / len(mine) >= _LINE_KEPT for line in lines
