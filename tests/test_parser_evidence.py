@@ -84,3 +84,20 @@ def test_captions_between_confirmed_lines_stay_out() -> None:
     text = parse_snapshot("Article", raw, detect_encoding(raw), "https://phys.org/a").text
     assert "hibernation" in text
     assert "Functional areas of the hibernation module" not in text
+
+
+def test_a_header_readability_takes_is_not_the_body() -> None:
+    """buzzap.jp: readability takes the headline, byline and tags (89 characters); the
+    article under that headline is trafilatura's text."""
+    text, f1 = body("mercury-buzzap.jp")
+    assert text.startswith("家計の負担を和らげるための軽減税率のはずでしたが")
+    assert "カテゴリー 社会" not in text
+    assert f1 >= 0.6
+
+
+def test_a_list_of_links_inside_a_post_stays() -> None:
+    """techlog.iij.ad.jp: readability's text leaves out the post's list of reports (links)
+    that trafilatura holds between lines both take: the list is the post's."""
+    text, f1 = body("mercury-techlog.iij.ad.jp")
+    assert "IIJmio meeting 23 大阪会場に参加してみた (NEKOLAB)" in text
+    assert f1 >= 0.85

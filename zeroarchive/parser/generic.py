@@ -64,6 +64,14 @@ _INNER_SECTION = 200
 # ... made of lines each this long: a kicker, a credit or a "More information:" is shorter
 # (captions are told by the page's figure and caption elements, or by being there twice).
 _INNER_LINE = 20
+# Characters (spaces left out) of a run of trafilatura's lines between shared ones that is
+# added to readability's: such runs that were the article's on the tuning and benchmark pages
+# (link lists, footnotes) had 92-596, those that were not (headings such as "DON'T MISS",
+# a game's console commands, a changelog's bullets) at most 65.
+_INNER_RUN = 80
+# ... which brings at least this many word 4-grams (or Han and kana 4-grams) of its own: 80
+# characters are 12 or more English words, 80 Chinese or Japanese tokens.
+_INNER_RUN_NEW = 8
 # A text holding less than this of the page's own description took another block; one
 # holding this much or more of it took the article.
 _UNDESCRIBED = 0.5
@@ -180,6 +188,10 @@ def _combined(
             and place.container(extracted) is not None
         ):
             return extracted
+        # Or where readability's part is the article's header (its headline, byline, date
+        # and tags) and trafilatura's a longer text under the same headline.
+        if place is not None and place.is_header(readable) and place.container(extracted):
+            return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
     lines = readable.split("\n")
@@ -201,7 +213,44 @@ def _combined(
         if confirmed[start] or _inner_section(run, evidence, start > 0 and end < len(lines)):
             kept += run
         start = end
+    if place is not None:
+        _insert_inner_runs(kept, extracted, ours, place)
     return "\n".join(kept)
+
+
+def _insert_inner_runs(
+    kept: list[str], extracted: str, ours: frozenset, place: HeadlinePlace
+) -> None:
+    """Put into ``kept`` (readability's lines) the runs of trafilatura's lines that
+    readability's text leaves out, where such a run lies between lines both texts hold, in
+    the element that holds the headline, and is long enough to be the article's (a list of
+    links in a post, footnotes, a code listing), each after the line it follows in
+    trafilatura's text."""
+    if len(shingles(extracted) - ours) < _INNER_RUN_NEW:
+        # Too little of trafilatura's text is new for a run that long (most pages): its
+        # lines are not split and compared, a hundredth of a parse.
+        return
+    lines = extracted.split("\n")
+    shared = [
+        not (mine := shingles(line)) or len(mine & ours) / len(mine) >= _LINE_KEPT for line in lines
+    ]
+    anchors = [i for i, line in enumerate(lines) if shared[i] and shingles(line)]
+    if not anchors or not kept:
+        return
+    run: list[str] = []
+    for i in range(anchors[0], anchors[-1] + 1):
+        if not shared[i]:
+            run.append(lines[i])
+            continue
+        if (
+            run
+            and sum(len(squeeze(line)) for line in run) >= _INNER_RUN
+            and place.container(" ".join(run)) is not None
+        ):
+            before = shingles(lines[i - len(run) - 1])
+            at = max(range(len(kept)), key=lambda k: len(shingles(kept[k]) & before))
+            kept[at + 1 : at + 1] = run
+        run = []
 
 
 def _inner_section(run: list[str], evidence: PageEvidence, inside: bool) -> bool:

@@ -49,6 +49,9 @@ def registrable(host: str) -> str:
     return _SAME_PUBLISHER.get(domain, domain)
 
 
+KEPT = ("unseen2", "unseen3")
+
+
 def main() -> None:
     gold = json.loads((HERE / "gold.json").read_text(encoding="utf-8"))
     before = {
@@ -57,10 +60,10 @@ def main() -> None:
         if (words := line.split()) and not words[0].startswith("#")
     }
     groups: dict[str, list[str]] = defaultdict(list)
-    # The unseen2 part (build_unseen2.py) is scored apart and kept as it is.
-    lines = [f"unseen2 {name}" for name, part in before.items() if part == "unseen2"]
+    # The unseen parts (build_unseen2.py, build_unseen3.py) are scored apart, kept as they are.
+    lines = [f"{part} {name}" for name, part in before.items() if part in KEPT]
     for name, entry in gold.items():
-        if before.get(name) == "unseen2":
+        if before.get(name) in KEPT:
             continue
         groups[registrable(entry["publisher"])].append(name)
     for names in groups.values():
