@@ -79,11 +79,12 @@ class MediaSpiderMiddleware:
         site = site_of(output.site_id) if site_of is not None else None
         if site is None:
             return
-        from zeroarchive.media.fetch import media_outputs
+        from zeroarchive.media.fetch import grouped, media_outputs
 
         meta = response.meta.get(META_KEY, {})
         n = 0
-        for follow in media_outputs(output, site, meta.get("last_hash"), spider, self.reuse):
+        outputs = media_outputs(output, site, meta.get("last_hash"), spider, self.reuse)
+        for follow in grouped(outputs):
             n += 1
             yield follow
         if n:

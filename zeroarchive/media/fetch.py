@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.errors import error_kind
-from zeroarchive.core.items import FetchedPage, MediaAnswer
+from zeroarchive.core.items import FetchedPage, MediaAnswer, MediaAnswers
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.media.find import CONFIG_KINDS, Found, find_media, stylesheet_items
 from zeroarchive.media.sniff import is_media, looks_like_html
@@ -163,6 +163,28 @@ def media_outputs(
         else:
             yield from reused(snapshot, item, held, share, site, spider, reuse)
     yield from batched(spider, site, snapshot, wanted, page.final_url)
+
+
+def grouped(
+    outputs: Iterable[Request | MediaAnswer],
+) -> Iterator[Request | MediaAnswer | MediaAnswers]:
+    """``outputs``' requests as they come, then their records as one ``MediaAnswers``
+    (a lone record as it is).
+
+    >>> a, b = (MediaAnswer(1, 1, 5, "image", u, 5, reason="too-many") for u in "ab")
+    >>> [type(o).__name__ for o in grouped([a, b])], list(grouped([a])) == [a]
+    (['MediaAnswers'], True)
+    """
+    records = []
+    for output in outputs:
+        if isinstance(output, MediaAnswer):
+            records.append(output)
+        else:
+            yield output
+    if len(records) == 1:
+        yield records[0]
+    elif records:
+        yield MediaAnswers(tuple(records))
 
 
 def reused(
