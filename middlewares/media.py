@@ -8,6 +8,7 @@ not fetched again (0: every item is fetched for every snapshot)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -158,6 +159,10 @@ class MediaBatchDownloaderMiddleware:
         through a proxy or from a bound address, over plain HTTP(S)."""
         from zeroarchive.media.keepalive import KeepAlive, is_literal
 
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return None  # the client runs on asyncio's loop: under another reactor, Scrapy's
         if request.meta.get("proxy") or request.meta.get("bindaddress"):
             return None
         parts = urlsplit(request.url)
