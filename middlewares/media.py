@@ -8,7 +8,9 @@ not fetched again (0: every item is fetched for every snapshot)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -17,7 +19,9 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
+from scrapy.resolver import dnscache
 from scrapy.settings import BaseSettings
+from w3lib.url import safe_url_string
 
 from zeroarchive.core.environment import from_environment
 from zeroarchive.core.items import FetchedPage
@@ -26,7 +30,8 @@ from zeroarchive.core.stats import count
 from zeroarchive.core.urls import MAX_URL_LENGTH
 
 if TYPE_CHECKING:
-    from zeroarchive.media.fetch import MediaReuse
+    from zeroarchive.media.fetch import Fetched, MediaReuse
+    from zeroarchive.media.keepalive import KeepAlive
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +80,12 @@ class MediaSpiderMiddleware:
         site = site_of(output.site_id) if site_of is not None else None
         if site is None:
             return
-        from zeroarchive.media.fetch import media_outputs
+        from zeroarchive.media.fetch import grouped, media_outputs
 
         meta = response.meta.get(META_KEY, {})
         n = 0
-        for follow in media_outputs(output, site, meta.get("last_hash"), spider, self.reuse):
+        outputs = media_outputs(output, site, meta.get("last_hash"), spider, self.reuse)
+        for follow in grouped(outputs):
             n += 1
             yield follow
         if n:
@@ -147,8 +153,42 @@ class MediaBatchDownloaderMiddleware:
         agent = robots._robotstxt_useragent or request.headers.get(b"User-Agent")
         return bool(parser.allowed(url, agent or robots._default_useragent))
 
+    def _keepalive(self, request: Request) -> KeepAlive | None:
+        """The keep-alive client of a batch's host (zeroarchive/media/keepalive.py), when
+        its request goes straight to the address the crawl's resolver checked: not
+        through a proxy or from a bound address, over plain HTTP(S)."""
+        from zeroarchive.media.keepalive import KeepAlive, is_literal
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return None  # the client runs on asyncio's loop: under another reactor, Scrapy's
+        if request.meta.get("proxy") or request.meta.get("bindaddress"):
+            return None
+        parts = urlsplit(request.url)
+        host = parts.hostname or ""
+        if parts.scheme not in ("http", "https") or not host:
+            return None
+        address = host if is_literal(host) else dnscache.get(host)
+        if not isinstance(address, str):
+            return None  # resolved by another kind of resolver: Scrapy's handler connects
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return None
+        headers = [
+            (name, value)
+            for name, values in request.headers.items()
+            if name.lower() not in _OWN_HEADERS
+            for value in values
+        ]
+        timeout = request.meta.get("download_timeout") or 180.0
+        maxsize = request.meta.get("download_maxsize") or 0
+        return KeepAlive(parts.scheme, host, port, address, headers, maxsize, timeout)
+
     async def process_request(self, request: Request) -> Response | None:
-        from zeroarchive.media.fetch import RESULTS, batch_items, single_request
+        from zeroarchive.media.fetch import RESULTS, Fetched, batch_items, item_meta, single_request
+        from zeroarchive.media.keepalive import NotPlain
 
         if not archive_meta(request).get("batch"):
             return None
@@ -161,29 +201,78 @@ class MediaBatchDownloaderMiddleware:
         # (media_max_bytes), the rest go on their own, so no batch holds more than two.
         budget = request.meta.get("download_maxsize") or 0
         held = 0
-        for item, spare in batch_items(request):
-            single = single_request(request, item, spare)
-            if not self._plain(request, item.url) or (budget and held >= budget):
-                results.append(single)
-                continue
-            # The batch's own headers and settings (proxy, timeout, size limit, cookies),
-            # uncompressed: Scrapy's decompression is a middleware this bypasses.
-            meta = {**request.meta, META_KEY: single.meta[META_KEY]}
-            sub = request.replace(url=item.url, meta=meta)
-            sub.headers.pop(b"Accept-Encoding", None)
-            try:
-                response = await handlers.download_request_async(sub)
-            except Exception as exc:
-                logger.debug("Media item %s: %r; asked for on its own", item.url, exc)
-                results.append(single)
-                continue
-            if not 200 <= response.status < 300:
-                results.append(single)
-                continue
-            response.request = sub
-            results.append(response)
-            fetched += 1
-            held += len(response.body)
+        keepalive = self._keepalive(request)
+        try:
+            for item, spare in batch_items(request):
+                if not self._plain(request, item.url) or (budget and held >= budget):
+                    results.append(single_request(request, item, spare))
+                    continue
+                meta = item_meta(request, item, spare)
+                url = item.url if _SAFE_URL.match(item.url) else safe_url_string(item.url)
+                answer: Fetched | None = None
+                if keepalive is not None:
+                    try:
+                        got = await keepalive.get(_target(url))
+                    except NotPlain as exc:
+                        # This item and the rest through Scrapy's handler, as before.
+                        logger.debug("Media item %s: %s; through the handler", url, exc)
+                        keepalive = None
+                    else:
+                        if not 200 <= got.status < 300:
+                            results.append(single_request(request, item, spare))
+                            continue
+                        raw_type = got.headers.get(b"content-type")
+                        content_type = None if raw_type is None else raw_type.decode("latin-1")
+                        answer = Fetched(url, content_type, got.body, meta)
+                if answer is None:
+                    answer = await self._handler_fetch(handlers, request, url, meta)
+                    if answer is None:
+                        results.append(single_request(request, item, spare))
+                        continue
+                results.append(answer)
+                fetched += 1
+                held += len(answer.body)
+        finally:
+            if keepalive is not None:
+                keepalive.close()
         count(self.crawler.stats, "media/batched", archive_meta(request).get("site_id"), fetched)
         request.meta[RESULTS] = results
         return Response(request.url, status=200, request=request)
+
+    async def _handler_fetch(
+        self, handlers: Any, request: Request, url: str, meta: dict[str, Any]
+    ) -> Fetched | None:
+        """One item with Scrapy's own download handler, under the batch's headers and
+        settings (proxy, timeout, size limit, cookies), uncompressed: Scrapy's
+        decompression is a middleware this bypasses. None: not a plain 2xx answer."""
+        from zeroarchive.media.fetch import Fetched
+
+        sub = request.replace(url=url, meta={**request.meta, META_KEY: meta})
+        sub.headers.pop(b"Accept-Encoding", None)
+        try:
+            response = await handlers.download_request_async(sub)
+        except Exception as exc:
+            logger.debug("Media item %s: %r; asked for on its own", url, exc)
+            return None
+        if not 200 <= response.status < 300:
+            return None
+        raw_type = response.headers.get("Content-Type")
+        content_type = None if raw_type is None else raw_type.decode("latin-1")
+        return Fetched(sub.url, content_type, response.body, meta)
+
+
+#: Headers the keep-alive client does not pass on: its own (Host), and Accept-Encoding
+#: (the batch's items are stored as served: Scrapy's decompression is not in this path).
+_OWN_HEADERS = (b"host", b"accept-encoding", b"connection", b"content-length")
+#: URLs Scrapy's Request would keep as they are (safe_url_string changes nothing).
+_SAFE_URL = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*(?<![?#])\Z")
+
+
+def _target(url: str) -> str:
+    """The request target of ``url``: its path (``/`` if none) and query.
+
+    >>> _target("https://a.example/i/x.png?w=1#f"), _target("http://a.example")
+    ('/i/x.png?w=1', '/')
+    """
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -28,7 +28,7 @@ from scrapy.settings import BaseSettings
 from sqlalchemy.engine import make_url
 
 from zeroarchive.core.db_retry import call_with_retry
-from zeroarchive.core.items import FailedFetch, FetchedPage, MediaAnswer
+from zeroarchive.core.items import FailedFetch, FetchedPage, MediaAnswer, MediaAnswers
 from zeroarchive.core.stats import count
 from zeroarchive.crawl.snapshot_batches import Count, write_batch
 from zeroarchive.crawl.writer_process import WriterProcess
@@ -128,13 +128,18 @@ class SnapshotsPipeline:
             await asyncio.to_thread(self.writer.close)
 
     async def process_item(self, item: Any) -> Any:
-        if not isinstance(item, FetchedPage | FailedFetch | MediaAnswer):
+        if isinstance(item, MediaAnswers):
+            answers: tuple[FetchedPage | FailedFetch | MediaAnswer, ...] = item.answers
+        elif isinstance(item, FetchedPage | FailedFetch | MediaAnswer):
+            answers = (item,)
+        else:
             return item
-        self.pending.append(item)
-        self._answers_seen += 1
-        body = item.body if isinstance(item, FetchedPage | MediaAnswer) else None
-        if body is not None:
-            self.pending_bytes += len(body)
+        for answer in answers:
+            self.pending.append(answer)
+            self._answers_seen += 1
+            body = answer.body if isinstance(answer, FetchedPage | MediaAnswer) else None
+            if body is not None:
+                self.pending_bytes += len(body)
         if self.writer is None and self._wants_process and self._answers_seen >= PROCESS_AFTER:
             self.writer = WriterProcess(
                 self.archive.url, self.config.db_retry_seconds, self.config.media_dir

@@ -326,5 +326,5 @@ def test_a_batch_past_one_items_limit_of_bytes_leaves_the_rest_to_go_alone() -> 
     results = batch.meta[RESULTS]
     # a and big fetched in the batch (5,100 bytes held: past 5,000); c goes on its own.
     assert fetched == [f"{BASE}/a.png", f"{BASE}/big.png"]
-    assert [type(r).__name__ for r in results] == ["Response", "Response", "Request"]
+    assert [type(r).__name__ for r in results] == ["Fetched", "Fetched", "Request"]
     assert results[2].url == f"{BASE}/c.png" and not archive_meta(results[2]).get("batch")

@@ -262,7 +262,11 @@ def store_media(conn: Connection, media: MediaStore, items: Sequence[MediaAnswer
         )
         counts.append(("media/items", item.site_id, 1))
     media.record(conn, records)
-    return counts
+    # Summed here: the crawl adds each to its stats, a few thousand calls a batch else.
+    totals: dict[tuple[str, int | None], int] = {}
+    for metric, site_id, n in counts:
+        totals[metric, site_id] = totals.get((metric, site_id), 0) + n
+    return [(metric, site_id, n) for (metric, site_id), n in totals.items()]
 
 
 def _file_chunks(path: str) -> Iterator[bytes]:

@@ -555,17 +555,17 @@ class ArchiveSpider(scrapy.Spider):
     def parse_media(self, response: Response) -> Iterator[Any]:
         """Callback of media requests (middlewares/media.py): the item's record, and a
         stylesheet's own items."""
-        from zeroarchive.media.fetch import batch_answered
+        from zeroarchive.media.fetch import batch_answered, grouped
 
         request = response.request
         site = None if request is None else self.site_of(request)
-        yield from batch_answered(response, site, self)
+        yield from grouped(batch_answered(response, site, self))
 
     def media_failed(self, failure: Failure) -> Iterator[Any]:
         """Errback of media requests: a record of why the item was not kept."""
-        from zeroarchive.media.fetch import batch_failed
+        from zeroarchive.media.fetch import batch_failed, grouped
 
-        yield from batch_failed(failure)
+        yield from grouped(batch_failed(failure))
 
     def list_page_answered(self, site: Site, response: Response | None = None) -> None:
         """What every list page callback calls once the page is what it should be: counts

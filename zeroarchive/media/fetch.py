@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from zeroarchive.core.clock import now
 from zeroarchive.core.errors import error_kind
-from zeroarchive.core.items import FetchedPage, MediaAnswer
+from zeroarchive.core.items import FetchedPage, MediaAnswer, MediaAnswers
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.media.find import CONFIG_KINDS, Found, find_media, stylesheet_items
 from zeroarchive.media.sniff import is_media, looks_like_html
@@ -165,6 +165,28 @@ def media_outputs(
     yield from batched(spider, site, snapshot, wanted, page.final_url)
 
 
+def grouped(
+    outputs: Iterable[Request | MediaAnswer],
+) -> Iterator[Request | MediaAnswer | MediaAnswers]:
+    """``outputs``' requests as they come, then their records as one ``MediaAnswers``
+    (a lone record as it is).
+
+    >>> a, b = (MediaAnswer(1, 1, 5, "image", u, 5, reason="too-many") for u in "ab")
+    >>> [type(o).__name__ for o in grouped([a, b])], list(grouped([a])) == [a]
+    (['MediaAnswers'], True)
+    """
+    records = []
+    for output in outputs:
+        if isinstance(output, MediaAnswer):
+            records.append(output)
+        else:
+            yield output
+    if len(records) == 1:
+        yield records[0]
+    elif records:
+        yield MediaAnswers(tuple(records))
+
+
 def reused(
     snapshot: tuple[int, int, int],
     item: Found,
@@ -251,20 +273,36 @@ def batch_items(request: Request) -> list[tuple[Found, int]]:
     return [(Found(str(kind), str(url)), int(spare)) for kind, url, spare in batch]
 
 
+def item_meta(batch: Request, item: Found, spare: int) -> dict[str, Any]:
+    """The archive's meta of one item of a batch (its kind and places)."""
+    meta = {k: v for k, v in batch.meta[META_KEY].items() if k != "batch"}
+    meta.update(media_kind=item.kind, spare=spare)
+    return meta
+
+
 def single_request(batch: Request, item: Found, spare: int) -> Request:
     """One item of a batch as a request of its own (through the scheduler and every
     middleware: redirects, retries and refusals are theirs)."""
-    meta = {k: v for k, v in batch.meta[META_KEY].items() if k != "batch"}
-    meta.update(media_kind=item.kind, spare=spare)
     return batch.replace(
         url=item.url,
         headers={"Referer": batch.headers.get("Referer") or b""},
         meta={
-            META_KEY: meta,
+            META_KEY: item_meta(batch, item, spare),
             "download_maxsize": batch.meta.get("download_maxsize"),
             "download_warnsize": 0,
         },
     )
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """An item of a batch its middleware fetched (2xx): what its record is made of."""
+
+    url: str
+    content_type: str | None
+    body: bytes
+    #: The item's archive meta (``item_meta``).
+    meta: dict[str, Any]
 
 
 def refused(
@@ -328,9 +366,23 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
         return
     raw_type = response.headers.get("Content-Type")
     content_type = None if raw_type is None else raw_type.decode("latin-1")
-    body = response.body
     # The URL the page named, not where a redirect ended: the record is of the page's item.
     url = response.request.url if response.request is not None else response.url
+    yield from kept(meta, url, response.url, content_type, response.body, site, spider)
+
+
+def kept(
+    meta: dict[str, Any],
+    url: str,
+    final_url: str,
+    content_type: str | None,
+    body: bytes,
+    site: Site | None,
+    spider: Any,
+) -> Iterator[Request | MediaAnswer]:
+    """The record of an item fetched (2xx) from ``final_url`` for ``url``, and a
+    stylesheet's own items."""
+    kind = meta["media_kind"]
     base = (meta["article_id"], meta["site_id"], meta["snapshot_at"], kind, url)
     if not is_media(kind, body, content_type):
         yield MediaAnswer(*base, now(), content_type=content_type, reason=NOT_MEDIA)
@@ -340,7 +392,7 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
     yield MediaAnswer(*base, fetched_at, body=body, content_type=content_type, sha256=digest)
     children: tuple[str, ...] = ()
     if kind == "style" and "css" in (content_type or "").lower():
-        children = tuple(stylesheet_items(body, response.url))
+        children = tuple(stylesheet_items(body, final_url))
     reuse: MediaReuse | None = getattr(spider, "media_reuse", None)
     if reuse is not None:
         reuse.keep(url, Held(digest, len(body), content_type, fetched_at, children))
@@ -348,7 +400,7 @@ def answered(response: Response, site: Site | None, spider: Any) -> Iterator[Req
         return
     snapshot = (meta["article_id"], meta["site_id"], meta["snapshot_at"])
     spare = int(meta.get("spare", 0))
-    yield from _sheet_items(snapshot, children, spare, response.url, site, spider, reuse)
+    yield from _sheet_items(snapshot, children, spare, final_url, site, spider, reuse)
 
 
 def batch_answered(
@@ -372,7 +424,9 @@ def batch_answered(
         if isinstance(result, Request):
             yield result
         else:
-            yield from answered(result, site, spider)
+            yield from kept(
+                result.meta, result.url, result.url, result.content_type, result.body, site, spider
+            )
 
 
 def batch_failed(failure: Failure) -> Iterator[Request | MediaAnswer]:

@@ -40,6 +40,17 @@ IMAGE_META = (
     "twitter:image:src",
 )
 VIDEO_META = ("og:video", "og:video:url", "og:video:secure_url")
+_SRCSETS = ("srcset", *LAZY_SRCSETS)
+#: The tags each record kind is found in (``<meta>``: og:image, og:video).
+_TAGS = (
+    ("image", "meta"),
+    ("video", "meta"),
+    ("style", "link"),
+    ("image", "img"),
+    ("video", "video"),
+    ("style", "style"),
+)
+_LAZY = frozenset(LAZY_ATTRIBUTES)
 _CSS_URL = re.compile(r"""url\(\s*(['"]?)(.*?)\1\s*\)|@import\s+(['"])(.*?)\3""", re.S)
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
@@ -93,9 +104,15 @@ def largest(candidates: Iterable[tuple[str, float, float]]) -> str | None:
 
 def _image_candidates(img: lxml.html.HtmlElement) -> list[tuple[str, float, float]]:
     candidates = []
-    for name in ("srcset", *LAZY_SRCSETS):
-        candidates.extend(srcset_candidates(img.get(name) or ""))
-    plain = next((img.get(a) for a in LAZY_ATTRIBUTES if (img.get(a) or "").strip()), None)
+    # Most <img>s carry only a few attributes: look up those they have (C calls), not
+    # every lazy-loading name in Python.
+    names = img.keys()
+    for name in _SRCSETS:
+        if name in names:
+            candidates.extend(srcset_candidates(img.get(name) or ""))
+    plain = None
+    if not _LAZY.isdisjoint(names):
+        plain = next((img.get(a) for a in LAZY_ATTRIBUTES if (img.get(a) or "").strip()), None)
     plain = plain or img.get("src")
     if plain and plain.strip() and not _is_data(plain):
         candidates.append((plain.strip(), 0.0, 1.0))
@@ -152,7 +169,9 @@ def find_media(html: bytes | str, page_url: str, kinds: Iterable[str]) -> list[F
             seen.add(absolute)
             found.append(Found(kind, absolute.split("#")[0]))
 
-    for element in root.iter("meta", "link", "img", "video", "style"):
+    # Only the tags of the kinds wanted: a page's <style>s are scanned for nothing else.
+    tags = [tag for kind, tag in _TAGS if kind in wanted]
+    for element in root.iter(*tags):
         tag = element.tag
         if tag == "meta":
             name = (element.get("property") or element.get("name") or "").lower()

@@ -37,6 +37,7 @@ _INSERT_NEW = (
     .prefix_with("IGNORE", dialect="mysql")
     .prefix_with("IGNORE", dialect="mariadb")
 )
+_INSERT_CHUNK = insert(media_chunk)
 KINDS = ("image", "style", "video", "screenshot")
 
 
@@ -76,7 +77,7 @@ class DatabaseBlobs:
     def keep(self, conn: Connection, digest: bytes, spooled: IO[bytes]) -> None:
         seq = 0
         while chunk := spooled.read(CHUNK):
-            conn.execute(insert(media_chunk).values(sha256=digest, seq=seq, data=chunk))
+            conn.execute(_INSERT_CHUNK, {"sha256": digest, "seq": seq, "data": chunk})
             seq += 1
 
     def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
@@ -279,11 +280,10 @@ class MediaStore:
         ``sha256`` and which ``held`` did not find; True when its bytes were written now
         (False: another writer stored it since). No temporary file for the database
         backend: its bytes go straight into chunks."""
-        added = conn.execute(
-            _INSERT_NEW.values(
-                sha256=sha256, size=len(body), content_type=_short(content_type), stored_at=at
-            )
-        ).rowcount
+        # The statement as it is, with its values as parameters: a ``.values()`` statement
+        # per item cost SQLAlchemy 0.7 ms of CPU to build and key (most of storing it).
+        row = {"sha256": sha256, "size": len(body), "content_type": _short(content_type)}
+        added = conn.execute(_INSERT_NEW, {**row, "stored_at": at}).rowcount
         if not added:
             return False
         spool_dir = self.blobs.spool_dir()
