@@ -127,7 +127,8 @@ def test_a_spent_budget_puts_every_page_off_to_the_next_day() -> None:
     # By their schedule, the first page alone would spend it by the day's end.
     plan = plan_walk(pages, bounds, T0 + HOUR)
     assert list(plan.walk) == ["p0"]
-    assert set(plan.postponed.values()) == {T0 + 7 * HOUR}
+    # Put off by an upper bound on their own phase (due at 0: every six hours).
+    assert set(plan.postponed.values()) == {T0 + 6 * HOUR}
     spent = [begun(page, bounds, T0 + HOUR) for page in asked.walk.values()]
     assert requests_today(spent, T0 + 2 * HOUR) == 3
     assert requests_today(spent, T0 + DAY) == 0
@@ -198,3 +199,15 @@ def test_pages_neither_linked_nor_productive_for_long_are_retired() -> None:
     assert productive.new_at == T0 + DAY and not retiring(productive, later)
     plan = plan_walk([found, ListPage("/kept", walks=1, first_walk_at=later)], bounds, later)
     assert plan.retired == ("/old",) and list(plan.walk) == ["/kept"]
+
+
+def test_a_busy_page_spends_the_budget_at_an_even_pace() -> None:
+    bounds = ListBounds(600, 60, 600, 144)
+    busy = ListPage("busy", walks=9, interval=60, rate_links=30, rate_seconds=3600)
+    # Noon, 72 of 144 spent: on pace, the busy page is walked though it does not fit.
+    noon = replace(busy, day=T0 // DAY, walks_today=72)
+    assert list(plan_walk([noon], bounds, T0 + DAY // 2).walk) == ["busy"]
+    # One more: ahead of the pace, it waits till the pace catches up (ten minutes).
+    ahead = replace(noon, walks_today=73)
+    plan = plan_walk([ahead], bounds, T0 + DAY // 2)
+    assert not plan.walk and plan.postponed == {"busy": T0 + DAY // 2 + 600}

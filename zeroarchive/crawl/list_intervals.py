@@ -347,8 +347,11 @@ def plan_walk(
 
     Each page would cost, by the day's end, about one request per interval: the pages are
     taken most productive first while their costs fit what is left of the day's budget;
-    the due pages beyond are postponed, by an upper bound (or to the next day once nothing
-    is left). The most productive due page is walked whenever anything is left.
+    the due pages beyond are postponed by an upper bound (or to the next day once nothing
+    is left), on their own phase (``later``), so that spread pages stay spread. The most
+    productive due page is also walked when it does not fit while the site's requests of
+    the day are not ahead of an even pace through it, else postponed till they are: a busy
+    page spends the budget evenly, not all of it by the afternoon.
 
     >>> bounds = ListBounds(600, 60, 600, 150)
     >>> busy = ListPage("busy", walks=5, interval=60, rate_links=9, rate_seconds=600)
@@ -356,6 +359,10 @@ def plan_walk(
     >>> plan = plan_walk([quiet, busy], bounds, 72000)
     >>> list(plan.walk), plan.postponed
     (['busy'], {'quiet': 72600})
+    >>> ahead = replace(busy, day=0, walks_today=126)  # 150 a day: 125 by 72000 on pace
+    >>> plan = plan_walk([ahead, quiet], bounds, 72000)
+    >>> list(plan.walk), plan.postponed
+    (['quiet'], {'busy': 72576})
     >>> spent = replace(busy, day=0, walks_today=150)
     >>> plan = plan_walk([spent, quiet], bounds, 3600)
     >>> list(plan.walk), plan.postponed, plan.used
@@ -372,6 +379,8 @@ def plan_walk(
     budget = bounds.budget(len(pages))
     left = budget - used
     day_end = (day_of(now) + 1) * DAY
+    # When the day's requests so far are on an even pace through it.
+    paced_at = day_end - DAY + math.ceil(used * DAY / budget)
     due = {p.url for p in pages if everything or p.next_walk_at <= now}
     order = sorted(pages, key=lambda p: (-productivity(p, bounds), p.depth, p.url))
     walk: dict[str, ListPage] = {}
@@ -384,15 +393,30 @@ def plan_walk(
             # A page not due now still spends its share of the day's budget later.
             projected += math.ceil((day_end - max(now, page.next_walk_at)) / interval)
             continue
-        fits = everything or projected + cost <= left or (not walk and not postponed)
+        first = not walk and not postponed
+        fits = everything or projected + cost <= left or (first and now >= paced_at)
         if len(walk) < left and fits:
             walk[page.url] = page
             projected += cost
         elif left <= len(walk):
-            postponed[page.url] = day_end
+            postponed[page.url] = later(page.next_walk_at, day_end, interval)
+        elif first:
+            postponed[page.url] = min(paced_at, now + bounds.high)  # at most a bound
         else:
-            postponed[page.url] = min(now + bounds.high, day_end)
+            postponed[page.url] = later(page.next_walk_at, now + 1, bounds.high)
     return WalkPlan(walk, postponed, used, budget, retired)
+
+
+def later(due: int, not_before: int, step: int) -> int:
+    """The first time at or after ``not_before`` that is ``due`` plus whole ``step``s: a
+    postponed page keeps its phase.
+
+    >>> later(1000, 1001, 600), later(1000, 86400, 600), later(90000, 86400, 600)
+    (1600, 86800, 90000)
+    """
+    if due >= not_before:
+        return due
+    return due + -(-(not_before - due) // step) * step
 
 
 def begun(page: ListPage, bounds: ListBounds, now: int) -> ListPage:
