@@ -32,8 +32,8 @@ from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.schedule import DAY
 from zeroarchive.core.signals import articles_stored
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
-from zeroarchive.crawl.list_intervals import ListPage, growth
-from zeroarchive.crawl.list_pages import ListPages, row_of
+from zeroarchive.crawl.list_intervals import RETIRE_AFTER, ListPage, growth
+from zeroarchive.crawl.list_pages import ListPages, begin_pages, row_of, walk_plan
 from zeroarchive.distributed.queue import request_queue
 from zeroarchive.distributed.redis_client import connect
 from zeroarchive.sites.record import parse_spec
@@ -121,7 +121,12 @@ def test_an_embedded_crawl_walks_each_list_page_by_its_own_interval(
         assert set(pages["news"]) == {front, second, third}
         assert {p["walks"] for p in pages["news"].values()} == {1}
         assert pages["news"][second]["etag"] == '"list-2"'
-        assert {p["next_walk_at"] for p in pages["news"].values()} == {T0 + 600}
+        # Found in one walk, spread over the plan's interval (the front page first).
+        assert {p["next_walk_at"] for p in pages["news"].values()} == {
+            T0 + 150,
+            T0 + 300,
+            T0 + 600,
+        }
 
         # Ten minutes on: every page is due. The front page shows one article more; the
         # others answer 304 to their validators. The thrifty site spent its 3 requests.
@@ -138,12 +143,14 @@ def test_an_embedded_crawl_walks_each_list_page_by_its_own_interval(
         assert (busy["walks"], busy["not_modified"], busy["etag"]) == (2, 0, '"front-2"')
         # One new link in ten minutes: half a link a walk is every five minutes.
         assert busy["interval"] == 300 and busy["next_walk_at"] == T0 + 900
-        # Nothing new: the interval grows (zeroarchive/crawl/list_intervals.py's growth).
-        grown = int(600 * growth(quiet["url"]))
-        assert (quiet["walks"], quiet["not_modified"], quiet["interval"]) == (2, 1, grown)
+        # Nothing new: the interval stays at the plan's, its upper bound.
+        assert (quiet["walks"], quiet["not_modified"], quiet["interval"]) == (2, 1, 600)
         assert quiet["etag"] == '"list-2"'  # a 304 keeps the validators it answered
         assert {p["postponed"] for p in pages["thrifty"].values()} == {1}
-        assert {p["next_walk_at"] for p in pages["thrifty"].values()} == {T0 - 3600 + DAY}
+        # Put off to the next day, each on its own phase (spread, they stay spread).
+        day_end = T0 - 3600 + DAY
+        put_off = [p["next_walk_at"] for p in pages["thrifty"].values()]
+        assert len(set(put_off)) == 3 and all(day_end <= t < day_end + 600 for t in put_off)
 
         # Five minutes later only the front page is due (its new ETag names the same links):
         # the page it links to is walked by its own interval, not because it is linked.
@@ -265,8 +272,7 @@ def test_the_scheduler_asks_for_due_pages_only_and_conditionally(
         p["url"].removeprefix(host): p for p in ListPageStore(archive.engine).by_site()[site_id]
     }
     assert (rows[front]["interval"], rows[front]["not_modified"]) == (300, 0)
-    grown = int(600 * growth(host + second))
-    assert (rows[second]["interval"], rows[second]["not_modified"]) == (grown, 1)
+    assert (rows[second]["interval"], rows[second]["not_modified"]) == (600, 1)
     assert archive.sites.get(site_id) is not None
 
     # Five minutes later the scheduler asks for the front page alone, which answers 304.
@@ -286,9 +292,9 @@ def test_the_scheduler_asks_for_due_pages_only_and_conditionally(
     assert 440 <= first.interval <= 460
     assert first.new_per_day is not None and 90 < first.new_per_day < 100  # 1 in 15 min
     quiet = stats.list_pages[1]
-    assert quiet.interval == int(600 * growth(quiet.url)) and quiet.new_per_day == 0
-    # Three walks of three, one of one: seven requests of the news plan's 1,440.
-    assert (stats.list_requests_today, stats.list_budget) == (7, 1440)
+    assert quiet.interval == 600 and quiet.new_per_day == 0
+    # Three walks of three, one of one: seven requests of the fixed walk's 3 x 144.
+    assert (stats.list_requests_today, stats.list_budget) == (7, 432)
     assert stats.as_json()["list_pages"][0]["not_modified"] == 1
 
 
@@ -302,11 +308,9 @@ def test_the_scheduler_keeps_a_site_within_its_daily_budget(
     )
     site_id, _ = archive.sites.upsert(spec, T0 - 3600)
     store = ListPageStore(archive.engine)
-    # Three due pages: one busy (a link a minute), two quiet; 18 of the 20 requests spent.
+    # Three due pages: one busy (a link a minute), two quiet; none of the 20 requests spent.
     due = {"walks": 50, "last_walk_at": T0 - 60, "next_walk_at": T0 - 1, "day": T0 // DAY}
-    busy = ListPage(
-        host + "/", interval=60, rate_links=60, rate_seconds=3600, walks_today=18, **due
-    )
+    busy = ListPage(host + "/", interval=60, rate_links=60, rate_seconds=3600, **due)
     quiet = [
         ListPage(host + path, interval=7200, rate_links=0, rate_seconds=36000, **due)
         for path in ("/news/list-2.html", "/news/list-3.html")
@@ -317,20 +321,26 @@ def test_the_scheduler_keeps_a_site_within_its_daily_budget(
         archive, server, [GenericSpider.from_crawler(crawler)], DispatchConfig(50, 3600, 1000, 30)
     )
     report = rounds.run_once(T0)["generic"]
-    # The busy page fills what is left of the day; the quiet ones wait for their bound.
+    # The busy page would spend more than the day's budget alone: walked on an even pace;
+    # the quiet ones wait for their bound (on their own phase: due at T0 - 1).
     assert [r.url for r in queued(server, rounds.spiders[0])] == [host + "/"]
     assert report.postponed == 2
     after = {p["url"]: p for p in store.by_site()[site_id]}
-    assert after[host + "/"]["walks_today"] == 19
+    assert after[host + "/"]["walks_today"] == 1
     assert {
         after[host + path]["next_walk_at"] for path in ("/news/list-2.html", "/news/list-3.html")
-    } == {T0 + 7200}
+    } == {T0 + 599}
     assert {
         after[host + path]["postponed"] for path in ("/news/list-2.html", "/news/list-3.html")
     } == {1}
     # The site comes due again with its earliest page.
     assert archive.sites.get(site_id) is not None
     assert rounds.run_once(T0 + 30)["generic"].list_sites == 0
+    # A minute on, the busy page is due but one request of 20 is ahead of the pace (one
+    # per 72 minutes): it waits, by an upper bound at most.
+    assert rounds.run_once(T0 + 60)["generic"].list_sites == 0
+    after = {p["url"]: p for p in store.by_site()[site_id]}
+    assert after[host + "/"]["next_walk_at"] == T0 + 60 + 600
 
 
 def test_a_failing_list_page_backs_off_like_a_quiet_one(db_url: str) -> None:
@@ -351,3 +361,35 @@ def test_a_failing_list_page_backs_off_like_a_quiet_one(db_url: str) -> None:
     [row] = store.load(site_id)
     assert (row["walks"], row["etag"], row["last_walk_at"]) == (6, '"e"', T0)
     assert row["interval"] == int(120 * growth(page.url))
+
+
+def test_found_pages_are_spread_and_forgotten_pages_retired(db_url: str) -> None:
+    archive = open_archive(url=db_url)
+    spec = parse_spec({"name": "news", "url": "https://s.example/", "config": site_config()})
+    site_id, _ = archive.sites.upsert(spec, T0 - 3600)
+    site = archive.sites.get(site_id)
+    assert site is not None
+    store = ListPageStore(archive.engine)
+    long_ago = T0 - RETIRE_AFTER - DAY
+    history = {"walks": 9, "interval": 600, "first_walk_at": long_ago, "new_at": long_ago}
+    gone = ListPage("https://s.example/old-section", linked_at=long_ago, **history)
+    linked = ListPage("https://s.example/section", linked_at=long_ago, **history)
+    store.save(site_id, [row_of(gone), row_of(linked)])
+    pages = ListPages(store, lambda: None, archive.sites.get, 300.0)
+    # A walk links the section again (the old one no longer); two pages are found.
+    pages.linked(site_id, linked.url, T0)
+    meta = {"site_id": site_id, "kind": "list", "page_kind": "page", "depth": 1}
+    for url in ("https://s.example/", "https://s.example/feed"):
+        pages.answered(site_id, url, url, meta, {}, T0)
+    pages.maybe_write(force=True)
+    rows = {row["url"]: row for row in store.load(site_id)}
+    assert rows[linked.url]["linked_at"] == T0 and rows[gone.url]["linked_at"] == long_ago
+    found = [rows["https://s.example" + path] for path in ("/", "/feed")]
+    assert all(row["linked_at"] == T0 for row in found)
+    # Found in one walk, due apart: not all together at the plan's interval.
+    assert len({row["next_walk_at"] for row in found}) == 2
+    assert all(T0 < row["next_walk_at"] <= T0 + 600 for row in found)
+    plan = walk_plan(store, site, T0 + 600)
+    assert plan.retired == (gone.url,) and gone.url not in plan.walk
+    begin_pages(store, site, plan, T0 + 600)
+    assert gone.url not in {row["url"] for row in store.load(site_id)}

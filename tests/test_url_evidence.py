@@ -61,3 +61,19 @@ def test_the_saved_news_articles_urls_look_like_articles() -> None:
 )
 def test_lists_and_other_links_do_not(url: str) -> None:
     assert not looks_like_article(url), url_score(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "article"),
+    [
+        # A section named by a list word, ahead of a date and a long id (news.cn).
+        ("http://www.news.cn/legal/2023-11/17/c_1129979935.htm", True),
+        ("https://s.example/about/2024/05/01/8812345.html", True),
+        # The list word last, or no id after the date: still no article.
+        ("https://s.example/2023-11/17/1129979935/legal", False),
+        ("https://s.example/archive/2023-11/17/", False),
+        ("https://s.example/tag/2023-11-17", False),
+    ],
+)
+def test_a_list_word_naming_a_section_ahead_of_a_date_and_an_id(url: str, article: bool) -> None:
+    assert looks_like_article(url) is article

@@ -120,7 +120,7 @@ class Command(ScrapyCommand):
             for name, report in reports.items():
                 logger.info(
                     "%s: %d list request(s) for %d site(s), %d snapshot(s) queued; %d waiting; "
-                    "%d soft-404 probe(s); %d list page(s) postponed by budgets",
+                    "%d soft-404 probe(s); %d list page(s) postponed by budgets, %d retired",
                     name,
                     report.list_requests,
                     report.list_sites,
@@ -128,6 +128,7 @@ class Command(ScrapyCommand):
                     report.queued,
                     report.probes,
                     report.postponed,
+                    report.retired,
                 )
             if opts.once or stop.wait(max(0.0, opts.interval - (time.time() - started))):
                 return

@@ -64,29 +64,25 @@ class Step:
 
 
 #: List walk bounds (zeroarchive/crawl/list_intervals.py) as parts of the plan's list
-#: interval: a busy page down to a tenth of it (never under a minute), a quiet one up to
-#: 12 times it (never over a week).
+#: interval: a busy page down to a tenth of it (never under a minute); the plan's interval
+#: itself is the upper bound (no page is walked less often than the plan says unless the
+#: daily budget postpones it).
 LIST_MIN_DIVISOR = 10
 LIST_MIN_FLOOR = MINUTE
-LIST_MAX_FACTOR = 12
-#: A site's tracked list requests per UTC day by default: ten list pages walked at the
-#: plan's interval, at least this many.
-LIST_DAILY_PAGES = 10
-LIST_DAILY_FLOOR = 50
 
 
 @dataclass(frozen=True)
 class Plan:
     """A site type's schedule: its list pages walked every ``list_interval`` by default
     (adaptively between ``list_min_interval`` and ``list_max_interval``, within
-    ``list_daily_requests`` a day: zeroarchive/crawl/list_intervals.py), its articles
-    snapshotted by ``steps``.
+    ``list_daily_requests`` a day, 0 = what the fixed walk would make:
+    zeroarchive/crawl/list_intervals.py), its articles snapshotted by ``steps``.
 
     >>> plan = Plan(600, ())
     >>> plan.list_min_interval, plan.list_max_interval, plan.list_daily_requests
-    (60, 7200, 1440)
+    (60, 600, 0)
     >>> Plan(DAY, ()).list_min_interval, Plan(DAY, ()).list_max_interval // DAY
-    (8640, 7)
+    (8640, 1)
     """
 
     list_interval: int
@@ -100,11 +96,7 @@ class Plan:
             low = max(LIST_MIN_FLOOR, self.list_interval // LIST_MIN_DIVISOR)
             object.__setattr__(self, "list_min_interval", min(low, self.list_interval))
         if not self.list_max_interval:
-            high = min(self.list_interval * LIST_MAX_FACTOR, WEEK)
-            object.__setattr__(self, "list_max_interval", max(high, self.list_interval))
-        if not self.list_daily_requests:
-            daily = max(LIST_DAILY_FLOOR, LIST_DAILY_PAGES * DAY // self.list_interval)
-            object.__setattr__(self, "list_daily_requests", daily)
+            object.__setattr__(self, "list_max_interval", self.list_interval)
         if not 0 < self.list_min_interval <= self.list_interval <= self.list_max_interval:
             raise ValueError(
                 f"list intervals must satisfy 0 < list_min_interval {self.list_min_interval} "
@@ -121,7 +113,7 @@ class Plan:
 class ListBounds:
     """A site's list walk intervals (zeroarchive/crawl/list_intervals.py): ``default``
     (no history) within ``low`` .. ``high``, and the tracked list requests its walks may
-    make per UTC day."""
+    make per UTC day (0: what a fixed walk at ``default`` would make, ``budget``)."""
 
     default: int
     low: int
@@ -134,9 +126,9 @@ class ListBounds:
         plan's default).
 
         >>> ListBounds.of(HOURLY_FOR_A_DAY)
-        ListBounds(default=600, low=60, high=7200, daily_requests=1440)
+        ListBounds(default=600, low=60, high=600, daily_requests=0)
         >>> ListBounds.of(ONCE, 20)
-        ListBounds(default=86400, low=8640, high=604800, daily_requests=20)
+        ListBounds(default=86400, low=8640, high=86400, daily_requests=20)
         """
         return cls(
             plan.list_interval,
@@ -144,6 +136,19 @@ class ListBounds:
             plan.list_max_interval,
             plan.list_daily_requests if daily_requests is None else daily_requests,
         )
+
+    def budget(self, pages: int) -> int:
+        """The site's tracked list requests per UTC day with ``pages`` tracked pages: its
+        ``daily_requests``, else what walking every page at ``default`` would make.
+
+        >>> ListBounds(600, 60, 600, 0).budget(12), ListBounds(600, 60, 600, 50).budget(12)
+        (1728, 50)
+        >>> ListBounds(DAY, 8640, DAY, 0).budget(0)
+        1
+        """
+        if self.daily_requests:
+            return self.daily_requests
+        return max(1, pages) * -(-DAY // self.default)
 
 
 # 0archive's plans (DESIGN.md, Scheduling); each site type's record names the one it uses.
@@ -201,7 +206,7 @@ def plan_with_overrides(base: Plan, overrides: Mapping[str, Any]) -> Plan:
     >>> fixed.list_min_interval, fixed.list_interval, fixed.list_max_interval
     (600, 600, 600)
     >>> plan_with_overrides(HOURLY_FOR_A_DAY, {"list_interval": 3600}).list_max_interval
-    43200
+    3600
     >>> capped = plan_with_overrides(HOURLY_FOR_A_DAY, {"list_max_interval": 300})
     >>> capped.list_min_interval, capped.list_interval, capped.list_max_interval
     (60, 300, 300)

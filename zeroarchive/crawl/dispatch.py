@@ -70,6 +70,7 @@ class RoundReport:
     snapshots: int = 0
     probes: int = 0  # soft-404 probes (zeroarchive/events/probe.py)
     postponed: int = 0  # list pages put off by their sites' budgets
+    retired: int = 0  # list pages no longer tracked (list_intervals.retiring)
     queued: int = 0
     bad_sites: list[str] = field(default_factory=list)
 
@@ -169,6 +170,7 @@ class Dispatcher:
             plan = plan_walk_of(self.archive, site, now)
             requests = spider.walk_requests(site, plan)
             report.postponed += len(plan.postponed)
+            report.retired += len(plan.retired)
             if not requests:
                 skip_walk(self.archive, site, now, plan)
                 continue
@@ -182,6 +184,8 @@ class Dispatcher:
             # Only once queued: a redis cut before this leaves the walk due for next round.
             begin_walk(self.archive, site, round_id, queued_owner(), plan)
             report.list_sites += 1
+        # The pages the walks' configs named, marked linked (for retiring).
+        spider.list_pages.maybe_write(force=True)
         while due.sites and len(queue) < self.config.high_water:
             claimed = claim_due(
                 self.archive, list(due.sites), now, self.config.batch, self.config.lease

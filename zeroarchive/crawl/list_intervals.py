@@ -8,14 +8,22 @@ Pure functions over a page's walk history (``ListPage``), used by the walks of b
   with a half-life of ``HALF_LIFE`` so a section that went quiet (or busy) is seen to.
 - The interval aims at ``TARGET_LINKS`` new links per walk (half a link: a page that
   shows a new link every ten minutes is walked every five), within the site's bounds
-  (``ListBounds``, zeroarchive/core/schedule.py): a page with no history is walked at the
-  plan's ``list_interval``; a page that shows nothing new at most doubles its interval per
-  walk, up to the upper bound; one that shows new links comes down at once.
+  (``ListBounds``, zeroarchive/core/schedule.py): the plan's ``list_interval`` is both the
+  interval of a page with no history and the upper bound. A walk that shows new links
+  at least halves the interval at once (a burst is followed from the walk that meets
+  it); one that shows nothing at most doubles it, back up to the upper bound.
+- A page's first walk (or its return to the plan's interval) puts its next one in the
+  widest gap between the site's other pages' walks (``spread_out``): pages that list the
+  same new article are asked for one after another, not all at once, for the same
+  requests.
 - A 304 (the page unchanged since its validators) is a walk that showed nothing new.
-- The budget: the walks of a UTC day make at most ``daily_requests`` requests of the
-  site's tracked list pages; when the pages' intervals would spend more by the day's end,
-  the least productive due pages are postponed (to their upper bound, or the next day when
-  nothing is left), the most productive never while anything is left.
+- The budget: the walks of a UTC day make at most ``ListBounds.budget`` requests of the
+  site's tracked list pages (by default what walking each at the plan's interval would
+  make); when the pages' intervals would spend more by the day's end, the least
+  productive due pages are postponed (by an upper bound, or to the next day when nothing
+  is left), the most productive never while anything is left.
+- A page neither linked by the site's walks (or its config) nor showing a new link for
+  ``RETIRE_AFTER`` is retired (``retiring``): no longer tracked, found again if linked.
 """
 
 from __future__ import annotations
@@ -32,10 +40,12 @@ HALF_LIFE = 6 * HOUR
 #: New links a walk should show on average: half of one.
 TARGET_LINKS = 0.5
 #: A quiet page's interval grows at most this much per walk; by a little less for most
-#: pages (``growth``), so the pages of a site, found in one walk, drift apart instead of
-#: walking in step: a quiet site whose ten pages all list its one new article is then
-#: looked at ten times per upper bound, not once.
+#: pages (``growth``), so pages that came down together do not climb back in step.
 GROWTH = 2.0
+#: A walk that shows new links cuts the interval to at most this part of it.
+BURST_CUT = 0.5
+#: A page neither linked nor showing new links this long is no longer tracked.
+RETIRE_AFTER = 30 * DAY
 #: What a tracked list page is (each kind is requested and read its own way).
 KINDS = ("page", "feed", "sitemap", "robots")
 
@@ -66,6 +76,10 @@ class ListPage:
     #: The UTC day (days since the epoch) of ``walks_today``.
     day: int = 0
     walks_today: int = 0
+    #: When a walk of the site last found a link to it (or its config named it).
+    linked_at: int = 0
+    #: When its walk last showed a new article link.
+    new_at: int = 0
 
     @property
     def rate(self) -> float | None:
@@ -134,19 +148,24 @@ def growth(url: str) -> float:
 def next_interval(page: ListPage, bounds: ListBounds, recent: float = 0.0) -> int:
     """The interval after a walk, from the page's rate (already updated by it) or the
     walk's own (``recent``: its new links over the time since the walk before) when that
-    is higher, so a burst after a quiet spell is followed at once: down at once, up by at
-    most ``GROWTH`` per walk.
+    is higher: a walk with new links cuts it to ``BURST_CUT`` of what it was at most, so
+    a burst after a quiet spell is followed at once; one without raises it by at most
+    ``GROWTH``.
 
-    >>> bounds = ListBounds(600, 60, 21600, 1440)
-    >>> next_interval(ListPage("u", interval=600, rate_links=0, rate_seconds=600), bounds)
-    1168
+    >>> bounds = ListBounds(600, 60, 600, 0)
+    >>> next_interval(ListPage("u", interval=300, rate_links=0, rate_seconds=600), bounds)
+    584
     >>> next_interval(ListPage("u", interval=600, rate_links=5, rate_seconds=900), bounds)
     90
+    >>> next_interval(ListPage("u", interval=600, rate_links=1, rate_seconds=9e4), bounds, 1e-4)
+    300
     """
     rate = page.rate
     wanted = wanted_interval(rate if rate is None else max(rate, recent), bounds)
     if page.interval > 0:
         wanted = min(wanted, max(bounds.low, int(page.interval * growth(page.url))))
+        if recent > 0:
+            wanted = min(wanted, int(page.interval * BURST_CUT))
     return max(bounds.low, min(bounds.high, wanted))
 
 
@@ -163,16 +182,16 @@ def walked(
     """The page after a walk at ``at`` that showed ``new`` new article links (0 for a 304,
     ``not_modified``); validators kept from a 304, replaced by a full answer's.
 
-    >>> bounds = ListBounds(600, 60, 21600, 1440)
+    >>> bounds = ListBounds(600, 60, 600, 0)
     >>> first = walked(ListPage("u"), bounds, 1000, 30)
-    >>> first.interval, first.next_walk_at, first.rate, first.walks
-    (600, 1600, None, 1)
+    >>> first.interval, first.next_walk_at, first.rate, first.walks, first.new_at
+    (600, 1600, None, 1, 1000)
     >>> second = walked(first, bounds, 1600, 4)
     >>> second.rate_links, second.rate_seconds, second.interval
     (4.0, 600.0, 75)
     >>> quiet = walked(second, bounds, 1675, 0, not_modified=True)
-    >>> quiet.not_modified, quiet.interval
-    (1, 84)
+    >>> quiet.not_modified, quiet.interval, quiet.new_at
+    (1, 84, 1600)
     """
     recent = 0.0
     if page.walks and page.last_walk_at and at > page.last_walk_at:
@@ -193,6 +212,7 @@ def walked(
         last_walk_at=max(at, page.last_walk_at),
         walks=page.walks + 1,
         new_links=page.new_links + new,
+        new_at=max(page.new_at, at) if new else page.new_at,
         not_modified=page.not_modified + (1 if not_modified else 0),
         **validators,  # type: ignore[arg-type]
     )
@@ -210,7 +230,7 @@ def credited(page: ListPage, new: int) -> ListPage:
     if new <= 0:
         return page
     links = page.rate_links + new if page.walks > 1 else page.rate_links
-    return replace(page, new_links=page.new_links + new, rate_links=links)
+    return replace(page, new_links=page.new_links + new, rate_links=links, new_at=page.last_walk_at)
 
 
 def requests_today(pages: Iterable[ListPage], at: int) -> int:
@@ -234,6 +254,10 @@ class WalkPlan:
     postponed: Mapping[str, int] = field(default_factory=dict)
     #: The site's tracked list requests of the day before this walk.
     used: int = 0
+    #: The site's daily budget, for its pages now.
+    budget: int = 0
+    #: Pages no longer tracked (``retiring``).
+    retired: tuple[str, ...] = ()
 
 
 def productivity(page: ListPage, bounds: ListBounds) -> float:
@@ -248,32 +272,115 @@ def productivity(page: ListPage, bounds: ListBounds) -> float:
     return TARGET_LINKS / bounds.default if rate is None else rate
 
 
+def retiring(page: ListPage, now: int) -> bool:
+    """Whether a page is no longer tracked: neither linked by the site's walks (nor named
+    by its config) nor showing a new link for ``RETIRE_AFTER``, counted from its first walk
+    for a page never either.
+
+    >>> old = ListPage("u", walks=9, first_walk_at=1, linked_at=DAY, new_at=2 * DAY)
+    >>> retiring(old, 2 * DAY + RETIRE_AFTER), retiring(old, 2 * DAY + RETIRE_AFTER - 1)
+    (True, False)
+    >>> retiring(ListPage("u"), RETIRE_AFTER)  # never walked: not judged
+    False
+    """
+    if not page.walks or not page.first_walk_at:
+        return False
+    return now - max(page.first_walk_at, page.linked_at, page.new_at) >= RETIRE_AFTER
+
+
+def spread(at: int, others: Iterable[int], interval: int) -> int:
+    """When a page first walked at ``at`` is walked next: in the middle of the widest gap
+    between the other pages' next walks, seen modulo ``interval`` (the walks ahead of a
+    page that walks at it), so that pages listing the same new article are asked for one
+    after another instead of together; ``at + interval`` when there are none.
+
+    >>> spread(0, [], 600)
+    600
+    >>> spread(0, [600], 600), spread(0, [600, 300], 600)
+    (300, 150)
+    >>> spread(1000, [1600, 1900, 1750], 600)
+    1450
+    """
+    phases = sorted({(t - at) % interval for t in others})
+    if not phases:
+        return at + interval
+    best, start = -1, 0
+    for i, phase in enumerate(phases):
+        following = phases[i + 1] if i + 1 < len(phases) else phases[0] + interval
+        if following - phase > best:
+            best, start = following - phase, phase
+    offset = (start + best // 2) % interval
+    return at + (offset or interval)
+
+
+def spread_out(
+    page: ListPage, before: int, others: Iterable[ListPage], bounds: ListBounds
+) -> ListPage:
+    """A page just walked, its next walk ``spread`` among the site's ``others`` that walk
+    at the plan's interval when it joins them: at its first walk, or back at the plan's
+    interval from a shorter one (``before``: its interval before the walk). A busy page's
+    phase changes with every walk, so it is neither moved nor counted.
+
+    >>> bounds = ListBounds(600, 60, 600, 0)
+    >>> front = walked(ListPage("/"), bounds, 0, 20)
+    >>> spread_out(walked(ListPage("/feed"), bounds, 0, 0), 0, [front], bounds).next_walk_at
+    300
+    >>> back = replace(front, url="/s", walks=9)  # walked at 0, due at 600
+    >>> spread_out(back, 400, [front], bounds).next_walk_at  # back from 400 s: joins
+    300
+    >>> spread_out(back, 600, [front], bounds).next_walk_at  # was at 600 s: stays
+    600
+    """
+    joins = page.walks == 1 or before < bounds.default
+    if not joins or page.interval < bounds.default:
+        return page
+    steady = (p.next_walk_at for p in others if p.url != page.url and p.interval >= bounds.default)
+    return replace(page, next_walk_at=spread(page.last_walk_at, steady, page.interval))
+
+
 def plan_walk(
     pages: Iterable[ListPage], bounds: ListBounds, now: int, *, everything: bool = False
 ) -> WalkPlan:
     """The due pages to walk now within the site's daily budget (``everything``: all its
-    pages, as a person asked, as many as what is left of the budget allows).
+    pages, as a person asked, as many as what is left of the budget allows); pages
+    ``retiring`` are left out.
 
     Each page would cost, by the day's end, about one request per interval: the pages are
     taken most productive first while their costs fit what is left of the day's budget;
-    the due pages beyond are postponed, to their upper bound (or the next day once nothing
-    is left). The most productive due page is walked whenever anything is left.
+    the due pages beyond are postponed by an upper bound (or to the next day once nothing
+    is left), on their own phase (``later``), so that spread pages stay spread. The most
+    productive due page is also walked when it does not fit while the site's requests of
+    the day are not ahead of an even pace through it, else postponed till they are: a busy
+    page spends the budget evenly, not all of it by the afternoon.
 
-    >>> bounds = ListBounds(600, 60, 21600, 10)
+    >>> bounds = ListBounds(600, 60, 600, 150)
     >>> busy = ListPage("busy", walks=5, interval=60, rate_links=9, rate_seconds=600)
-    >>> quiet = ListPage("quiet", walks=5, interval=21600, rate_links=0, rate_seconds=9e4)
-    >>> plan = plan_walk([quiet, busy], bounds, 0)
+    >>> quiet = ListPage("quiet", walks=5, interval=600, rate_links=0, rate_seconds=9e4)
+    >>> plan = plan_walk([quiet, busy], bounds, 72000)
     >>> list(plan.walk), plan.postponed
-    (['busy'], {'quiet': 21600})
-    >>> spent = replace(busy, day=0, walks_today=10)
+    (['busy'], {'quiet': 72600})
+    >>> ahead = replace(busy, day=0, walks_today=126)  # 150 a day: 125 by 72000 on pace
+    >>> plan = plan_walk([ahead, quiet], bounds, 72000)
+    >>> list(plan.walk), plan.postponed
+    (['quiet'], {'busy': 72576})
+    >>> spent = replace(busy, day=0, walks_today=150)
     >>> plan = plan_walk([spent, quiet], bounds, 3600)
     >>> list(plan.walk), plan.postponed, plan.used
-    ([], {'busy': 86400, 'quiet': 86400}, 10)
+    ([], {'busy': 86400, 'quiet': 86400}, 150)
+    >>> gone = replace(quiet, first_walk_at=1, linked_at=5)
+    >>> plan_walk([gone], bounds, 5 + RETIRE_AFTER).retired
+    ('quiet',)
     """
     pages = list(pages)
+    retired = tuple(p.url for p in pages if retiring(p, now))
+    if retired:
+        pages = [p for p in pages if p.url not in retired]
     used = requests_today(pages, now)
-    left = bounds.daily_requests - used
+    budget = bounds.budget(len(pages))
+    left = budget - used
     day_end = (day_of(now) + 1) * DAY
+    # When the day's requests so far are on an even pace through it.
+    paced_at = day_end - DAY + math.ceil(used * DAY / budget)
     due = {p.url for p in pages if everything or p.next_walk_at <= now}
     order = sorted(pages, key=lambda p: (-productivity(p, bounds), p.depth, p.url))
     walk: dict[str, ListPage] = {}
@@ -286,15 +393,30 @@ def plan_walk(
             # A page not due now still spends its share of the day's budget later.
             projected += math.ceil((day_end - max(now, page.next_walk_at)) / interval)
             continue
-        fits = everything or projected + cost <= left or (not walk and not postponed)
+        first = not walk and not postponed
+        fits = everything or projected + cost <= left or (first and now >= paced_at)
         if len(walk) < left and fits:
             walk[page.url] = page
             projected += cost
         elif left <= len(walk):
-            postponed[page.url] = day_end
+            postponed[page.url] = later(page.next_walk_at, day_end, interval)
+        elif first:
+            postponed[page.url] = min(paced_at, now + bounds.high)  # at most a bound
         else:
-            postponed[page.url] = min(now + bounds.high, day_end)
-    return WalkPlan(walk, postponed, used)
+            postponed[page.url] = later(page.next_walk_at, now + 1, bounds.high)
+    return WalkPlan(walk, postponed, used, budget, retired)
+
+
+def later(due: int, not_before: int, step: int) -> int:
+    """The first time at or after ``not_before`` that is ``due`` plus whole ``step``s: a
+    postponed page keeps its phase.
+
+    >>> later(1000, 1001, 600), later(1000, 86400, 600), later(90000, 86400, 600)
+    (1600, 86800, 90000)
+    """
+    if due >= not_before:
+        return due
+    return due + -(-(not_before - due) // step) * step
 
 
 def begun(page: ListPage, bounds: ListBounds, now: int) -> ListPage:

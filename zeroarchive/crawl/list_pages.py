@@ -10,6 +10,9 @@ has never shown is walked as soon as it is found; a known page only when it is d
 walk plan of its site (``walk_plan``: the same in both modes, where a walk begins). A page's
 answer is recorded once the new links it showed are known (the ``articles_stored`` signal
 of its links), or with none when no links followed within ``SETTLE_SECONDS``; a 304 at once.
+Each time a walk finds a link to a known page (or its config names it), the page is marked
+linked (written at most every ``LINKED_EVERY``); the walk plan retires pages neither linked
+nor showing new links for a long time (``list_intervals.retiring``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from zeroarchive.crawl.list_intervals import (
     credited,
     plan_walk,
     postpone,
+    spread_out,
     walked,
 )
 from zeroarchive.sites.record import Site
@@ -44,6 +48,8 @@ logger = logging.getLogger(__name__)
 SETTLE_SECONDS = 30.0
 #: Answers are written at most this often (and when the crawl idles or closes).
 WRITE_EVERY = 5.0
+#: A page's ``linked_at`` is written at most this often (retiring counts in weeks).
+LINKED_EVERY = 3600
 _FIELDS = {f.name for f in fields(ListPage)}
 
 
@@ -68,9 +74,11 @@ def walk_plan(store: ListPageStore, site: Site, now: int, everything: bool = Fal
 
 
 def begin_pages(store: ListPageStore, site: Site, plan: WalkPlan, now: int) -> int:
-    """Record the plan's requests and postponements; when the site is due again: its
-    earliest page, or the plan's interval for a site with no known page yet."""
+    """Record the plan's requests, postponements and retired pages; when the site is due
+    again: its earliest page, or the plan's interval for a site with no known page yet."""
     bounds = site.list_bounds
+    if plan.retired:
+        store.delete(site.site_id, plan.retired)
     pages = load_pages(store, site.site_id)
     changed: list[ListPage] = []
     for url in plan.walk:
@@ -136,6 +144,8 @@ class ListPages:
         self.refresh = refresh
         self._known: dict[int, set[str]] = {}
         self._known_at: dict[int, float] = {}
+        #: Known pages a walk linked, by site: URL -> when.
+        self._linked: dict[int, dict[str, int]] = {}
         #: Answers waiting for their links, by (site id, the answer's URL).
         self._pending: dict[tuple[int, str], _Answer] = {}
         self._ready: list[_Answer] = []
@@ -156,6 +166,10 @@ class ListPages:
 
     def is_known(self, site_id: int, url: str) -> bool:
         return url in self.known(site_id)
+
+    def linked(self, site_id: int, url: str, at: int) -> None:
+        """A walk found a link to a known page (or the site's config names it)."""
+        self._linked.setdefault(site_id, {})[url] = at
 
     def answered(
         self, site_id: int, url: str, answer_url: str, meta: dict[str, Any], headers: Any, at: int
@@ -209,6 +223,12 @@ class ListPages:
             if force or clock - answer.clock >= SETTLE_SECONDS:
                 self._ready.append(self._pending.pop(key))
         ready, self._ready = self._ready, []
+        linked, self._linked = self._linked, {}
+        for site_id, marks in linked.items():
+            try:
+                self.store.mark_linked(site_id, list(marks), max(marks.values()), LINKED_EVERY)
+            except SQLAlchemyError as exc:
+                logger.warning("Could not mark the linked list pages of site #%d: %s", site_id, exc)
         by_site: dict[int, list[_Answer]] = {}
         for answer in ready:
             by_site.setdefault(answer.site_id, []).append(answer)
@@ -227,9 +247,9 @@ class ListPages:
             return
         bounds = site.list_bounds
         answers = list(answers)
-        pages = {
-            row["url"]: page_of(row) for row in self.store.load(site_id, [a.url for a in answers])
-        }
+        # All the site's pages: one found now, or back at the plan's interval, is spread
+        # among the others.
+        pages = load_pages(self.store, site_id)
         changed: dict[str, ListPage] = {}
         for answer in answers:
             page = changed.get(answer.url) or pages.get(answer.url)
@@ -248,9 +268,11 @@ class ListPages:
                 continue
             if page is None:
                 # Found on this walk: its first request counts on the day's budget too.
-                page = begun(ListPage(answer.url, answer.kind, answer.depth), bounds, answer.at)
+                found = ListPage(answer.url, answer.kind, answer.depth, linked_at=answer.at)
+                page = begun(found, bounds, answer.at)
                 count(self._stats(), "list_pages/found", site_id)
-            changed[answer.url] = walked(
+            before = page.interval
+            page = walked(
                 page,
                 bounds,
                 answer.at,
@@ -259,6 +281,7 @@ class ListPages:
                 etag=answer.etag,
                 last_modified=answer.last_modified,
             )
+            changed[answer.url] = spread_out(page, before, {**pages, **changed}.values(), bounds)
         if not changed:
             return
         earliest = min(p.next_walk_at for p in changed.values())

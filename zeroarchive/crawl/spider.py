@@ -31,11 +31,12 @@ from zeroarchive.core.errors import Unreachable, error_kind
 from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.owners import queued_owner, run_owner
 from zeroarchive.core.request_meta import META_KEY
+from zeroarchive.core.schedule import DAY
 from zeroarchive.core.services import is_unreachable, set_pauses_from
 from zeroarchive.core.signals import articles_stored, walk_pages_done, work_returned, work_taken
 from zeroarchive.core.stats import count, site_metrics
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites, plan_walk_of, skip_walk
-from zeroarchive.crawl.list_intervals import WalkPlan
+from zeroarchive.crawl.list_intervals import RETIRE_AFTER, WalkPlan
 from zeroarchive.crawl.list_pages import ListPages, planned_meta
 from zeroarchive.crawl.recovery import HeldWork, give_back_leftovers, take_up_dead_runs
 from zeroarchive.crawl.runlock import SiteRunLocks, default_lock_dir
@@ -200,10 +201,12 @@ class ArchiveSpider(scrapy.Spider):
                 yield request
             elif request.url in walk:
                 asked.add(request.url)
+                self.list_pages.linked(site.site_id, request.url, now())
                 for name, value in walk[request.url]["headers"].items():
                     request.headers.setdefault(name, value)
                 yield request
             elif self.list_pages.is_known(site.site_id, request.url):
+                self.list_pages.linked(site.site_id, request.url, now())
                 count(self._stats(), "list_pages/not_due", site.site_id)
             else:
                 yield request
@@ -223,6 +226,7 @@ class ArchiveSpider(scrapy.Spider):
         """Whether a list page a walk found is one to ask for now: never seen before (a
         known one is asked for by its own schedule, not by the pages that link to it)."""
         if self.list_pages.is_known(site.site_id, url):
+            self.list_pages.linked(site.site_id, url, now())
             count(self._stats(), "list_pages/not_due", site.site_id)
             return False
         return True
@@ -384,6 +388,17 @@ class ArchiveSpider(scrapy.Spider):
                 yield request
 
     def _count_plan(self, site: Site, plan: WalkPlan) -> None:
+        if plan.retired:
+            count(self._stats(), "list_pages/retired", site.site_id, len(plan.retired))
+            logger.info(
+                "Site %s (#%d): %d list page(s) retired (neither linked nor showing new "
+                "links for %d days): %s",
+                site.name,
+                site.site_id,
+                len(plan.retired),
+                RETIRE_AFTER // DAY,
+                ", ".join(plan.retired[:5]),
+            )
         if plan.postponed:
             count(self._stats(), "list_pages/postponed", site.site_id, len(plan.postponed))
             logger.info(
@@ -392,7 +407,7 @@ class ArchiveSpider(scrapy.Spider):
                 site.name,
                 site.site_id,
                 len(plan.postponed),
-                site.list_bounds.daily_requests,
+                plan.budget,
                 plan.used,
             )
 

@@ -242,6 +242,10 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
     (-3, ('list-word',))
     >>> url_score("https://www.wired.com/category/gear/")
     (-3, ('list-word',))
+    >>> url_score("http://www.news.cn/legal/2023-11/17/c_1129979935.htm")
+    (4, ('date', 'id'))
+    >>> url_score("https://example.org/archive/2023-11/17/")
+    (-1, ('list-word', 'date'))
     >>> url_score("https://www.setn.com/News.aspx?NewsID=350370")
     (2, ('id-param',))
     >>> url_score("https://example.org/")
@@ -266,13 +270,18 @@ def url_score(url: str) -> tuple[int, tuple[str, ...]]:
     if ext in ASSET_EXTENSIONS:
         return -6, ("asset",)
     path = parts.path
-    if any(segment.lower() in LIST_WORDS for segment in segments):
+    tail = "/".join(segments[-2:])
+    listed = [i for i, segment in enumerate(segments) if segment.lower() in LIST_WORDS]
+    # A list word ahead of a date and a long id names the story's section (news.cn/legal/
+    # 2023-11/17/c_1129979935.htm), not a list or the site's legal page.
+    if listed and not (
+        max(listed) < len(segments) - 2 and _DATE.search(path) and _LONG_ID.search(tail)
+    ):
         score -= 3
         features.append("list-word")
     if _DATE.search(path):
         score += 2
         features.append("date")
-    tail = "/".join(segments[-2:])
     if _LONG_ID.search(tail):
         score += 2
         features.append("id")

@@ -95,6 +95,36 @@ class ListPageStore:
             # Another worker added it a moment ago: ours is the newer state.
             conn.execute(update(list_page).where(key).values(**changed))
 
+    def delete(self, site_id: int, urls: Sequence[str]) -> int:
+        """Stop tracking these pages of the site; how many were tracked."""
+        if not urls:
+            return 0
+        hashes = [url_hash(u) for u in urls]
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(
+                    list_page.delete().where(
+                        list_page.c.site_id == site_id, list_page.c.url_hash.in_(hashes)
+                    )
+                ).rowcount
+            )
+
+    def mark_linked(self, site_id: int, urls: Sequence[str], at: int, every: int = 0) -> None:
+        """The site's walks linked these pages at ``at`` (only rows marked more than
+        ``every`` seconds before are written)."""
+        if not urls:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(list_page)
+                .where(
+                    list_page.c.site_id == site_id,
+                    list_page.c.url_hash.in_([url_hash(u) for u in urls]),
+                    list_page.c.linked_at < at - every,
+                )
+                .values(linked_at=at)
+            )
+
     def next_due(self, site_id: int) -> int | None:
         """When the site's earliest tracked page is due; None when it has none."""
         with self.engine.connect() as conn:

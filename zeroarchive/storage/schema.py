@@ -224,7 +224,7 @@ site_unmatched_link = Table(
 
 # Each list page, feed and sitemap of a site with its walk history: its own interval from
 # its rate of new links, its validators for conditional requests, its 304s, the budget's
-# postponements and the day's requests (migration 0029; zeroarchive/crawl/list_intervals.py).
+# postponements and the day's requests (migrations 0029, 0032; crawl/list_intervals.py).
 list_page = Table(
     "list_page",
     metadata,
@@ -247,6 +247,9 @@ list_page = Table(
     Column("last_modified", String(64), nullable=True),
     Column("day", Integer, nullable=False),
     Column("walks_today", Integer, nullable=False),
+    # When its site's walks last linked it, and when it last showed a new link (0032).
+    Column("linked_at", BigInteger, nullable=False, server_default="0"),
+    Column("new_at", BigInteger, nullable=False, server_default="0"),
     PrimaryKeyConstraint("site_id", "url_hash"),
 )
 

@@ -80,6 +80,10 @@ class ListPageStats:
     postponed: int  # times the site's budget put it off
     last_walk_at: int
     next_walk_at: int
+    #: When the site's walks last linked it, and when it last showed a new link (a page
+    #: neither for list_intervals.RETIRE_AFTER is retired).
+    linked_at: int = 0
+    new_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,8 @@ def list_page_stats(rows: list[dict[str, Any]], now: int) -> tuple[tuple[ListPag
                 postponed=int(row["postponed"]),
                 last_walk_at=int(row["last_walk_at"]),
                 next_walk_at=int(row["next_walk_at"]),
+                linked_at=int(row.get("linked_at") or 0),
+                new_at=int(row.get("new_at") or 0),
             )
         )
     pages.sort(key=lambda p: (p.interval or 10**9, p.url))
@@ -164,10 +170,11 @@ def list_page_stats(rows: list[dict[str, Any]], now: int) -> tuple[tuple[ListPag
     return tuple(pages), used
 
 
-def _budget(row: Any) -> int:
-    """A site's daily budget of tracked list requests (0 when its config is bad)."""
+def _budget(row: Any, pages: int) -> int:
+    """A site's daily budget of tracked list requests with ``pages`` tracked pages (0 when
+    its config is bad)."""
     try:
-        return site_from_row(row._mapping).list_bounds.daily_requests
+        return site_from_row(row._mapping).list_bounds.budget(pages)
     except SiteConfigError:
         return 0
 
@@ -387,7 +394,7 @@ def site_stats(engine: Engine, now: int, config: SiteStatsConfig) -> list[SiteSt
                 media=media.get(row.site_id, SiteMedia()),
                 list_pages=pages,
                 list_requests_today=used,
-                list_budget=_budget(row),
+                list_budget=_budget(row, len(pages)),
             )
         )
     return stats
