@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
@@ -333,3 +334,99 @@ def clear(conn: Connection) -> None:
     """Every copy table emptied (a rebuild's start)."""
     for table in (copy_band, copy_doc, copy_block, copy_cluster):
         conn.execute(delete(table))
+
+
+@dataclass(frozen=True)
+class Sketches:
+    """Every fingerprinted body at once, as a rebuild clusters them: one row each, by
+    article id."""
+
+    article_ids: np.ndarray
+    publication_ids: np.ndarray
+    site_ids: np.ndarray
+    first_seen: np.ndarray
+    sketches: np.ndarray
+
+
+def all_sketches(conn: Connection, width: int, page: int = 50_000) -> Sketches:
+    """Every ``copy_doc`` row's ids, first sighting and sketch (``width`` values each), read
+    a page of article ids at a time."""
+    columns: list[list[int]] = [[], [], [], []]
+    blobs: list[bytes] = []
+    after = -1
+    while True:
+        rows = _run(
+            conn,
+            "SELECT article_id, publication_id, site_id, first_seen_at, bands FROM copy_doc"
+            f" WHERE article_id > ? ORDER BY article_id LIMIT {int(page)}",
+            (after,),
+        ).all()
+        if not rows:
+            break
+        for place, column in enumerate(columns):
+            column.extend(row[place] for row in rows)
+        blobs.extend(bytes(row[4]) for row in rows)
+        after = int(rows[-1][0])
+    sketches = np.frombuffer(b"".join(blobs), dtype="<u2").reshape(len(blobs), width)
+    article_ids, publication_ids, site_ids, first_seen = (
+        np.array(column, dtype=np.int64) for column in columns
+    )
+    return Sketches(article_ids, publication_ids, site_ids, first_seen, sketches)
+
+
+def clear_clusters(conn: Connection) -> None:
+    """No cluster left, no article in one."""
+    _run(conn, "DELETE FROM copy_cluster")
+    _run(
+        conn,
+        "UPDATE copy_doc SET cluster_id = NULL, similarity = NULL WHERE cluster_id IS NOT NULL",
+    )
+
+
+def add_clusters(conn: Connection, firsts: Sequence[int], now: int) -> dict[int, int]:
+    """New clusters, in this order, by their first article; returns each one's id by it."""
+    if not firsts:
+        return {}
+    _run(
+        conn,
+        "INSERT INTO copy_cluster (first_article_id, created_at) VALUES (?, ?)",
+        [(int(first), int(now)) for first in firsts],
+    )
+    found: dict[int, int] = {}
+    ids = sorted(firsts)
+    for start in range(0, len(ids), _IN_LIMIT):
+        rows = _run(
+            conn,
+            "SELECT first_article_id, cluster_id FROM copy_cluster"
+            f" WHERE first_article_id IN ({_ints(ids[start : start + _IN_LIMIT])})",
+        )
+        found.update((int(first), int(cluster)) for first, cluster in rows)
+    return found
+
+
+def set_memberships(conn: Connection, rows: Sequence[tuple[int, int, float]]) -> None:
+    """Many ``(article_id, cluster_id, similarity)`` at once."""
+    if rows:
+        _run(
+            conn,
+            "UPDATE copy_doc SET cluster_id = ?, similarity = ? WHERE article_id = ?",
+            [
+                (int(cluster), float(similarity), int(article))
+                for article, cluster, similarity in rows
+            ],
+        )
+
+
+def add_band_rows(conn: Connection, keys: np.ndarray, article_ids: np.ndarray) -> None:
+    """``copy_band`` rows given as two columns (in the table's order, for full pages)."""
+    if len(keys):
+        _run(
+            conn,
+            "INSERT INTO copy_band (band_key, article_id) VALUES (?, ?)",
+            list(zip(keys.tolist(), article_ids.tolist(), strict=True)),
+        )
+
+
+def drop_band_rows_after(conn: Connection, key: int) -> None:
+    """The ``copy_band`` rows above a band key (all of them: ``key`` below every key)."""
+    _run(conn, "DELETE FROM copy_band WHERE band_key > ?", (int(key),))
