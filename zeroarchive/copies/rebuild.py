@@ -63,7 +63,7 @@ _KEPT = 20_000
 BAND_ROWS = 100_000
 
 
-def _latest(conn: Connection, parser_version: str, after: int, limit: int) -> list[Any]:
+def _latest(conn: Connection, parser_version: str, after: int, limit: int) -> Sequence[Any]:
     """The latest version of the next ``limit`` articles after ``after``."""
     pub = publication.c
     latest = (
@@ -349,7 +349,7 @@ def _compact(engine: Engine) -> None:
             conn.exec_driver_sql(f"OPTIMIZE TABLE {name}").all()
 
 
-def _batches(engine: Engine, parser_version: str, after: int, size: int) -> Iterator[list[Any]]:
+def _batches(engine: Engine, parser_version: str, after: int, size: int) -> Iterator[Sequence[Any]]:
     while True:
         with engine.connect() as conn:
             rows = _latest(conn, parser_version, after, size)
