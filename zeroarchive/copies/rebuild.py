@@ -147,13 +147,14 @@ def rebuild(
     index = CopyIndex(config)
     stamp = int(time.time()) if now is None else now
     done = 0
+    docs = None
     for name in PHASES[PHASES.index(phase) :]:
         if name in ("blocks", "fingerprints"):
             done += _articles(engine, index, name, parser_version, last, stream)
         elif name == "clusters":
-            _clusters(engine, index, stamp, stream)
+            docs = _clusters(engine, index, stamp, stream)
         else:
-            _bands(engine, last if phase == "bands" else NO_KEY, stream)
+            _bands(engine, last if phase == "bands" else NO_KEY, stream, docs)
         last = 0
     with engine.begin() as conn:
         conn.execute(copy_rebuild.delete().where(state.scope == SCOPE))
@@ -260,8 +261,9 @@ class _Shingles:
         return [containment(self.kept[one], self.kept[other]) for one, other in pairs.tolist()]
 
 
-def _clusters(engine: Engine, index: CopyIndex, now: int, stream: TextIO | None) -> None:
-    """The ``clusters`` pass: every candidate pair checked, the clusters written."""
+def _clusters(engine: Engine, index: CopyIndex, now: int, stream: TextIO | None) -> Sketches:
+    """The ``clusters`` pass: every candidate pair checked, the clusters written; returns
+    the sketches it read (the ``bands`` pass's too)."""
     with engine.begin() as conn:
         store.clear_clusters(conn)
         docs = store.all_sketches(conn, BINS)
@@ -314,14 +316,16 @@ def _clusters(engine: Engine, index: CopyIndex, now: int, stream: TextIO | None)
                 memberships.append((int(docs.article_ids[number]), cluster, similarity))
         store.set_memberships(conn, memberships)
         _mark(conn, "bands", NO_KEY)
+    return docs
 
 
-def _bands(engine: Engine, after: int, stream: TextIO | None) -> None:
+def _bands(engine: Engine, after: int, stream: TextIO | None, docs: Sketches | None) -> None:
     """The ``bands`` pass: ``copy_band`` written in key order from the band keys above
-    ``after``, a slice of keys per transaction."""
+    ``after``, a slice of keys per transaction (``docs``: the sketches, if at hand)."""
     with engine.begin() as conn:
         store.drop_band_rows_after(conn, after)
-        docs = store.all_sketches(conn, BINS)
+        if docs is None:
+            docs = store.all_sketches(conn, BINS)
     keys, numbers = band_rows(band_key_rows(docs.sketches))
     first = 0 if after == NO_KEY else int(np.searchsorted(keys, after, side="right"))
     with Progress(
