@@ -28,6 +28,7 @@ import os
 import random
 import re
 import secrets
+import shutil
 import statistics
 import subprocess
 import sys
@@ -565,6 +566,8 @@ def main() -> None:
             finally:
                 with server.begin() as conn:
                     conn.execute(text(f"DROP DATABASE {name}"))
+    if old is not None:
+        shutil.rmtree(old)
     if not args.skip_parse:
         cost = parse_overhead(args.copies)
         print(
