@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import random
 import re
 import secrets
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -407,8 +410,9 @@ def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
     return results
 
 
-def measure(url: str, count: int, label: str) -> None:
-    characters, free = load(url, bodies(count), count)
+def timed_rebuild(url: str) -> dict[str, float]:
+    """``rebuild`` over the archive at ``url``: articles done, this process's CPU
+    seconds, the serving server thread's (MariaDB), the whole server's, wall seconds."""
     engine = create_engine(url, pool_size=1, max_overflow=0)
     mariadb = url.startswith("mysql")
     thread = ServerThread(engine) if mariadb else None
@@ -423,6 +427,91 @@ def measure(url: str, count: int, label: str) -> None:
     server = (thread.cpu() - server) if thread else 0.0
     whole = (server_cpu() - whole) if mariadb else 0.0
     engine.dispose()
+    return {"done": done, "cpu": cpu, "server": server, "whole": whole, "wall": wall}
+
+
+#: What ``--old`` runs in the old code's tree (its own bench module measures it alike).
+_OLD = """
+import json, sys
+sys.path.insert(0, ".")
+from bench.copies_speed import ServerThread, create_engine, rebuild, server_cpu
+import bench.copies_speed as bench
+if not hasattr(bench, "timed_rebuild"):
+    import os, time
+    def timed(url):
+        engine = create_engine(url, pool_size=1, max_overflow=0)
+        mariadb = url.startswith("mysql")
+        thread = ServerThread(engine) if mariadb else None
+        whole = server_cpu() if mariadb else 0.0
+        server = thread.cpu() if thread else 0.0
+        cpu, started = time.process_time(), time.perf_counter()
+        with open(os.devnull, "w") as quiet:
+            done, _ = rebuild(engine, stream=quiet)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        server = (thread.cpu() - server) if thread else 0.0
+        whole = (server_cpu() - whole) if mariadb else 0.0
+        engine.dispose()
+        return {"done": done, "cpu": cpu, "server": server, "whole": whole, "wall": wall}
+    bench.timed_rebuild = timed
+print(json.dumps(bench.timed_rebuild(sys.argv[1])))
+"""
+
+
+def old_rebuild(tree: Path, url: str) -> dict[str, float]:
+    """``timed_rebuild`` by the code of ``tree`` (a ``git archive`` of ``--old``)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _OLD, url],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def memberships(url: str) -> set[frozenset[int]]:
+    """The clusters as sets of article ids (what two rebuilds must agree on)."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        found: dict[int, set[int]] = {}
+        for article_id, cluster_id in conn.execute(
+            select(copy_doc.c.article_id, copy_doc.c.cluster_id).where(
+                copy_doc.c.cluster_id.is_not(None)
+            )
+        ):
+            found.setdefault(cluster_id, set()).add(article_id)
+    engine.dispose()
+    return {frozenset(members) for members in found.values()}
+
+
+def measure(url: str, count: int, label: str, old: Path | None = None) -> None:
+    characters, free = load(url, bodies(count), count)
+    earlier = None
+    if old is not None:
+        before = old_rebuild(old, url)
+        earlier = memberships(url)
+        spent = before["cpu"] + before["server"]
+        index, covered = sizes(url)
+        p50, p95, _ = latency(url)
+        print(
+            f"{label} {count}, the code before: rebuild {before['wall']:.1f} s wall,"
+            f" {before['cpu']:.1f} CPU s + {before['server']:.1f} server thread ="
+            f" {before['done'] / spent:.0f} publications per CPU second; index"
+            f" {index / covered:.3f}x the text; --article p50 {p50:.1f} ms, p95 {p95:.1f} ms;"
+            f" load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+    timing = timed_rebuild(url)
+    done, cpu, server = int(timing["done"]), timing["cpu"], timing["server"]
+    wall, whole = timing["wall"], timing["whole"]
+    if earlier is not None:
+        now = memberships(url)
+        print(
+            f"{label} {count}: clusters before {len(earlier)}, now {len(now)}, the same"
+            f" {len(earlier & now)}",
+            flush=True,
+        )
     index, covered = sizes(url)
     p50, p95, found = latency(url)
     with create_engine(url).connect() as conn:
@@ -439,7 +528,7 @@ def measure(url: str, count: int, label: str) -> None:
         f"{label} {count}: index {index / 1e6:.1f} MB for {covered / 1e6:.1f} MB of text ="
         f" {index / covered:.3f}x; --article query p50 {p50:.1f} ms, p95 {p95:.1f} ms"
         f" ({found} of the articles asked had a cluster); the hook's work"
-        f" {hooked:.2f} CPU ms per publication",
+        f" {hooked:.2f} CPU ms per publication; load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
 
@@ -451,21 +540,34 @@ def main() -> None:
     parser.add_argument("--skip-mariadb", action="store_true")
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-parse", action="store_true")
+    parser.add_argument("--database-prefix", default="bench_copies_", help="MariaDB's")
+    parser.add_argument(
+        "--old", help="a git revision whose rebuild runs first on the same archive, to compare"
+    )
     args = parser.parse_args()
+    old = None
+    if args.old:
+        old = Path(tempfile.mkdtemp(prefix="copies-old-"))
+        archive = subprocess.run(
+            ["git", "archive", args.old], cwd=REPO, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
     for count in (int(size) for size in args.publications.split(",")):
         if not args.skip_sqlite:
             with tempfile.TemporaryDirectory() as folder:
-                measure(f"sqlite:///{folder}/copies.db", count, "SQLite")
+                measure(f"sqlite:///{folder}/copies.db", count, "SQLite", old)
         if not args.skip_mariadb:
-            name = "bench_copies_" + secrets.token_hex(4)
+            name = args.database_prefix + secrets.token_hex(4)
             server = create_engine(MARIADB)
             with server.begin() as conn:
                 conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
             try:
-                measure(f"{MARIADB}/{name}?charset=utf8mb4", count, "MariaDB")
+                measure(f"{MARIADB}/{name}?charset=utf8mb4", count, "MariaDB", old)
             finally:
                 with server.begin() as conn:
                     conn.execute(text(f"DROP DATABASE {name}"))
+    if old is not None:
+        shutil.rmtree(old)
     if not args.skip_parse:
         cost = parse_overhead(args.copies)
         print(

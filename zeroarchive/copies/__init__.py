@@ -7,7 +7,8 @@ letters and digits only, each site's boilerplate left out) and into MinHash LSH 
 database (plain SQL on SQLite and MariaDB alike); ``index`` adds a body: its candidates
 from the bands, each checked by exact containment, then its cluster; ``hook`` is the parse
 run's ``VersionHook``, as search indexing's is; ``read`` answers ``scrapy copies``;
-``rebuild`` recomputes everything, resumably; ``network`` is the site-to-site graph of
+``rebuild`` recomputes everything, resumably (``pairs``: every candidate pair and the
+clusters at once, from all sketches); ``network`` is the site-to-site graph of
 who published whose stories after them (``scrapy copy_network``, ``site_stats``).
 
 May import: ``core``, ``storage``, ``search`` (its Chinese fold alone).

@@ -22,7 +22,7 @@ import functools
 import re
 import unicodedata
 import zlib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,6 +94,86 @@ def fold(text: str) -> Folded:
         else (TRADITIONAL if counts[2] > counts[1] else SIMPLIFIED)
     )
     return Folded(tuple(line for line in kept.split("\n") if line), script)
+
+
+def fold_many(texts: Sequence[str]) -> list[Folded]:
+    """``fold`` of each text, the table's look-ups done once for all of them (a rebuild's
+    batch: numpy's per-call costs, not the characters, are most of ``fold`` on one body).
+
+    >>> texts = ["臺灣的「疫苗」", "", "½ cup", "Vaccine news!"]
+    >>> fold_many(texts) == [fold(text) for text in texts]
+    True
+    """
+    found: list[Folded | None] = [None] * len(texts)
+    lengths = np.fromiter((len(text) for text in texts), dtype=np.int64, count=len(texts))
+    codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if not len(codes):
+        return [Folded((), NO_SCRIPT) for _ in texts]
+    table, marks = _tables()
+    # Per-text sums over the texts that have characters (reduceat takes no empty run).
+    present = np.flatnonzero(lengths)
+    starts = (np.cumsum(lengths) - lengths)[present]
+
+    def per_text(values: np.ndarray, ufunc: np.ufunc = np.add) -> np.ndarray:
+        out = np.zeros(len(texts), dtype=np.int64)
+        out[present] = ufunc.reduceat(values, starts, dtype=np.int64)
+        return out
+
+    outside = codes.max() >= _LIMIT
+    inside = np.where(codes >= _LIMIT, 0, codes) if outside else codes
+    folded = table[inside]
+    long = per_text(folded, np.maximum) == int(_LONG)
+    if outside:
+        long |= per_text((codes >= _LIMIT).view(np.uint8)) > 0
+    mark = marks[inside]
+    traditionals = per_text(mark >> np.uint8(1))
+    simplifieds = per_text(mark) - 2 * traditionals
+    kept = folded != 0
+    sizes = per_text(kept.view(np.uint8)).tolist()
+    if long.any():
+        kept &= ~np.repeat(long, lengths)
+    joined = folded[kept].tobytes().decode("utf-32-le")
+    start = 0
+    flags = long.tolist()
+    for number, (text, simplified, traditional) in enumerate(
+        zip(texts, simplifieds.tolist(), traditionals.tolist(), strict=True)
+    ):
+        if not text:
+            found[number] = Folded((), NO_SCRIPT)
+            continue
+        script = (
+            NO_SCRIPT
+            if simplified == traditional
+            else (TRADITIONAL if traditional > simplified else SIMPLIFIED)
+        )
+        if flags[number]:
+            found[number] = Folded(_fold_lines(text, table), script)
+        else:
+            end = start + sizes[number]
+            found[number] = Folded(
+                tuple(line for line in joined[start:end].split("\n") if line), script
+            )
+            start = end
+    return found  # type: ignore[return-value]
+
+
+def _fold_lines(text: str, table: np.ndarray) -> tuple[str, ...]:
+    """The folded lines of a text the table cannot fold whole: each line that holds such
+    a character the long way (NFKC composes nothing across a line break), the others by
+    the table; the script is counted by the caller, character by character as ever."""
+    lines = []
+    for raw in text.split("\n"):
+        codes = np.frombuffer(raw.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        if not len(codes):
+            continue
+        if codes.max() >= _LIMIT or (table[codes] == _LONG).any():
+            line = _NOT_WORD.sub("", canonical(unicodedata.normalize("NFKC", raw)).casefold())
+        else:
+            folded = table[codes]
+            line = folded[folded != 0].tobytes().decode("utf-32-le")
+        if line:
+            lines.append(line)
+    return tuple(lines)
 
 
 def fold_long(text: str) -> Folded:
@@ -208,13 +288,31 @@ def line_blocks(folded: Folded) -> set[int]:
 def edge_blocks_of(text: str) -> set[int]:
     """``edge_blocks(fold(text))`` folding only the lines at either end of a long body
     (what a rebuild counts before it fingerprints)."""
-    raw = [line for line in text.split("\n") if line.strip()]
-    # Twice the edge: a line of punctuation alone is no line once folded.
-    if len(raw) <= 4 * EDGE:
-        return edge_blocks(fold(text))
-    head = fold("\n".join(raw[: 2 * EDGE])).lines[:EDGE]
-    tail = fold("\n".join(raw[-2 * EDGE :])).lines[-EDGE:]
-    return edge_blocks(Folded(head + tail, NO_SCRIPT))
+    return edge_blocks_many([text])[0]
+
+
+def edge_blocks_many(texts: Sequence[str]) -> list[set[int]]:
+    """``edge_blocks_of`` of each text, folded together (``fold_many``)."""
+    pieces: list[str] = []
+    whole: list[bool] = []
+    for text in texts:
+        raw = [line for line in text.split("\n") if line.strip()]
+        # Twice the edge: a line of punctuation alone is no line once folded.
+        if len(raw) <= 4 * EDGE:
+            pieces += [text, ""]
+            whole.append(True)
+        else:
+            pieces += ["\n".join(raw[: 2 * EDGE]), "\n".join(raw[-2 * EDGE :])]
+            whole.append(False)
+    folded = fold_many(pieces)
+    found = []
+    for number, entire in enumerate(whole):
+        head, tail = folded[2 * number], folded[2 * number + 1]
+        if entire:
+            found.append(edge_blocks(head))
+        else:
+            found.append(edge_blocks(Folded(head.lines[:EDGE] + tail.lines[-EDGE:], NO_SCRIPT)))
+    return found
 
 
 def body(folded: Folded, boilerplate: Collection[int] = ()) -> str:
@@ -247,6 +345,56 @@ def shingles(text: str) -> np.ndarray:
     keep[0] = True
     np.not_equal(values[1:], values[:-1], out=keep[1:])
     return values[keep]
+
+
+def sketch_many(texts: Sequence[str]) -> list[np.ndarray | None]:
+    """``sketch(shingles(text))`` of each text (``None`` for one of fewer than
+    ``MIN_SHINGLES`` shingles), the shingles of all of them hashed together and each
+    bin's least found by a grouped minimum, not a sort per text; a text with an empty
+    bin (a short one) goes the way of one text.
+
+    >>> texts = ["臺灣的疫苗" * 3, "".join(chr(0x4E00 + n) for n in range(200)), "abc"]
+    >>> [None if s is None else s.tolist() for s in sketch_many(texts)] == [
+    ...     sketch(shingles(text)).tolist() if len(shingles(text)) >= MIN_SHINGLES else None
+    ...     for text in texts
+    ... ]
+    True
+    """
+    found: list[np.ndarray | None] = [None] * len(texts)
+    codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    count = len(codes) - SHINGLE + 1
+    if count < 1:
+        return found
+    lengths = np.fromiter((len(text) for text in texts), dtype=np.int64, count=len(texts))
+    starts = np.cumsum(lengths) - lengths
+    owner = np.repeat(np.arange(len(texts)), lengths)[:count]
+    # A shingle is its text's when it starts at least SHINGLE - 1 before the text's end.
+    inside = np.arange(count) - starts[owner] <= lengths[owner] - SHINGLE
+    hashed = codes[:count].copy()
+    for offset in range(1, SHINGLE):
+        hashed *= _PRIME
+        hashed += codes[offset : offset + count]
+    values = (_fmix64(hashed[inside]) >> np.uint64(32)).astype(np.uint32)
+    owner = owner[inside]
+    bins = ((values.astype(np.uint64) * np.uint64(BINS)) >> np.uint64(32)).astype(np.int64)
+    # The product rounds down: a hash equal to the next bin's start is that bin's.
+    following = np.minimum(bins + 1, BINS - 1)
+    bins += (bins + 1 < BINS) & (values >= _BIN_STARTS[following])
+    groups = owner * BINS + bins
+    least = np.full(len(texts) * BINS, 0xFFFFFFFF, dtype=np.uint32)
+    np.minimum.at(least, groups, values)
+    full = (np.bincount(groups, minlength=len(texts) * BINS) > 0).reshape(len(texts), BINS)
+    low = (least & np.uint32(0xFFFF)).astype(np.uint16).reshape(len(texts), BINS)
+    complete = np.all(full, axis=1).astype(bool).tolist()
+    for number, text in enumerate(texts):
+        if complete[number]:
+            # 54 full bins are 54 distinct shingles, more than MIN_SHINGLES.
+            found[number] = low[number]
+        elif lengths[number] >= SHINGLE + MIN_SHINGLES - 1:
+            mine = shingles(text)
+            if len(mine) >= MIN_SHINGLES:
+                found[number] = sketch(mine)
+    return found
 
 
 def _fmix64(values: np.ndarray) -> np.ndarray:

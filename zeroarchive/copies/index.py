@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,6 @@ from zeroarchive.copies.fingerprint import (
     MIN_SHINGLES,
     Folded,
     agreement,
-    band_key_rows,
     band_keys,
     body,
     containment,
@@ -46,17 +45,6 @@ from zeroarchive.copies.store import Doc
 MIN_AGREEMENT = 7
 #: Shingle sets kept per index object (a cluster's first is checked against each newcomer).
 _CACHE = 4096
-
-
-@dataclass(frozen=True)
-class Body:
-    """An article's latest body, as a rebuild hands it to ``add_many``."""
-
-    article_id: int
-    site_id: int
-    publication_id: int
-    text: str
-    first_seen: int
 
 
 @dataclass(frozen=True)
@@ -195,84 +183,6 @@ class CopyIndex:
         )
         store.put_doc(conn, doc, replace=old is not None)
         self._place(conn, doc, mine, candidates, int(time.time()) if now is None else now)
-
-    def add_many(self, conn: Connection, bodies: Sequence[Body], now: int | None = None) -> None:
-        """``add`` for articles that have no row yet, as a rebuild adds them: the same
-        clusters, in four statements for the batch besides those of the copies found
-        (each body's candidates are the articles before it, in the batch or before; their
-        bodies not at hand are read in one more)."""
-        stamp = int(time.time()) if now is None else now
-        kept: list[tuple[Body, Folded, np.ndarray]] = []
-        for one in bodies:
-            folded = fold(one.text)
-            mine = self.shingles_of(conn, one.site_id, folded)
-            if len(mine) >= MIN_SHINGLES:
-                kept.append((one, folded, mine))
-        if not kept:
-            return
-        sketches = np.stack([sketch(mine) for _, _, mine in kept])
-        rows = band_key_rows(sketches)
-        made: list[tuple[Doc, np.ndarray, list[int]]] = []
-        for (one, folded, mine), values, row in zip(kept, sketches, rows, strict=True):
-            self._remember(one.article_id, one.publication_id, mine)
-            keys = sorted(set(row.tolist()))
-            doc = Doc(
-                one.article_id,
-                one.publication_id,
-                one.site_id,
-                one.first_seen,
-                folded.script,
-                sketch_bytes(values),
-                None,
-                None,
-            )
-            made.append((doc, mine, keys))
-        before = store.sharing_by_key(conn, sorted({key for _, _, keys in made for key in keys}))
-        store.add_docs(conn, [doc for doc, _, _ in made], [keys for _, _, keys in made])
-        placing: list[tuple[Doc, np.ndarray, set[int]]] = []
-        for doc, mine, keys in made:
-            candidates: set[int] = set()
-            for key in keys:
-                holders = before.setdefault(key, [])
-                candidates.update(holders)
-                holders.append(doc.article_id)
-            candidates.discard(doc.article_id)
-            if candidates:
-                placing.append((doc, mine, candidates))
-        if not placing:
-            return
-        others = store.get_docs(conn, {c for _, _, candidates in placing for c in candidates})
-        self._read_ahead(
-            conn,
-            [
-                others[c]
-                for doc, _, candidates in placing
-                for c in candidates
-                if c in others and self._near(doc, others[c])
-            ],
-        )
-        for doc, mine, candidates in placing:
-            self._place(conn, doc, mine, candidates, stamp)
-
-    def _read_ahead(self, conn: Connection, docs: Iterable[Doc]) -> None:
-        """Have the shingles of ``docs`` at hand, reading the bodies not cached in one
-        statement."""
-        missing = {
-            doc.publication_id: doc
-            for doc in docs
-            if (doc.article_id, doc.publication_id) not in self._shingles
-        }
-        if not missing:
-            return
-        texts = store.publication_texts(conn, missing)
-        for publication_id, doc in missing.items():
-            text = texts.get(publication_id)
-            value = (
-                np.empty(0, np.uint32)
-                if text is None
-                else self.shingles_of(conn, doc.site_id, fold(text))
-            )
-            self._remember(doc.article_id, publication_id, value)
 
     def _place(
         self, conn: Connection, doc: Doc, mine: np.ndarray, candidates: set[int], now: int

@@ -1,36 +1,69 @@
 """``scrapy copies --rebuild``: the copy index recomputed from the publications.
 
-Two passes over each article's latest version (of the newest parser version): the first
-counts every site's edge lines, so that the second, which fingerprints and clusters, drops
-all of a site's boilerplate from its first article on (the parse run's hook learns it as
-articles come). Resumable: each batch commits with the phase and the last article done
-(``copy_rebuild``), so a run stopped goes on where it stopped; a finished run leaves no
-state behind.
+Four passes, each resumable (``copy_rebuild`` keeps the pass and how far it got; a
+finished run leaves no state behind):
+
+1. ``blocks``: every site's edge lines counted over each article's latest version (of the
+   newest parser version), so that the next pass drops all of a site's boilerplate from its
+   first article on (the parse run's hook learns it as articles come);
+2. ``fingerprints``: each body folded, its boilerplate dropped, its sketch kept in
+   ``copy_doc`` (a batch of articles per transaction, the fold and the sketches computed
+   for the whole batch at once);
+3. ``clusters``: every sketch read back, the pairs under a common band key found by one
+   sort (``pairs``), those that agree enough checked exactly, and the clusters their
+   copies make written (a stopped pass starts again);
+4. ``bands``: ``copy_band`` written in its own key order, so its pages fill (random keys
+   left InnoDB's ~60 % full), a slice of keys per transaction.
+
+What the hook does one body at a time (its candidates through ``copy_band``, each checked,
+then its cluster) gives the same clusters, since a cluster is what its copies join in
+whatever order; this does it at once, in far fewer statements.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, OrderedDict
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+import numpy as np
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Connection, Engine
 
 from zeroarchive.copies import store
-from zeroarchive.copies.fingerprint import edge_blocks_of
-from zeroarchive.copies.index import Body, CopiesConfig, CopyIndex
+from zeroarchive.copies.fingerprint import (
+    BINS,
+    band_key_rows,
+    body,
+    containment,
+    edge_blocks_many,
+    fold_many,
+    shingles,
+    sketch_bytes,
+    sketch_many,
+)
+from zeroarchive.copies.index import MIN_AGREEMENT, CopiesConfig, CopyIndex
+from zeroarchive.copies.pairs import agreeing, band_rows, candidate_pairs, components
+from zeroarchive.copies.store import Doc, Sketches
 from zeroarchive.core.progress import Progress
 from zeroarchive.storage.publications import newest_parser_version
 from zeroarchive.storage.schema import article, copy_rebuild, publication
 
 RESUME = "run scrapy copies --rebuild again: it goes on where it stopped"
 SCOPE = "all"
-PHASES = ("blocks", "fingerprints")
+PHASES = ("blocks", "fingerprints", "clusters", "bands")
+#: Where the ``bands`` pass starts: below every band key (a signed 32-bit integer).
+NO_KEY = -(1 << 31) - 1
+#: Pairs checked exactly per step (their bodies read in one statement or a few).
+PAIRS_PER_STEP = 2000
+#: Shingle sets kept between steps (~5 KB each for a body of 1,300 characters).
+_KEPT = 20_000
+#: ``copy_band`` rows per transaction of the ``bands`` pass.
+BAND_ROWS = 100_000
 
 
-def _latest(conn: Connection, parser_version: str, after: int, limit: int) -> list[Any]:
+def _latest(conn: Connection, parser_version: str, after: int, limit: int) -> Sequence[Any]:
     """The latest version of the next ``limit`` articles after ``after``."""
     pub = publication.c
     latest = (
@@ -41,33 +74,30 @@ def _latest(conn: Connection, parser_version: str, after: int, limit: int) -> li
         .limit(limit)
         .subquery()
     )
-    return list(
-        conn.execute(
-            select(
-                pub.publication_id,
-                pub.article_id,
-                pub.site_id,
-                pub.publication_text,
-                pub.first_seen_at,
-                article.c.first_snapshot_at,
-            )
-            .join(
-                latest,
-                and_(
-                    pub.article_id == latest.c.article_id,
-                    pub.version == latest.c.version,
-                    pub.parser_version == parser_version,
-                ),
-            )
-            .join(article, article.c.article_id == pub.article_id)
-            .order_by(pub.article_id)
+    return conn.execute(
+        select(
+            pub.publication_id,
+            pub.article_id,
+            pub.site_id,
+            pub.publication_text,
+            pub.first_seen_at,
+            article.c.first_snapshot_at,
         )
-    )
+        .join(
+            latest,
+            and_(
+                pub.article_id == latest.c.article_id,
+                pub.version == latest.c.version,
+                pub.parser_version == parser_version,
+            ),
+        )
+        .join(article, article.c.article_id == pub.article_id)
+        .order_by(pub.article_id)
+    ).all()
 
 
-def _body(row: Any) -> Body:
-    seen = min(row.first_snapshot_at or row.first_seen_at, row.first_seen_at)
-    return Body(row.article_id, row.site_id, row.publication_id, row.publication_text, seen)
+def _seen(row: Any) -> int:
+    return int(min(row.first_snapshot_at or row.first_seen_at, row.first_seen_at))
 
 
 def _count(engine: Engine, parser_version: str, after: int) -> int:
@@ -115,30 +145,16 @@ def rebuild(
                 )
             )
     index = CopyIndex(config)
+    stamp = int(time.time()) if now is None else now
     done = 0
+    docs = None
     for name in PHASES[PHASES.index(phase) :]:
-        total = _count(engine, parser_version, last)
-        what = "copies: boilerplate" if name == "blocks" else "copies: fingerprints"
-        with Progress(what, total=total, unit="article", resume=RESUME, stream=stream) as progress:
-            for rows in _batches(engine, parser_version, last, config.rebuild_batch):
-                with engine.begin() as conn:
-                    if name == "blocks":
-                        counts: Counter[tuple[int, int]] = Counter()
-                        for row in rows:
-                            for block in edge_blocks_of(row.publication_text):
-                                counts[(row.site_id, block)] += 1
-                        store.count_blocks(conn, counts)
-                    else:
-                        index.add_many(conn, [_body(row) for row in rows], now)
-                    last = int(rows[-1].article_id)
-                    conn.execute(
-                        copy_rebuild.update()
-                        .where(state.scope == SCOPE)
-                        .values(phase=name, last_article_id=last)
-                    )
-                progress.advance(len(rows))
-                if name != "blocks":
-                    done += len(rows)
+        if name in ("blocks", "fingerprints"):
+            done += _articles(engine, index, name, parser_version, last, stream)
+        elif name == "clusters":
+            docs = _clusters(engine, index, stamp, stream)
+        else:
+            _bands(engine, last if phase == "bands" else NO_KEY, stream, docs)
         last = 0
     with engine.begin() as conn:
         conn.execute(copy_rebuild.delete().where(state.scope == SCOPE))
@@ -147,20 +163,197 @@ def rebuild(
     return done, resumed
 
 
-#: What a MariaDB rebuild rewrites at its end.
-COMPACTED = ("copy_band", "copy_doc", "copy_block")
+def _mark(conn: Connection, phase: str, last: int) -> None:
+    conn.execute(
+        copy_rebuild.update()
+        .where(copy_rebuild.c.scope == SCOPE)
+        .values(phase=phase, last_article_id=last)
+    )
+
+
+def _articles(
+    engine: Engine,
+    index: CopyIndex,
+    name: str,
+    parser_version: str,
+    after: int,
+    stream: TextIO | None,
+) -> int:
+    """The ``blocks`` or ``fingerprints`` pass over the articles after ``after``; returns
+    how many were fingerprinted."""
+    total = _count(engine, parser_version, after)
+    what = "copies: boilerplate" if name == "blocks" else "copies: fingerprints"
+    done = 0
+    with Progress(what, total=total, unit="article", resume=RESUME, stream=stream) as progress:
+        for rows in _batches(engine, parser_version, after, index.config.rebuild_batch):
+            with engine.begin() as conn:
+                if name == "blocks":
+                    counts: Counter[tuple[int, int]] = Counter()
+                    texts = [row.publication_text or "" for row in rows]
+                    for row, blocks in zip(rows, edge_blocks_many(texts), strict=True):
+                        for block in blocks:
+                            counts[(row.site_id, block)] += 1
+                    store.count_blocks(conn, counts)
+                else:
+                    fingerprint_batch(conn, index, rows)
+                    done += len(rows)
+                _mark(conn, name, int(rows[-1].article_id))
+            progress.advance(len(rows))
+    return done
+
+
+def fingerprint_batch(conn: Connection, index: CopyIndex, rows: Sequence[Any]) -> None:
+    """``copy_doc`` rows (in no cluster yet) for a batch of articles' latest versions; a
+    body too short to compare gets none."""
+    folded = fold_many([row.publication_text or "" for row in rows])
+    sketches = sketch_many(
+        [
+            body(one, index.boilerplate(conn, row.site_id))
+            for row, one in zip(rows, folded, strict=True)
+        ]
+    )
+    store.add_docs(
+        conn,
+        [
+            Doc(
+                int(row.article_id),
+                int(row.publication_id),
+                int(row.site_id),
+                _seen(row),
+                one.script,
+                sketch_bytes(values),
+                None,
+                None,
+            )
+            for row, one, values in zip(rows, folded, sketches, strict=True)
+            if values is not None
+        ],
+        [],
+    )
+
+
+class _Shingles:
+    """The shingle sets of the bodies being checked, read a step at a time and kept for
+    the steps after (a story's copies are checked against it again and again)."""
+
+    def __init__(self, conn: Connection, index: CopyIndex, docs: Sketches) -> None:
+        self.conn, self.index, self.docs = conn, index, docs
+        self.kept: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    def have(self, numbers: Sequence[int]) -> None:
+        missing = sorted({number for number in numbers if number not in self.kept})
+        for number in numbers:
+            if number in self.kept:
+                self.kept.move_to_end(number)
+        if missing:
+            ids = self.docs.publication_ids[missing].tolist()
+            texts = store.publication_texts(self.conn, ids)
+            folded = fold_many([texts.get(publication_id, "") for publication_id in ids])
+            for number, one in zip(missing, folded, strict=True):
+                site = int(self.docs.site_ids[number])
+                self.kept[number] = shingles(body(one, self.index.boilerplate(self.conn, site)))
+        while len(self.kept) > max(_KEPT, len(numbers)):
+            self.kept.popitem(last=False)
+
+    def containment(self, pairs: np.ndarray) -> list[float]:
+        """Each pair's containment (body numbers), their shingles read first."""
+        self.have(pairs.ravel().tolist())
+        return [containment(self.kept[one], self.kept[other]) for one, other in pairs.tolist()]
+
+
+def _clusters(engine: Engine, index: CopyIndex, now: int, stream: TextIO | None) -> Sketches:
+    """The ``clusters`` pass: every candidate pair checked, the clusters written; returns
+    the sketches it read (the ``bands`` pass's too)."""
+    with engine.begin() as conn:
+        store.clear_clusters(conn)
+        docs = store.all_sketches(conn, BINS)
+        pairs = agreeing(
+            docs.sketches,
+            candidate_pairs(*band_rows(band_key_rows(docs.sketches))),
+            MIN_AGREEMENT,
+        )
+        reading = _Shingles(conn, index, docs)
+        checked: dict[tuple[int, int], float] = {}
+        edges: list[tuple[int, int]] = []
+        least = index.config.min_similarity
+        with Progress(
+            "copies: clusters", total=len(pairs), unit="pair", resume=RESUME, stream=stream
+        ) as progress:
+            for start in range(0, len(pairs), PAIRS_PER_STEP):
+                step = pairs[start : start + PAIRS_PER_STEP]
+                for (one, other), value in zip(
+                    step.tolist(), reading.containment(step), strict=True
+                ):
+                    checked[(one, other)] = value
+                    if value >= least:
+                        edges.append((one, other))
+                progress.advance(len(step))
+        parts = components(edges)
+        # A part's first is its member first seen (then the smallest article id).
+        firsts = [
+            min(part, key=lambda number: (int(docs.first_seen[number]), number)) for part in parts
+        ]
+        missing = [
+            (first, number)
+            for part, first in zip(parts, firsts, strict=True)
+            for number in part
+            if number != first and (min(first, number), max(first, number)) not in checked
+        ]
+        for start in range(0, len(missing), PAIRS_PER_STEP):
+            step = np.array(missing[start : start + PAIRS_PER_STEP], dtype=np.int64)
+            for (one, other), value in zip(step.tolist(), reading.containment(step), strict=True):
+                checked[(min(one, other), max(one, other))] = value
+        ids = store.add_clusters(conn, [int(docs.article_ids[first]) for first in firsts], now)
+        memberships = []
+        for part, first in zip(parts, firsts, strict=True):
+            cluster = ids[int(docs.article_ids[first])]
+            for number in part:
+                similarity = (
+                    1.0
+                    if number == first
+                    else round(checked[(min(first, number), max(first, number))], 4)
+                )
+                memberships.append((int(docs.article_ids[number]), cluster, similarity))
+        store.set_memberships(conn, memberships)
+        _mark(conn, "bands", NO_KEY)
+    return docs
+
+
+def _bands(engine: Engine, after: int, stream: TextIO | None, docs: Sketches | None) -> None:
+    """The ``bands`` pass: ``copy_band`` written in key order from the band keys above
+    ``after``, a slice of keys per transaction (``docs``: the sketches, if at hand)."""
+    with engine.begin() as conn:
+        store.drop_band_rows_after(conn, after)
+        if docs is None:
+            docs = store.all_sketches(conn, BINS)
+    keys, numbers = band_rows(band_key_rows(docs.sketches))
+    first = 0 if after == NO_KEY else int(np.searchsorted(keys, after, side="right"))
+    with Progress(
+        "copies: bands", total=len(keys) - first, unit="row", resume=RESUME, stream=stream
+    ) as progress:
+        while first < len(keys):
+            # A slice ends at a key's last row, so the next starts above it.
+            end = int(np.searchsorted(keys, keys[min(first + BAND_ROWS, len(keys)) - 1], "right"))
+            with engine.begin() as conn:
+                store.add_band_rows(conn, keys[first:end], docs.article_ids[numbers[first:end]])
+                _mark(conn, "bands", int(keys[end - 1]))
+            progress.advance(end - first)
+            first = end
+
+
+#: What a MariaDB rebuild rewrites at its end (``copy_band`` is written in its key order).
+COMPACTED = ("copy_doc", "copy_block")
 
 
 def _compact(engine: Engine) -> None:
-    """Rewrite the copy tables InnoDB filled in random key order (their pages ~60 % full
-    after the rebuild, ~94 % after: the index on disk 0.46x -> 0.41x the text it covers,
-    bench/README.md)."""
+    """Rewrite the copy tables InnoDB filled in random key order: the clusters' updates
+    of ``copy_doc``'s indexes, the counts of ``copy_block`` (bench/README.md)."""
     with engine.connect() as conn:
         for name in COMPACTED:
             conn.exec_driver_sql(f"OPTIMIZE TABLE {name}").all()
 
 
-def _batches(engine: Engine, parser_version: str, after: int, size: int) -> Iterator[list[Any]]:
+def _batches(engine: Engine, parser_version: str, after: int, size: int) -> Iterator[Sequence[Any]]:
     while True:
         with engine.connect() as conn:
             rows = _latest(conn, parser_version, after, size)

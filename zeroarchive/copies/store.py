@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
@@ -32,6 +33,37 @@ def _run(conn: Connection, sql: str, params: Sequence[Any] | Sequence[Sequence[A
     if conn.dialect.paramstyle != "qmark":
         sql = sql.replace("?", "%s")
     return conn.exec_driver_sql(sql, params)
+
+
+#: Rows written into one INSERT (``_insert``).
+_ROWS_PER_STATEMENT = 5000
+
+
+def _literal(value: object) -> str:
+    """A number, bytes or None as SQL (never text from outside: anything else is refused)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool) or not isinstance(value, int | float | bytes):
+        raise TypeError(f"not written into SQL: {type(value).__name__}")
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"not a finite number: {value}")
+        return repr(value)
+    return str(int(value))
+
+
+def _insert(conn: Connection, head: str, rows: Sequence[Sequence[Any]], tail: str = "") -> None:
+    """``head`` (``INSERT INTO t (a, b)``) with ``rows`` written in as VALUES, a few
+    thousand a statement: PyMySQL's ``executemany`` escapes each value in Python (~17 µs a
+    row, most of a MariaDB rebuild's writing), SQLite's is no faster than this."""
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        values = ",".join(
+            "(" + ",".join(map(_literal, row)) + ")"
+            for row in rows[start : start + _ROWS_PER_STATEMENT]
+        )
+        conn.exec_driver_sql(f"{head} VALUES {values}{tail}")
 
 
 def _ints(values: Collection[int]) -> str:
@@ -116,11 +148,7 @@ def put_doc(conn: Connection, doc: Doc, replace: bool) -> None:
         add_docs(conn, [doc], [])
 
 
-_INSERT_DOC = (
-    "INSERT INTO copy_doc ("
-    + ", ".join(column.name for column in _DOC_COLUMNS)
-    + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_INSERT_DOC = "INSERT INTO copy_doc (" + ", ".join(column.name for column in _DOC_COLUMNS) + ")"
 
 
 def _row(doc: Doc) -> tuple[Any, ...]:
@@ -139,12 +167,11 @@ def _row(doc: Doc) -> tuple[Any, ...]:
 def add_docs(conn: Connection, docs: Sequence[Doc], keys: Sequence[Sequence[int]]) -> None:
     """New articles' rows and their band keys (``keys``: each doc's, or none), in two
     statements."""
-    _run(conn, _INSERT_DOC, [_row(doc) for doc in docs])
+    _insert(conn, _INSERT_DOC, [_row(doc) for doc in docs])
     rows = [
         (int(key), doc.article_id) for doc, mine in zip(docs, keys, strict=False) for key in mine
     ]
-    if rows:
-        _run(conn, "INSERT INTO copy_band (band_key, article_id) VALUES (?, ?)", rows)
+    _insert(conn, "INSERT INTO copy_band (band_key, article_id)", rows)
 
 
 def drop_doc(conn: Connection, article_id: int) -> None:
@@ -152,12 +179,11 @@ def drop_doc(conn: Connection, article_id: int) -> None:
 
 
 def add_bands(conn: Connection, article_id: int, keys: Sequence[int]) -> None:
-    if keys:
-        _run(
-            conn,
-            "INSERT INTO copy_band (band_key, article_id) VALUES (?, ?)",
-            [(int(key), int(article_id)) for key in keys],
-        )
+    _insert(
+        conn,
+        "INSERT INTO copy_band (band_key, article_id)",
+        [(int(key), int(article_id)) for key in keys],
+    )
 
 
 def drop_bands(conn: Connection, article_id: int, keys: Sequence[int]) -> None:
@@ -200,10 +226,11 @@ def count_blocks(conn: Connection, counts: Mapping[tuple[int, int], int]) -> Non
         )
     else:
         upsert = " ON DUPLICATE KEY UPDATE articles = articles + VALUES(articles)"
-    _run(
+    _insert(
         conn,
-        "INSERT INTO copy_block (site_id, block, articles) VALUES (?, ?, ?)" + upsert,
+        "INSERT INTO copy_block (site_id, block, articles)",
         [(int(site), int(block), int(count)) for (site, block), count in sorted(counts.items())],
+        upsert,
     )
 
 
@@ -333,3 +360,99 @@ def clear(conn: Connection) -> None:
     """Every copy table emptied (a rebuild's start)."""
     for table in (copy_band, copy_doc, copy_block, copy_cluster):
         conn.execute(delete(table))
+
+
+@dataclass(frozen=True)
+class Sketches:
+    """Every fingerprinted body at once, as a rebuild clusters them: one row each, by
+    article id."""
+
+    article_ids: np.ndarray
+    publication_ids: np.ndarray
+    site_ids: np.ndarray
+    first_seen: np.ndarray
+    sketches: np.ndarray
+
+
+def all_sketches(conn: Connection, width: int, page: int = 50_000) -> Sketches:
+    """Every ``copy_doc`` row's ids, first sighting and sketch (``width`` values each), read
+    a page of article ids at a time."""
+    columns: list[list[int]] = [[], [], [], []]
+    blobs: list[bytes] = []
+    after = -1
+    while True:
+        rows = _run(
+            conn,
+            "SELECT article_id, publication_id, site_id, first_seen_at, bands FROM copy_doc"
+            f" WHERE article_id > ? ORDER BY article_id LIMIT {int(page)}",
+            (after,),
+        ).all()
+        if not rows:
+            break
+        for place, column in enumerate(columns):
+            column.extend(row[place] for row in rows)
+        blobs.extend(bytes(row[4]) for row in rows)
+        after = int(rows[-1][0])
+    sketches = np.frombuffer(b"".join(blobs), dtype="<u2").reshape(len(blobs), width)
+    article_ids, publication_ids, site_ids, first_seen = (
+        np.array(column, dtype=np.int64) for column in columns
+    )
+    return Sketches(article_ids, publication_ids, site_ids, first_seen, sketches)
+
+
+def clear_clusters(conn: Connection) -> None:
+    """No cluster left, no article in one."""
+    _run(conn, "DELETE FROM copy_cluster")
+    _run(
+        conn,
+        "UPDATE copy_doc SET cluster_id = NULL, similarity = NULL WHERE cluster_id IS NOT NULL",
+    )
+
+
+def add_clusters(conn: Connection, firsts: Sequence[int], now: int) -> dict[int, int]:
+    """New clusters, in this order, by their first article; returns each one's id by it."""
+    if not firsts:
+        return {}
+    _insert(
+        conn,
+        "INSERT INTO copy_cluster (first_article_id, created_at)",
+        [(int(first), int(now)) for first in firsts],
+    )
+    found: dict[int, int] = {}
+    ids = sorted(firsts)
+    for start in range(0, len(ids), _IN_LIMIT):
+        rows = _run(
+            conn,
+            "SELECT first_article_id, cluster_id FROM copy_cluster"
+            f" WHERE first_article_id IN ({_ints(ids[start : start + _IN_LIMIT])})",
+        )
+        found.update((int(first), int(cluster)) for first, cluster in rows)
+    return found
+
+
+def set_memberships(conn: Connection, rows: Sequence[tuple[int, int, float]]) -> None:
+    """Many ``(article_id, cluster_id, similarity)`` at once."""
+    # One statement per thousand rows (an UPDATE's executemany is a round trip a row).
+    for start in range(0, len(rows), 1000):
+        part = rows[start : start + 1000]
+        clusters = " ".join(f"WHEN {int(a)} THEN {int(c)}" for a, c, _ in part)
+        similarities = " ".join(f"WHEN {int(a)} THEN {_literal(float(v))}" for a, _, v in part)
+        conn.exec_driver_sql(
+            f"UPDATE copy_doc SET cluster_id = CASE article_id {clusters} END,"
+            f" similarity = CASE article_id {similarities} END"
+            f" WHERE article_id IN ({_ints([a for a, _, _ in part])})"
+        )
+
+
+def add_band_rows(conn: Connection, keys: np.ndarray, article_ids: np.ndarray) -> None:
+    """``copy_band`` rows given as two columns (in the table's order, for full pages)."""
+    _insert(
+        conn,
+        "INSERT INTO copy_band (band_key, article_id)",
+        list(zip(keys.tolist(), article_ids.tolist(), strict=True)),
+    )
+
+
+def drop_band_rows_after(conn: Connection, key: int) -> None:
+    """The ``copy_band`` rows above a band key (all of them: ``key`` below every key)."""
+    _run(conn, "DELETE FROM copy_band WHERE band_key > ?", (int(key),))
