@@ -42,6 +42,9 @@ PRELOAD = (
     "scrapy.responsetypes",
     "scrapy.spidermiddlewares.referer",
     "queuelib",
+    # export_warc's CDXJ indexer (cdxj-indexer, whose pyamf imports pkg_resources): 0.8 CPU s
+    # in each export's child, which a few dozen tests start.
+    "cdxj_indexer.main",
     "sqlite3",
     "sqlalchemy.orm",
 )
