@@ -107,13 +107,15 @@ def running(workdir: Path) -> Iterator[Wayback]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            if server.poll() is not None:
-                break
+        # On a loaded machine (load 25 on 2 cores) pywb took more than 30 s to listen.
+        deadline = time.monotonic() + 300
+        while server.poll() is None:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
             except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("pywb did not listen in 300 s") from None
                 time.sleep(0.1)
         if server.poll() is not None:
             raise RuntimeError(f"pywb exited: {(workdir / 'wayback.log').read_text()}")
