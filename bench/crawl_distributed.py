@@ -58,7 +58,7 @@ from bench.crawl_embedded import (  # noqa: E402
     run,
     stat,
 )
-from tests.replay import ReplayServer  # noqa: E402
+from tests.replay import ReplayServer, Route  # noqa: E402
 
 # Another Redis or database name from the environment, for a machine others share.
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")
@@ -97,6 +97,29 @@ def wait_for(condition_sql: str, target: int, timeout: float = 600) -> float:
                     return time.perf_counter()
                 if time.perf_counter() - started > timeout:
                     raise SystemExit(f"timed out: {condition_sql}")
+                time.sleep(0.05)
+    finally:
+        conn.close()
+
+
+def wait_until_settled(count_sql: str, least: int, quiet: float = 3.0) -> float:
+    """Poll until the query counts at least ``least`` and has not grown for ``quiet``
+    seconds; return when it last grew (perf_counter). For a crawl whose number of rows
+    is not known ahead (a page's media items)."""
+    conn = pymysql.connect(host="127.0.0.1", user="root", database=DB, autocommit=True)
+    last, grew_at = -1, time.perf_counter()
+    try:
+        with conn.cursor() as cursor:
+            while True:
+                cursor.execute(count_sql)
+                (found,) = cursor.fetchone()
+                now = time.perf_counter()
+                if int(found) != last:
+                    last, grew_at = int(found), now
+                elif last >= least and now - grew_at >= quiet:
+                    return grew_at
+                if now - grew_at > 600:
+                    raise SystemExit(f"stuck at {last}: {count_sql}")
                 time.sleep(0.05)
     finally:
         conn.close()
@@ -195,6 +218,7 @@ def zeroarchive_run(
     work: Path,
     profile: Path | None = None,
     round_number: int = 0,
+    media: bool = False,
 ) -> Timing:
     fresh_database()
     env = {
@@ -202,6 +226,7 @@ def zeroarchive_run(
         "PYTHONPATH": str(REPO),
         "ZEROARCHIVE_DB_URL": f"mysql+pymysql://root@127.0.0.1:3306/{DB}",
         "REDIS_URL": REDIS_URL,
+        "ZEROARCHIVE_MEDIA_ENABLED": "1" if media else "0",
     }
     site = {
         "name": "corpus",
@@ -235,7 +260,15 @@ def zeroarchive_run(
         parts_before = cpu_by_part(pids)
         # The scheduler's next round finds the new site due at once.
         run([*scrapy, "load_sites", str(work / "sites.json")], REPO, env)
-        finished = wait_for("SELECT COUNT(DISTINCT article_id) FROM ArticleSnapshot", articles)
+        if media:
+            # Snapshots and their items' records (its default kinds: images, stylesheets).
+            finished = wait_until_settled(
+                "SELECT (SELECT COUNT(DISTINCT article_id) FROM ArticleSnapshot)"
+                " + (SELECT COUNT(*) FROM SnapshotMedia)",
+                articles,
+            )
+        else:
+            finished = wait_for("SELECT COUNT(DISTINCT article_id) FROM ArticleSnapshot", articles)
         cpu = tree_cpu(pids) - cpu_before
         parts = tuple(
             (name, seconds - parts_before[name]) for name, seconds in cpu_by_part(pids).items()
@@ -258,9 +291,9 @@ def cpu_by_part(pids: list[int]) -> dict[str, float]:
     }
 
 
-def stock_run(server: ReplayServer, articles: int, work: Path) -> Timing:
+def stock_run(server: ReplayServer, articles: int, work: Path, media: bool = False) -> Timing:
     fresh_database()
-    env = child_env(STOCK_DB=DB, PYTHONPATH=str(REPO / "bench"))
+    env = child_env(STOCK_DB=DB, PYTHONPATH=str(REPO / "bench"), STOCK_MEDIA="1" if media else "")
     args = [
         sys.executable,
         "-m",
@@ -290,7 +323,10 @@ def stock_run(server: ReplayServer, articles: int, work: Path) -> Timing:
             pids = [worker.pid for worker in workers]
             cpu_before = tree_cpu(pids)
             redis.Redis.from_url(REDIS_URL).lpush("stock:start_urls", server.url("/list/1.html"))
-            finished = wait_for("SELECT COUNT(*) FROM stock_snapshot", articles)
+            if media:
+                finished = wait_until_settled("SELECT COUNT(*) FROM stock_snapshot", articles)
+            else:
+                finished = wait_for("SELECT COUNT(*) FROM stock_snapshot", articles)
             cpu = tree_cpu(pids) - cpu_before
         finally:
             stop(workers)
@@ -331,27 +367,39 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", type=Path, help="py-spy samples of zeroarchive's processes")
+    parser.add_argument(
+        "--media", action="store_true", help="pages with their images and stylesheets served"
+    )
     options = parser.parse_args()
     # From compiled bytecode, as an installed project runs (bench/crawl_embedded.py): a
     # writer process starts inside the timed crawl, and compiled each module it imports.
     for package in PACKAGES:
         compileall.compile_dir(REPO / package, quiet=1)
-    routes, paths = build_site(options.copies, LIST_LINKS)
-    per_list = math.ceil(len(paths) / MAX_DEPTH)
-    if per_list > LIST_LINKS:
-        routes, paths = build_site(options.copies, per_list)
-    n = len(paths)
     rounds: list[dict[str, Timing]] = []
-    with ReplayServer(routes) as server, tempfile.TemporaryDirectory() as tmp:
+    routes: dict[str, Route]
+    with ReplayServer({}) as server, tempfile.TemporaryDirectory() as tmp:
+        if options.media:
+            # Keep-alive item answers, as image servers give (bench/media.py).
+            from bench.media import build
+
+            routes, paths = build(server.base_url, options.copies)
+        else:
+            routes, paths = build_site(options.copies, LIST_LINKS)
+            per_list = math.ceil(len(paths) / MAX_DEPTH)
+            if per_list > LIST_LINKS:
+                routes, paths = build_site(options.copies, per_list)
+        server.routes = routes
+        n = len(paths)
         work = Path(tmp)
         for round_number in range(options.rounds):
+            ours = zeroarchive_run(server, n, work, options.profile, round_number, options.media)
+            # With media, the limit fetches every page and item the archive asked for.
+            asked = [p for p in server.hits if not p.startswith(("/list/", "/robots.txt"))]
             rounds.append(
                 {
-                    "zeroarchive_2_workers": zeroarchive_run(
-                        server, n, work, options.profile, round_number
-                    ),
-                    "fetch_only": fetch_only_run(server, paths, work),
-                    "stock_scrapy_redis_2_workers": stock_run(server, n, work),
+                    "zeroarchive_2_workers": ours,
+                    "fetch_only": fetch_only_run(server, asked if options.media else paths, work),
+                    "stock_scrapy_redis_2_workers": stock_run(server, n, work, options.media),
                 }
             )
             rate = {name: round(n / t.crawl_s, 1) for name, t in rounds[-1].items()}
@@ -360,6 +408,8 @@ def main() -> None:
                 json.dumps(
                     {
                         "articles": n,
+                        "media": options.media,
+                        "items_asked": len(server.hits) if options.media else 0,
                         "pages_per_s": rate,
                         "pages_per_s_with_process_start_up": total,
                         "cpu_ms_per_page": {
