@@ -11,7 +11,11 @@ first request the replay server sees to the last page stored (fetch-only: to the
 request), with every process already started; the totals with process start-up are
 printed too.
 
-    python bench/crawl_distributed.py [--copies 20] [--rounds 5]
+    python bench/crawl_distributed.py [--copies 20] [--rounds 5] [--profile DIR]
+
+``--profile DIR`` samples the scheduler and each worker (its writer process too) with
+py-spy while zeroarchive crawls, into DIR as collapsed stacks (one file a process and
+round; `py-spy` must be installed): where a worker's CPU goes.
 
 Needs MariaDB at 127.0.0.1:3306 (root) and Redis at 127.0.0.1:6379 (uses database 1 and
 flushes it); BENCH_REDIS_URL and BENCH_DB name others.
@@ -20,9 +24,11 @@ flushes it); BENCH_REDIS_URL and BENCH_DB name others.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,8 +49,16 @@ os.environ["ZEROARCHIVE_MEDIA_ENABLED"] = "0"
 import pymysql  # noqa: E402
 import redis  # noqa: E402
 
-from bench.crawl_embedded import BENCH_SETTINGS, build_site, run, stat  # noqa: E402
-from tests.replay import ReplayServer  # noqa: E402
+from bench.crawl_embedded import (  # noqa: E402
+    BENCH_SETTINGS,
+    CPU,
+    PACKAGES,
+    build_site,
+    child_env,
+    run,
+    stat,
+)
+from tests.replay import ReplayServer, Route  # noqa: E402
 
 # Another Redis or database name from the environment, for a machine others share.
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")
@@ -88,6 +102,29 @@ def wait_for(condition_sql: str, target: int, timeout: float = 600) -> float:
         conn.close()
 
 
+def wait_until_settled(count_sql: str, least: int, quiet: float = 3.0) -> float:
+    """Poll until the query counts at least ``least`` and has not grown for ``quiet``
+    seconds; return when it last grew (perf_counter). For a crawl whose number of rows
+    is not known ahead (a page's media items)."""
+    conn = pymysql.connect(host="127.0.0.1", user="root", database=DB, autocommit=True)
+    last, grew_at = -1, time.perf_counter()
+    try:
+        with conn.cursor() as cursor:
+            while True:
+                cursor.execute(count_sql)
+                (found,) = cursor.fetchone()
+                now = time.perf_counter()
+                if int(found) != last:
+                    last, grew_at = int(found), now
+                elif last >= least and now - grew_at >= quiet:
+                    return grew_at
+                if now - grew_at > 600:
+                    raise SystemExit(f"stuck at {last}: {count_sql}")
+                time.sleep(0.05)
+    finally:
+        conn.close()
+
+
 def wait_for_log(log: Path, text: str, timeout: float = 120) -> None:
     started = time.perf_counter()
     while text not in log.read_text(errors="replace"):
@@ -102,6 +139,41 @@ def start(args: list[str], cwd: Path, env: dict[str, str], log: Path) -> subproc
     )
 
 
+def sample(processes: dict[str, subprocess.Popen[bytes]], into: Path | None, round_number: int):
+    """py-spy recorders of ``processes`` (by name) into ``into``, or none."""
+    if into is None:
+        return []
+    into.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(process.pid),
+                "--subprocesses",
+                "--nonblocking",
+                "--rate",
+                "200",
+                "--format",
+                "raw",
+                "-o",
+                str(into / f"{name}-{round_number}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name, process in processes.items()
+    ]
+
+
+def stop_sampling(recorders: list[subprocess.Popen[bytes]]) -> None:
+    for recorder in recorders:
+        recorder.send_signal(signal.SIGINT)  # py-spy writes what it sampled on SIGINT
+    for recorder in recorders:
+        recorder.wait(timeout=120)
+
+
 def stop(processes: list[subprocess.Popen[bytes]]) -> None:
     for process in processes:
         process.terminate()
@@ -113,15 +185,48 @@ def stop(processes: list[subprocess.Popen[bytes]]) -> None:
 class Timing:
     crawl_s: float  # first request served -> last page stored
     total_s: float  # processes launched -> last page stored
+    cpu_s: float  # CPU (user + system) of the crawl's processes over crawl_s (see tree_cpu)
+    #: zeroarchive's CPU seconds by process: the scheduler, the workers, their writers.
+    cpu_parts: tuple[tuple[str, float], ...] = ()
 
 
-def zeroarchive_run(server: ReplayServer, articles: int, work: Path) -> Timing:
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(pids: list[int], descendants: bool = True) -> float:
+    """CPU seconds (user + system) so far of these processes and all their descendants
+    alive now (a worker's writer process included), from /proc."""
+    total = 0.0
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICK
+            if not descendants:
+                continue
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
+def zeroarchive_run(
+    server: ReplayServer,
+    articles: int,
+    work: Path,
+    profile: Path | None = None,
+    round_number: int = 0,
+    media: bool = False,
+) -> Timing:
     fresh_database()
     env = {
-        **os.environ,
+        **child_env(),
         "PYTHONPATH": str(REPO),
         "ZEROARCHIVE_DB_URL": f"mysql+pymysql://root@127.0.0.1:3306/{DB}",
         "REDIS_URL": REDIS_URL,
+        "ZEROARCHIVE_MEDIA_ENABLED": "1" if media else "0",
     }
     site = {
         "name": "corpus",
@@ -143,22 +248,52 @@ def zeroarchive_run(server: ReplayServer, articles: int, work: Path) -> Timing:
     processes = [start([*scrapy, "schedule", "--interval", "0.5"], REPO, env, work / "sched.log")]
     logs = [work / f"worker{i}.log" for i in range(2)]
     processes += [start(worker_args, REPO, env, log) for log in logs]
+    recorders = []
     try:
         wait_for_log(work / "sched.log", "generic:")
         for log in logs:
             wait_for_log(log, "Distributed worker: waiting for requests")
+        named = {"schedule": processes[0], "worker0": processes[1], "worker1": processes[2]}
+        recorders = sample(named, profile, round_number)
+        pids = [process.pid for process in processes]
+        cpu_before = tree_cpu(pids)
+        parts_before = cpu_by_part(pids)
         # The scheduler's next round finds the new site due at once.
         run([*scrapy, "load_sites", str(work / "sites.json")], REPO, env)
-        finished = wait_for("SELECT COUNT(DISTINCT article_id) FROM ArticleSnapshot", articles)
+        if media:
+            # Snapshots and their items' records (its default kinds: images, stylesheets).
+            finished = wait_until_settled(
+                "SELECT (SELECT COUNT(DISTINCT article_id) FROM ArticleSnapshot)"
+                " + (SELECT COUNT(*) FROM SnapshotMedia)",
+                articles,
+            )
+        else:
+            finished = wait_for("SELECT COUNT(DISTINCT article_id) FROM ArticleSnapshot", articles)
+        cpu = tree_cpu(pids) - cpu_before
+        parts = tuple(
+            (name, seconds - parts_before[name]) for name, seconds in cpu_by_part(pids).items()
+        )
     finally:
+        stop_sampling(recorders)
         stop(processes)
     assert server.first_hit_at is not None
-    return Timing(finished - server.first_hit_at, finished - launched)
+    return Timing(finished - server.first_hit_at, finished - launched, cpu, parts)
 
 
-def stock_run(server: ReplayServer, articles: int, work: Path) -> Timing:
+def cpu_by_part(pids: list[int]) -> dict[str, float]:
+    """The scheduler's (``pids[0]``) CPU seconds so far, the workers' own and their
+    writer processes'."""
+    workers = tree_cpu(pids[1:], descendants=False)
+    return {
+        "schedule": tree_cpu(pids[:1]),
+        "workers": workers,
+        "writers": tree_cpu(pids[1:]) - workers,
+    }
+
+
+def stock_run(server: ReplayServer, articles: int, work: Path, media: bool = False) -> Timing:
     fresh_database()
-    env = {**os.environ, "STOCK_DB": DB, "PYTHONPATH": str(REPO / "bench")}
+    env = child_env(STOCK_DB=DB, PYTHONPATH=str(REPO / "bench"), STOCK_MEDIA="1" if media else "")
     args = [
         sys.executable,
         "-m",
@@ -185,18 +320,24 @@ def stock_run(server: ReplayServer, articles: int, work: Path) -> Timing:
         try:
             for log in logs:
                 wait_for_log(log, "Spider opened")
+            pids = [worker.pid for worker in workers]
+            cpu_before = tree_cpu(pids)
             redis.Redis.from_url(REDIS_URL).lpush("stock:start_urls", server.url("/list/1.html"))
-            finished = wait_for("SELECT COUNT(*) FROM stock_snapshot", articles)
+            if media:
+                finished = wait_until_settled("SELECT COUNT(*) FROM stock_snapshot", articles)
+            else:
+                finished = wait_for("SELECT COUNT(*) FROM stock_snapshot", articles)
+            cpu = tree_cpu(pids) - cpu_before
         finally:
             stop(workers)
     assert server.first_hit_at is not None
-    return Timing(finished - server.first_hit_at, finished - launched)
+    return Timing(finished - server.first_hit_at, finished - launched, cpu)
 
 
 def fetch_only_run(server: ReplayServer, paths: list[str], work: Path) -> Timing:
     urls = work / "urls.txt"
     urls.write_text("\n".join(server.url(p) for p in paths))
-    plain_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    plain_env = {k: v for k, v in child_env().items() if k != "PYTHONPATH"}
     server.reset_hits()
     elapsed, log = run(
         [
@@ -217,28 +358,48 @@ def fetch_only_run(server: ReplayServer, paths: list[str], work: Path) -> Timing
     if stat(log, "fetch_only/pages") != len(paths):
         raise SystemExit(f"fetch-only fetched {stat(log, 'fetch_only/pages')} of {len(paths)}")
     assert server.first_hit_at is not None and server.last_hit_at is not None
-    return Timing(server.last_hit_at - server.first_hit_at, elapsed)
+    # Its whole process, start-up included (about 1.5 CPU s).
+    return Timing(server.last_hit_at - server.first_hit_at, elapsed, CPU[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", type=Path, help="py-spy samples of zeroarchive's processes")
+    parser.add_argument(
+        "--media", action="store_true", help="pages with their images and stylesheets served"
+    )
     options = parser.parse_args()
-    routes, paths = build_site(options.copies, LIST_LINKS)
-    per_list = math.ceil(len(paths) / MAX_DEPTH)
-    if per_list > LIST_LINKS:
-        routes, paths = build_site(options.copies, per_list)
-    n = len(paths)
+    # From compiled bytecode, as an installed project runs (bench/crawl_embedded.py): a
+    # writer process starts inside the timed crawl, and compiled each module it imports.
+    for package in PACKAGES:
+        compileall.compile_dir(REPO / package, quiet=1)
     rounds: list[dict[str, Timing]] = []
-    with ReplayServer(routes) as server, tempfile.TemporaryDirectory() as tmp:
+    routes: dict[str, Route]
+    with ReplayServer({}) as server, tempfile.TemporaryDirectory() as tmp:
+        if options.media:
+            # Keep-alive item answers, as image servers give (bench/media.py).
+            from bench.media import build
+
+            routes, paths = build(server.base_url, options.copies)
+        else:
+            routes, paths = build_site(options.copies, LIST_LINKS)
+            per_list = math.ceil(len(paths) / MAX_DEPTH)
+            if per_list > LIST_LINKS:
+                routes, paths = build_site(options.copies, per_list)
+        server.routes = routes
+        n = len(paths)
         work = Path(tmp)
-        for _ in range(options.rounds):
+        for round_number in range(options.rounds):
+            ours = zeroarchive_run(server, n, work, options.profile, round_number, options.media)
+            # With media, the limit fetches every page and item the archive asked for.
+            asked = [p for p in server.hits if not p.startswith(("/list/", "/robots.txt"))]
             rounds.append(
                 {
-                    "zeroarchive_2_workers": zeroarchive_run(server, n, work),
-                    "fetch_only": fetch_only_run(server, paths, work),
-                    "stock_scrapy_redis_2_workers": stock_run(server, n, work),
+                    "zeroarchive_2_workers": ours,
+                    "fetch_only": fetch_only_run(server, asked if options.media else paths, work),
+                    "stock_scrapy_redis_2_workers": stock_run(server, n, work, options.media),
                 }
             )
             rate = {name: round(n / t.crawl_s, 1) for name, t in rounds[-1].items()}
@@ -247,8 +408,18 @@ def main() -> None:
                 json.dumps(
                     {
                         "articles": n,
+                        "media": options.media,
+                        "items_asked": len(server.hits) if options.media else 0,
                         "pages_per_s": rate,
                         "pages_per_s_with_process_start_up": total,
+                        "cpu_ms_per_page": {
+                            name: round(1000 * t.cpu_s / n, 2) for name, t in rounds[-1].items()
+                        },
+                        "zeroarchive_cpu_ms_per_page": {
+                            name: round(1000 * seconds / n, 2)
+                            for name, seconds in rounds[-1]["zeroarchive_2_workers"].cpu_parts
+                        },
+                        "load": round(os.getloadavg()[0], 1),
                     }
                 ),
                 flush=True,

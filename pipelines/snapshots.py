@@ -50,7 +50,8 @@ WRITERS = ("process", "thread")
 # The writer process is started at the crawl's tenth answer: a crawl of a few pages (a
 # `scrapy save`, a site with little due) does not pay for one (0.4 CPU seconds to load its
 # modules), and a large one has it ready by its first full batch. Until it is ready, the
-# crawl's thread writes.
+# crawl's thread writes. A distributed worker without an idle limit (a service) starts it
+# when it opens.
 PROCESS_AFTER = 10
 
 # Full batches waiting for the database before process_item waits too (bounds memory).
@@ -115,6 +116,16 @@ class SnapshotsPipeline:
 
     async def open_spider(self) -> None:
         self._timer = asyncio.get_running_loop().create_task(self._flush_periodically())
+        spider = self.crawler.spider
+        if (
+            self._wants_process
+            and getattr(spider, "distributed", False)
+            and not getattr(spider, "idle_limit", 0)
+        ):
+            # A worker that waits for work for ever pays for its writer once: at its start,
+            # not in the middle of its first batches (where a tenth of a worker's time went
+            # on the distributed bench to the child's start and the thread's writes meanwhile).
+            self._start_writer()
 
     async def close_spider(self) -> None:
         if self._timer is not None:
@@ -141,9 +152,7 @@ class SnapshotsPipeline:
             if body is not None:
                 self.pending_bytes += len(body)
         if self.writer is None and self._wants_process and self._answers_seen >= PROCESS_AFTER:
-            self.writer = WriterProcess(
-                self.archive.url, self.config.db_retry_seconds, self.config.media_dir
-            )
+            self._start_writer()
         if (
             len(self.pending) >= self.config.max_items
             or self.pending_bytes >= self.config.max_bytes
@@ -152,6 +161,11 @@ class SnapshotsPipeline:
             if len(self._writes) > MAX_WAITING_BATCHES:
                 await asyncio.shield(self._writes[0])
         return item
+
+    def _start_writer(self) -> None:
+        self.writer = WriterProcess(
+            self.archive.url, self.config.db_retry_seconds, self.config.media_dir
+        )
 
     def _start_write(self) -> None:
         write = asyncio.get_running_loop().create_task(self._write(self._take_batch()))

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -90,6 +91,31 @@ async def open_with_writer(pipeline: SnapshotsPipeline, first: list[int]) -> Wri
 def snapshots(archive: Archive) -> int:
     with archive.engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(article_snapshot)).scalar_one())
+
+
+def test_a_distributed_worker_without_an_idle_limit_starts_its_writer_when_it_opens(
+    tmp_path: Path,
+) -> None:
+    """A service pays for its writer once, at its start; a worker that closes when idle
+    (and an embedded crawl) waits for its tenth answer, as before."""
+    archive, _ = make_archive(tmp_path, 0)
+
+    async def opened(idle_limit: int) -> WriterProcess | None:
+        pipeline, _ = make_pipeline(archive)
+        pipeline.crawler.spider = SimpleNamespace(distributed=True, idle_limit=idle_limit)
+        await pipeline.open_spider()
+        writer = pipeline.writer
+        deadline = time.monotonic() + 30
+        while writer is not None and not writer.ready():
+            assert time.monotonic() < deadline, "the writer process never became ready"
+            await asyncio.sleep(0.02)
+        await pipeline.close_spider()
+        return writer
+
+    assert asyncio.run(opened(idle_limit=8)) is None
+    writer = asyncio.run(opened(idle_limit=0))
+    assert writer is not None
+    assert writer.process.poll() == 0, "closing the crawl ends its writer"
 
 
 def test_batches_are_written_by_the_writer_process_and_counted_in_the_crawl(

@@ -10,7 +10,7 @@ due again when its lease runs out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from zeroarchive.crawl.list_intervals import WalkPlan
@@ -35,6 +35,31 @@ class DueSites:
     bad: tuple[str, ...] = ()
     #: When the last walk of each site began (``last_crawl_at``), by id.
     last_walk: dict[int, int] = field(default_factory=dict)
+    #: The type of each site of ``bad``, in its order.
+    bad_types: tuple[str, ...] = ()
+
+    def of_types(self, types: Collection[str]) -> DueSites:
+        """The part of this selection that is of these types: one selection for all
+        spiders, split by spider (`scrapy schedule` selects once a round, not once per
+        spider: the same due-articles read five times a round, with the watch's).
+
+        >>> from zeroarchive.sites.record import SiteConfig
+        >>> a, b = (Site(i, f"s{i}", f"https://s{i}.example/", t, SiteConfig())
+        ...         for i, t in ((1, "news"), (2, "ptt")))
+        >>> due = DueSites({1: a, 2: b}, frozenset({1, 2}), ("x",), {1: 5, 2: 6}, ("ptt",))
+        >>> part = due.of_types(("ptt",))
+        >>> list(part.sites), set(part.walk), part.bad, part.last_walk
+        ([2], {2}, ('x',), {2: 6})
+        """
+        sites = {i: site for i, site in self.sites.items() if site.type in types}
+        bad = [(name, t) for name, t in zip(self.bad, self.bad_types, strict=True) if t in types]
+        return DueSites(
+            sites,
+            self.walk & sites.keys(),
+            tuple(name for name, _ in bad),
+            {i: at for i, at in self.last_walk.items() if i in sites},
+            tuple(t for _, t in bad),
+        )
 
 
 def due_sites(
@@ -51,6 +76,7 @@ def due_sites(
     sites: dict[int, Site] = {}
     walk: set[int] = set()
     bad: list[str] = []
+    bad_types: list[str] = []
     last_walk: dict[int, int] = {}
     if snapshots:
         watch_checks(archive, site_types, now)
@@ -61,12 +87,13 @@ def due_sites(
         except SiteConfigError as exc:
             logger.error("Skipping a site with a bad stored config: %s", exc)
             bad.append(row["name"])
+            bad_types.append(row["type"])
             continue
         sites[site.site_id] = site
         last_walk[site.site_id] = int(row["last_crawl_at"])
         if lists and site.is_active and row["next_crawl_at"] <= now:
             walk.add(site.site_id)
-    return DueSites(sites, frozenset(walk), tuple(bad), last_walk)
+    return DueSites(sites, frozenset(walk), tuple(bad), last_walk, tuple(bad_types))
 
 
 def watch_checks(archive: Archive, site_types: Sequence[str], now: int) -> dict[int, int]:
