@@ -173,7 +173,9 @@ def make_posts(count: int, group: bool = False) -> list[Post]:
         # A group's listing also links what its members shared; only permalinks are its posts.
         forms = r"/permalink/" if group else r"(?:story_fbid=|/posts/)"
         linked = set(re.findall(forms + r"(\d{8,})", block))
-        comments = 6 + (number * 7) % 17
+        # 6 to 12 comments: each post pages its comments (5 at a time) once or twice, the
+        # fewest that still take every pager; more only cost the browser time.
+        comments = 6 + (number * 3) % 7
         replies = tuple(1 + (number + c) % 4 if c % 3 == 0 else 0 for c in range(comments))
         posts.append(Post(number, post_id, tuple(sorted(linked)), block, comments, replies))
     return posts

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Browser, Playwright, sync_playwright
 
+from tests.conftest import require_service
 from tests.test_monitor_browser import browser_config, chromium  # noqa: F401 (fixture)
 from zeroarchive.crawl.browser import CJK_LANGUAGES, missing_cjk_fonts, warn_without_cjk_fonts
 
@@ -35,38 +37,61 @@ def page_of(characters: str, family: str) -> str:
     )
 
 
-def glyphs(characters: str, family: str, env: dict[str, str] | None = None) -> list[bytes]:
-    """A PNG of each character as Chromium draws it in ``family``."""
+def launch(playwright: Playwright, env: dict[str, str] | None = None) -> Browser:
     config = browser_config()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=config.chromium,
-            args=list(config.chromium_args),
-            headless=True,
-            env=env,
-        )
-        try:
-            page = browser.new_page()
-            page.set_content(page_of(characters, family))
-            return [page.locator(f"#c{i}").screenshot() for i in range(len(characters))]
-        finally:
-            browser.close()
+    return playwright.chromium.launch(
+        executable_path=config.chromium, args=list(config.chromium_args), headless=True, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[Playwright]:
+    path = Path(browser_config().chromium)
+    require_service("Chromium", None if path.exists() else f"{path} is not installed")
+    with sync_playwright() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    """One browser for every family: a launch costs more than the page it draws."""
+    launched = launch(playwright)
+    try:
+        yield launched
+    finally:
+        launched.close()
+
+
+def glyphs(browser: Browser, characters: str, family: str) -> list[bytes]:
+    """A PNG of each character as Chromium draws it in ``family``."""
+    page = browser.new_page()
+    try:
+        page.set_content(page_of(characters, family))
+        return [page.locator(f"#c{i}").screenshot() for i in range(len(characters))]
+    finally:
+        page.close()
 
 
 @pytest.mark.parametrize("family", ["sans-serif", "serif", "'Noto Sans CJK TC'"])
-def test_cjk_characters_are_drawn_as_glyphs(family: str) -> None:
-    drawn = glyphs(CHARACTERS + NO_GLYPH, family)
+def test_cjk_characters_are_drawn_as_glyphs(browser: Browser, family: str) -> None:
+    drawn = glyphs(browser, CHARACTERS + NO_GLYPH, family)
     box = drawn.pop()
     # Each character its own shape: boxes would all be one picture.
     assert len(set(drawn)) == len(CHARACTERS)
     assert box not in drawn
 
 
-def test_without_fonts_the_same_characters_are_boxes(tmp_path: Path) -> None:
+def test_without_fonts_the_same_characters_are_boxes(
+    playwright: Playwright, tmp_path: Path
+) -> None:
     """The control: the check above fails on a machine without CJK fonts."""
     conf = tmp_path / "fonts.conf"
     conf.write_text(NO_FONTS.format(empty=tmp_path), encoding="utf-8")
-    drawn = glyphs(CHARACTERS, "sans-serif", {**os.environ, "FONTCONFIG_FILE": str(conf)})
+    control = launch(playwright, {**os.environ, "FONTCONFIG_FILE": str(conf)})
+    try:
+        drawn = glyphs(control, CHARACTERS, "sans-serif")
+    finally:
+        control.close()
     assert len(set(drawn)) < len(CHARACTERS) // 2
 
 

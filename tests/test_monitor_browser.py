@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 from scrapy.settings import Settings
 
 from tests.conftest import REPO, require_service
@@ -48,10 +48,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, Built]]:
-    """The monitor on a real uvicorn server, in a thread, over a built SQLite archive."""
-    url = f"sqlite:///{tmp_path / 'archive.db'}"
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Built]]:
+    """The monitor on a real uvicorn server, in a thread, over a built SQLite archive (one
+    for both windows: the test only reads it)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('monitor') / 'archive.db'}"
     built = build(url)
     config = MonitorConfig("127.0.0.1", free_port(), 60, 28, 100, None, None, None, LIMITS)
     app = create_app(open_archive(url=url).engine, config, SiteStatsConfig(3, 3600), lambda: NOW)
@@ -92,85 +93,97 @@ def shoot(page: Page, name: str) -> None:
     assert values > 32, f"{path} looks blank"
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280px", "phone"])
-def test_monitor_in_chromium(served: tuple[str, Built], viewport: dict[str, int]) -> None:
-    base, built = served
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Chromium for both windows: a launch costs more than the pages it shows."""
     chromium = browser_config()
-    requested: list[str] = []
+    require_service("Chromium", None if Path(chromium.chromium).exists() else "not installed")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
+        launched = playwright.chromium.launch(
             executable_path=chromium.chromium,
             args=list(chromium.chromium_args),
             headless=True,
         )
         try:
-            page = browser.new_page(viewport=viewport)  # type: ignore[arg-type]
-            page.on("request", lambda request: requested.append(request.url))
-
-            page.goto(f"{base}/")
-            nav = page.locator("nav.main a")
-            expect(nav).to_have_text(["Sites", "Search", "Events"])
-            expect(page.locator("nav.main a[aria-current=page]")).to_have_text("Sites")
-            expect(page.locator("#sites tr.site")).to_have_count(4)
-            expect(page.locator("#sites tr.flagged")).to_have_count(2)
-            farm = page.locator(f'tr[data-site-id="{built.sites["farm"]}"]')
-            expect(farm.locator(".flag-quiet")).to_have_text("quiet")
-            ltn = page.locator(f'tr[data-site-id="{built.sites["ltn"]}"]')
-            expect(ltn.locator(".site-url")).to_have_text("https://news.ltn.com.tw/")
-            expect(page.locator("svg.chart").first).to_be_visible()
-            # The rest of a row's counts are folded until asked for.
-            expect(ltn.locator("dl.more")).to_be_hidden()
-            ltn.locator("summary").click()
-            expect(ltn.locator("dl.more")).to_be_visible()
-            expect(ltn.locator("dl.more")).to_contain_text("overdue")
-            shoot(page, "dashboard")
-
-            page.select_option("select[name=type]", "content_farm")
-            page.click("form.filters button")
-            expect(page).to_have_url(re.compile(r"/sites\?type=content_farm"))
-            expect(page.locator("#sites tr.site")).to_have_count(1)
-            page.click("nav.main a:text-is('Sites')")
-
-            page.click("#sites a:has(bdi:text-is('ltn'))")  # names are isolated in <bdi>
-            expect(page).to_have_url(f"{base}/sites/{built.sites['ltn']}")
-            expect(page.locator("h1")).to_contain_text("ltn")
-            expect(page.locator("nav.crumbs")).to_have_text("Sites › ltn")
-            expect(page.locator("pre.config")).to_contain_text("http://***@proxy.example:3128")
-            assert PROXY_PASSWORD not in page.content()
-            expect(page.locator("#articles tr.article")).to_have_count(9)
-            shoot(page, "site")
-
-            page.click(f"#articles td[data-label=id] a[href='/articles/{built.article_id}']")
-            expect(page.locator("h1")).to_contain_text("林義雄宣布結束禁食")
-            expect(page.locator("#latest .text")).to_contain_text("結束禁食")
-            expect(page.locator("#timeline li")).to_have_count(5)
-            expect(page.locator("#timeline li.version")).to_have_count(2)
-            expect(page.locator("#versions tr.version")).to_have_count(2)
-            shoot(page, "article")
-
-            page.locator("#timeline li.snapshot a").first.click()
-            expect(page).to_have_url(re.compile(rf"/snapshots/{built.snapshots[0]}$"))
-            archived = page.frame_locator("#archived")
-            expect(archived.locator("body")).to_contain_text("林義雄宣布停止禁食")
-            expect(archived.locator("script")).to_have_count(0)
-            expect(page.locator("nav.crumbs a")).to_have_text(
-                ["Sites", "ltn", f"article {built.article_id}"]
-            )
-            shoot(page, "snapshot")
-
-            page.click(f"nav.crumbs a:has(bdi:text-is('article {built.article_id}'))")
-            versions = page.locator("#compare select[name=a] option")
-            page.select_option("#compare select[name=a]", versions.nth(0).get_attribute("value"))
-            page.select_option("#compare select[name=b]", versions.nth(1).get_attribute("value"))
-            page.click("#compare button")
-            changed = page.locator("#diff tr.replace")
-            expect(changed.first).to_be_visible()
-            expect(changed.first.locator("td.old mark").first).to_have_text("停止")
-            expect(changed.first.locator("td.new mark").first).to_have_text("結束")
-            changed.first.scroll_into_view_if_needed()
-            shoot(page, "diff")
+            yield launched
         finally:
-            browser.close()
+            launched.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280px", "phone"])
+def test_monitor_in_chromium(
+    served: tuple[str, Built], browser: Browser, viewport: dict[str, int]
+) -> None:
+    base, built = served
+    requested: list[str] = []
+    page = browser.new_page(viewport=viewport)  # type: ignore[arg-type]
+    try:
+        page.on("request", lambda request: requested.append(request.url))
+
+        page.goto(f"{base}/")
+        nav = page.locator("nav.main a")
+        expect(nav).to_have_text(["Sites", "Search", "Events"])
+        expect(page.locator("nav.main a[aria-current=page]")).to_have_text("Sites")
+        expect(page.locator("#sites tr.site")).to_have_count(4)
+        expect(page.locator("#sites tr.flagged")).to_have_count(2)
+        farm = page.locator(f'tr[data-site-id="{built.sites["farm"]}"]')
+        expect(farm.locator(".flag-quiet")).to_have_text("quiet")
+        ltn = page.locator(f'tr[data-site-id="{built.sites["ltn"]}"]')
+        expect(ltn.locator(".site-url")).to_have_text("https://news.ltn.com.tw/")
+        expect(page.locator("svg.chart").first).to_be_visible()
+        # The rest of a row's counts are folded until asked for.
+        expect(ltn.locator("dl.more")).to_be_hidden()
+        ltn.locator("summary").click()
+        expect(ltn.locator("dl.more")).to_be_visible()
+        expect(ltn.locator("dl.more")).to_contain_text("overdue")
+        shoot(page, "dashboard")
+
+        page.select_option("select[name=type]", "content_farm")
+        page.click("form.filters button")
+        expect(page).to_have_url(re.compile(r"/sites\?type=content_farm"))
+        expect(page.locator("#sites tr.site")).to_have_count(1)
+        page.click("nav.main a:text-is('Sites')")
+
+        page.click("#sites a:has(bdi:text-is('ltn'))")  # names are isolated in <bdi>
+        expect(page).to_have_url(f"{base}/sites/{built.sites['ltn']}")
+        expect(page.locator("h1")).to_contain_text("ltn")
+        expect(page.locator("nav.crumbs")).to_have_text("Sites › ltn")
+        expect(page.locator("pre.config")).to_contain_text("http://***@proxy.example:3128")
+        assert PROXY_PASSWORD not in page.content()
+        expect(page.locator("#articles tr.article")).to_have_count(9)
+        shoot(page, "site")
+
+        page.click(f"#articles td[data-label=id] a[href='/articles/{built.article_id}']")
+        expect(page.locator("h1")).to_contain_text("林義雄宣布結束禁食")
+        expect(page.locator("#latest .text")).to_contain_text("結束禁食")
+        expect(page.locator("#timeline li")).to_have_count(5)
+        expect(page.locator("#timeline li.version")).to_have_count(2)
+        expect(page.locator("#versions tr.version")).to_have_count(2)
+        shoot(page, "article")
+
+        page.locator("#timeline li.snapshot a").first.click()
+        expect(page).to_have_url(re.compile(rf"/snapshots/{built.snapshots[0]}$"))
+        archived = page.frame_locator("#archived")
+        expect(archived.locator("body")).to_contain_text("林義雄宣布停止禁食")
+        expect(archived.locator("script")).to_have_count(0)
+        expect(page.locator("nav.crumbs a")).to_have_text(
+            ["Sites", "ltn", f"article {built.article_id}"]
+        )
+        shoot(page, "snapshot")
+
+        page.click(f"nav.crumbs a:has(bdi:text-is('article {built.article_id}'))")
+        versions = page.locator("#compare select[name=a] option")
+        page.select_option("#compare select[name=a]", versions.nth(0).get_attribute("value"))
+        page.select_option("#compare select[name=b]", versions.nth(1).get_attribute("value"))
+        page.click("#compare button")
+        changed = page.locator("#diff tr.replace")
+        expect(changed.first).to_be_visible()
+        expect(changed.first.locator("td.old mark").first).to_have_text("停止")
+        expect(changed.first.locator("td.new mark").first).to_have_text("結束")
+        changed.first.scroll_into_view_if_needed()
+        shoot(page, "diff")
+    finally:
+        page.close()
     # The archived page's pictures, stylesheets and scripts were never fetched.
     assert requested and all(url.startswith(base) for url in requested), [
         url for url in requested if not url.startswith(base)

@@ -16,7 +16,7 @@ from tests.forward_proxy import ForwardProxy
 from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
 from tests.test_facebook import TAG, chromium, chromium_pids  # noqa: F401 (fixture)
 from tests.test_generic import NEWS_ARTICLE, articles_by_url, stat, write_sites
-from tests.test_render import ScriptedSite
+from tests.test_render import NAMES, ScriptedSite
 
 SECRET = "pr0xy-" + secrets.token_hex(4)
 
@@ -104,13 +104,13 @@ def test_a_rendered_sites_browser_goes_through_its_proxy(tmp_path: Path) -> None
         }
         load(db_url, tmp_path, [site])
         run = crawl(db_url, tmp_path, "generic", **{TAG: tag})
-        pages = [f"{server.base_url}/news/{n}" for n in range(1, 5)]
+        pages = [f"{server.base_url}/news/{n}" for n in range(1, len(NAMES) + 1)]
         # The browser's page loads, and the list page's own API call, all through the proxy.
         assert all(proxy.passed[url] == 1 for url in pages)
         assert proxy.passed[f"{server.base_url}/api/latest.json"] == 1
         assert proxy.passed[f"{server.base_url}/news"] == 1
-    assert stat(run, "zeroarchive/snapshots_saved") == 4
-    assert len(articles_by_url(db_url)) == 4
+    assert stat(run, "zeroarchive/snapshots_saved") == len(NAMES)
+    assert len(articles_by_url(db_url)) == len(NAMES)
 
 
 def test_a_facebook_session_gets_past_the_login_wall(tmp_path: Path) -> None:
