@@ -359,17 +359,30 @@ def _news() -> tuple[tuple[NewsPage, bytes], ...]:
     return tuple(pages)
 
 
-def tw_news_pages() -> list[NewsPage]:
-    """The 27 tw-news-2014 then the 7 tw-news-twnews articles, each sorted by file name."""
-    return [page for page, _ in _news()]
+def _some_news(count: int | None) -> tuple[tuple[NewsPage, bytes], ...]:
+    """``count`` of the articles spread evenly over them (both sources, every charset
+    kind), in their order; all of them when ``count`` is None. A crawl's CPU grows with
+    its articles: the scenarios about processes, not pages, take a few."""
+    news = _news()
+    if count is None:
+        return news
+    if not 1 <= count <= len(news):
+        raise ValueError(f"count must be between 1 and {len(news)}")
+    return tuple(news[i * len(news) // count] for i in range(count))
 
 
-def list_page_paths(pages_per_list: int = 10) -> list[str]:
+def tw_news_pages(count: int | None = None) -> list[NewsPage]:
+    """The 27 tw-news-2014 then the 7 tw-news-twnews articles, each sorted by file name
+    (or ``count`` of them spread over these)."""
+    return [page for page, _ in _some_news(count)]
+
+
+def list_page_paths(pages_per_list: int = 10, count: int | None = None) -> list[str]:
     """The list page chain: ``/news/``, ``/news/list-2.html``, ..."""
     if pages_per_list < 1:
         raise ValueError("pages_per_list must be at least 1")
-    count = -(-len(_news()) // pages_per_list)
-    return [LIST_PATH] + [f"/news/list-{n}.html" for n in range(2, count + 1)]
+    lists = -(-len(_some_news(count)) // pages_per_list)
+    return [LIST_PATH] + [f"/news/list-{n}.html" for n in range(2, lists + 1)]
 
 
 def tracked(path: str) -> str:
@@ -406,21 +419,21 @@ def _list_page(
     return "\n".join(lines).encode("utf-8")
 
 
-def tw_news_routes(pages_per_list: int = 10) -> dict[str, Route]:
-    """The articles plus the list page chain linking to them.
+def tw_news_routes(pages_per_list: int = 10, count: int | None = None) -> dict[str, Route]:
+    """The articles (``tw_news_pages(count)``) plus the list page chain linking to them.
 
     The list pages link to every article in ``tw_news_pages()`` order with a
     root-relative href; articles 0, 3, 6, ... carry ``tracked()`` links, and the
     last list page links to article 0 once more (plain) in a 熱門 box, so that
     article is linked twice, once with and once without the tracking parameter.
     """
-    news = _news()
+    news = _some_news(count)
     routes: dict[str, Route] = {}
     for page, body in news:
         content_type = f"text/html; charset={page.charset}" if page.charset_header else "text/html"
         routes[page.path] = Route(200, (("Content-Type", content_type),), body)
 
-    paths = list_page_paths(pages_per_list)
+    paths = list_page_paths(pages_per_list, count)
     links = [
         (tracked(page.path) if i % 3 == 0 else page.path, page.title)
         for i, (page, _) in enumerate(news)

@@ -29,6 +29,7 @@ from scrapy.core.engine import ExecutionEngine
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 from sqlalchemy import create_engine, func, select
+from sqlalchemy.engine import Engine
 
 from tests.conftest import REPO, Process, project_settings, scrapy, start_scrapy
 from tests.replay import ReplayServer, tw_news_pages, tw_news_routes
@@ -44,6 +45,9 @@ NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"
 QUICK_RETRIES = ("ZEROARCHIVE_RETRY_PAUSE_SECONDS=0.25", "ZEROARCHIVE_RETRY_PAUSE_MAX_SECONDS=1")
 # How long the tests cut MariaDB or redis: several tries and a few pauses at their longest.
 OUTAGE_SECONDS = 6
+# Articles of the news site (of tw_news_pages' 34, both sources): two list pages, enough
+# for a kill or a cut to land mid-crawl; each one more cost every process that met it CPU.
+ARTICLES = 12
 
 
 def news_site(server: ReplayServer, delay: float = 0) -> dict[str, object]:
@@ -106,16 +110,29 @@ def load_sites(db_url: str, cwd: Path, sites: list[dict[str, object]]) -> None:
     assert run.returncode == 0, run.output
 
 
+_readers: dict[str, Engine] = {}
+
+
+def reader(db_url: str) -> Engine:
+    """One engine for the test's looks at ``db_url`` (the last one asked for): a new engine
+    for each look cost 0.07 CPU s, and the tests look several times a second for minutes."""
+    engine = _readers.get(db_url)
+    if engine is None:
+        for old in _readers.values():
+            old.dispose()
+        _readers.clear()
+        engine = _readers[db_url] = create_engine(db_url)
+    return engine
+
+
 def counts(db_url: str) -> tuple[int, int, int]:
     """(articles, snapshots, articles with at least one snapshot)."""
-    engine = create_engine(db_url)
-    with engine.connect() as conn:
+    with reader(db_url).connect() as conn:
         articles = conn.execute(select(func.count()).select_from(article)).scalar_one()
         snapshots = conn.execute(select(func.count()).select_from(article_snapshot)).scalar_one()
         covered = conn.execute(
             select(func.count(func.distinct(article_snapshot.c.article_id)))
         ).scalar_one()
-    engine.dispose()
     return articles, snapshots, covered
 
 
@@ -170,8 +187,8 @@ def stop_once_stored(
 def test_two_workers_share_one_queue_and_fetch_each_article_once(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    pages = tw_news_pages()
-    with ReplayServer(tw_news_routes()) as server:
+    pages = tw_news_pages(ARTICLES)
+    with ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=0.2)])
         first = schedule_once(mariadb_url, redis_url, tmp_path)
         # The front page, and robots.txt for the sitemaps it may name.
@@ -179,9 +196,9 @@ def test_two_workers_share_one_queue_and_fetch_each_article_once(
         # Its soft-404 probe goes with the first snapshots, not with a list walk.
         assert "; 0 soft-404 probe(s)" in first
         logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
-        # Eight requests in flight each at most, so one worker cannot take the whole queue.
+        # Four requests in flight each at most, so one worker cannot take the whole queue.
         workers = [
-            start_worker(mariadb_url, redis_url, tmp_path, log, "CONCURRENT_REQUESTS=8")
+            start_worker(mariadb_url, redis_url, tmp_path, log, "CONCURRENT_REQUESTS=4")
             for log in logs
         ]
         wait_until(lambda: counts(mariadb_url)[0] == len(pages), 60, "discovery")
@@ -210,9 +227,9 @@ def test_two_workers_share_one_queue_and_fetch_each_article_once(
 def test_a_worker_killed_mid_crawl_loses_no_article(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    pages = tw_news_pages()
+    pages = tw_news_pages(ARTICLES)
     lease = "ZEROARCHIVE_LEASE_SECONDS=4"
-    with ReplayServer(tw_news_routes()) as server:
+    with ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         # Slow enough that the kill lands mid-crawl even on a loaded machine.
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=1.0)])
         schedule_once(mariadb_url, redis_url, tmp_path, lease)
@@ -243,8 +260,11 @@ def test_a_worker_killed_mid_crawl_loses_no_article(
 
 
 def test_redis_restarted_empty_loses_nothing(mariadb_url: str, tmp_path: Path) -> None:
-    pages = tw_news_pages()
-    with private_redis(tmp_path) as (redis_url, restart), ReplayServer(tw_news_routes()) as server:
+    pages = tw_news_pages(ARTICLES)
+    with (
+        private_redis(tmp_path) as (redis_url, restart),
+        ReplayServer(tw_news_routes(count=ARTICLES)) as server,
+    ):
         load_sites(mariadb_url, tmp_path, [news_site(server)])
         schedule_once(mariadb_url, redis_url, tmp_path)
         log = tmp_path / "discover.log"
@@ -258,7 +278,7 @@ def test_redis_restarted_empty_loses_nothing(mariadb_url: str, tmp_path: Path) -
         assert counts(mariadb_url)[0] == len(pages)
         queued = schedule_once(mariadb_url, redis_url, tmp_path)
         assert f"{len(pages)} snapshot(s) queued" in queued
-        restart()  # the queue and its 34 leased articles are gone
+        restart()  # the queue and its leased articles are gone
         assert redis.Redis.from_url(redis_url).dbsize() == 0
         requeued = schedule_once(mariadb_url, redis_url, tmp_path)
         assert f"{len(pages)} snapshot(s) queued" in requeued
@@ -271,8 +291,8 @@ def test_redis_restarted_empty_loses_nothing(mariadb_url: str, tmp_path: Path) -
 def test_mariadb_unreachable_mid_crawl_loses_no_item(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    pages = tw_news_pages()
-    with TcpForwarder(3306) as proxy, ReplayServer(tw_news_routes()) as server:
+    pages = tw_news_pages(ARTICLES)
+    with TcpForwarder(3306) as proxy, ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         via_proxy = proxy.via(mariadb_url)
         # Slow enough that the crawl goes on through the outage and after it.
         load_sites(via_proxy, tmp_path, [news_site(server, delay=0.5)])
@@ -314,9 +334,9 @@ def test_a_worker_under_scrapyd_waits_for_the_database_and_redis_then_crawls(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     """Nobody restarts a scrapyd job: a worker started while its servers are away waits."""
-    pages = tw_news_pages()
+    pages = tw_news_pages(ARTICLES)
     database, queue = TcpForwarder(3306), TcpForwarder(redis_port(redis_url))
-    with ReplayServer(tw_news_routes()) as server:
+    with ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         load_sites(mariadb_url, tmp_path, [news_site(server)])
         schedule_once(mariadb_url, redis_url, tmp_path)
         log = tmp_path / "worker.log"
@@ -347,11 +367,11 @@ def test_schedule_rides_out_a_database_cut_and_a_redis_cut(
 ) -> None:
     """The scheduler and a worker, both through forwarders the test cuts mid-crawl: each
     logs, waits and resumes; every article is stored and the scheduler keeps queueing."""
-    pages = tw_news_pages()
+    pages = tw_news_pages(ARTICLES)
     with (
         TcpForwarder(3306) as database,
         TcpForwarder(redis_port(redis_url)) as queue,
-        ReplayServer(tw_news_routes()) as server,
+        ReplayServer(tw_news_routes(count=ARTICLES)) as server,
     ):
         db_via, redis_via = database.via(mariadb_url), queue.via(redis_url)
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=1.0)])
@@ -396,8 +416,8 @@ def test_schedule_rides_out_a_database_cut_and_a_redis_cut(
 def test_a_malformed_queue_entry_is_logged_and_skipped(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    pages = tw_news_pages()
-    with ReplayServer(tw_news_routes()) as server:
+    pages = tw_news_pages(ARTICLES)
+    with ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         load_sites(mariadb_url, tmp_path, [news_site(server)])
         schedule_once(mariadb_url, redis_url, tmp_path)
         client = redis.Redis.from_url(redis_url)
@@ -504,7 +524,7 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
         f"eggs_dir = {home}/eggs\nlogs_dir = {home}/logs\n"
         f"dbs_dir = {home}/dbs\nitems_dir =\njobs_to_keep = 5\npoll_interval = 1\n"
     )
-    pages = tw_news_pages()
+    pages = tw_news_pages(ARTICLES)
     env = env_for(worker_db, redis_url)
     env.pop("PYTHONPATH")
     env.pop("SCRAPY_SETTINGS_MODULE")
@@ -526,7 +546,7 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
     egg = tmp_path / "zeroarchive.egg"
     built = deploy(env, "--build-egg", str(egg))
     assert built.returncode == 0, built.stdout + built.stderr
-    with ReplayServer(tw_news_routes()) as server:
+    with ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         load_sites(worker_db, tmp_path, [news_site(server)])
         scrapyd = subprocess.Popen(
             [sys.executable, "-m", "scrapyd"],
@@ -551,7 +571,8 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
             assert "Deploy failed (401)" in unset.stderr
             assert _scrapyd_call(port, "listprojects.json", None, auth)[1]["projects"] == []
 
-            deployed = deploy(deployer, "test")
+            # The egg the clean checkout built above (building it once more cost 2-3 CPU s).
+            deployed = deploy(deployer, "test", "--egg", str(egg))
             assert deployed.returncode == 0, deployed.stdout + deployed.stderr
             assert _scrapyd_call(port, "schedule.json", schedule, None)[0] == 401
             schedule_once(worker_db, redis_url, tmp_path)
@@ -614,7 +635,9 @@ def _scrapyd_call(
         f"http://127.0.0.1:{port}/{endpoint}", data=body, headers=headers
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
+        # schedule.json lists the spiders with a new `scrapy list` from the egg: on a busy
+        # machine that took more than 30 s.
+        with urllib.request.urlopen(request, timeout=120) as reply:
             return reply.status, dict(json.loads(reply.read()))
     except urllib.error.HTTPError as refused:
         refused.close()

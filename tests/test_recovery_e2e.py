@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import redis
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 
 from tests.conftest import REPO, Process, scrapy, start_scrapy
 from tests.replay import LIST_PATH, ReplayServer, tw_news_pages, tw_news_routes
 from tests.tcp_forwarder import TcpForwarder
 from tests.test_distributed import (
+    ARTICLES,
     OUTAGE_SECONDS,
     counts,
     env_for,
@@ -27,6 +28,7 @@ from tests.test_distributed import (
     load_sites,
     news_site,
     quick_retries,
+    reader,
     schedule_once,
     start_worker,
     stop_once_stored,
@@ -39,18 +41,14 @@ HEARTBEAT = "ZEROARCHIVE_HEARTBEAT_SECONDS=2"
 
 
 def walk_owner(db_url: str) -> str:
-    engine = create_engine(db_url)
-    with engine.connect() as conn:
+    with reader(db_url).connect() as conn:
         owner = conn.execute(select(site.c.walk_owner)).scalar_one()
-    engine.dispose()
     return owner or ""
 
 
 def lease_owners(db_url: str) -> set[str]:
-    engine = create_engine(db_url)
-    with engine.connect() as conn:
+    with reader(db_url).connect() as conn:
         owners = set(conn.execute(select(article.c.lease_owner).distinct()).scalars())
-    engine.dispose()
     return {o for o in owners if o}
 
 
@@ -71,8 +69,8 @@ def recoveries(db_url: str, cwd: Path) -> int:
 def test_a_worker_killed_holding_a_list_walk_is_walked_again_next_round(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    pages = tw_news_pages()
-    routes = tw_news_routes()
+    pages = tw_news_pages(ARTICLES)
+    routes = tw_news_routes(count=ARTICLES)
     front = routes[LIST_PATH]
     routes[LIST_PATH] = replace(front, delay=120)  # the worker holds the walk meanwhile
     with ReplayServer(routes) as server:
@@ -111,8 +109,8 @@ def test_a_worker_killed_holding_a_list_walk_is_walked_again_next_round(
 def test_a_worker_killed_holding_snapshots_loses_none_of_them(
     mariadb_url: str, redis_url: str, tmp_path: Path
 ) -> None:
-    pages = tw_news_pages()
-    with ReplayServer(tw_news_routes()) as server:
+    pages = tw_news_pages(ARTICLES)
+    with ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         # Slow enough that the kill lands mid-crawl even on a loaded machine.
         load_sites(mariadb_url, tmp_path, [news_site(server, delay=1.0)])
         schedule_once(mariadb_url, redis_url, tmp_path, HEARTBEAT)
@@ -160,8 +158,8 @@ def crawl(db_url: str, cwd: Path, log: Path) -> Process:
 def test_an_embedded_crawl_killed_and_started_again_takes_up_what_it_held(
     db_url: str, tmp_path: Path
 ) -> None:
-    pages = tw_news_pages()
-    with ReplayServer(tw_news_routes()) as server:
+    pages = tw_news_pages(ARTICLES)
+    with ReplayServer(tw_news_routes(count=ARTICLES)) as server:
         load_sites(db_url, tmp_path, [news_site(server, delay=1.0)])
         log = tmp_path / "killed.log"
         killed = crawl(db_url, tmp_path, log)
@@ -199,8 +197,8 @@ def test_a_killed_worker_a_flushed_redis_and_a_database_cut_at_once(
     (for 30 s in the issue; here for OUTAGE_SECONDS, with pauses between tries as short:
     the same course in a fifth of the time). Every article is archived, each once, and the
     scheduler lives on."""
-    pages = tw_news_pages()
-    routes = tw_news_routes()
+    pages = tw_news_pages(ARTICLES)
+    routes = tw_news_routes(count=ARTICLES)
     front = routes[LIST_PATH]
     routes[LIST_PATH] = replace(front, delay=120)
     with (
