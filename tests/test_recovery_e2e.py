@@ -221,6 +221,7 @@ def test_a_killed_worker_a_flushed_redis_and_a_database_cut_at_once(
             wait_until(
                 lambda: walk_owner(mariadb_url).startswith("w"), 90, "the worker to take the walk"
             )
+            doomed_owner = walk_owner(mariadb_url)
             worker = start_worker(
                 db_via, redis_url, tmp_path, log, HEARTBEAT, "ZEROARCHIVE_IDLE_LIMIT=60"
             )
@@ -251,4 +252,6 @@ def test_a_killed_worker_a_flushed_redis_and_a_database_cut_at_once(
     articles, snapshots, covered = counts(mariadb_url)
     assert covered == articles == len(pages), output[-3000:]
     assert snapshots >= len(pages)
-    assert walk_owner(mariadb_url) == ""
+    # The killed worker holds it no longer (the schedule may have queued the next walk by
+    # the time every article is stored: the crawl of 12 pages ends within its interval).
+    assert walk_owner(mariadb_url) != doomed_owner
