@@ -402,3 +402,47 @@ def test_items_in_a_media_directory_are_served_from_it(db_url: str, tmp_path: Pa
     # The database holds the item's index, not its bytes: a monitor reading it finds none.
     with make_client(db_url) as test_client:
         assert test_client.get(f"/media/{put.sha256.hex()}").status_code == 404
+
+
+@pytest.mark.parametrize("backend", ["database", "directory"])
+def test_a_player_seeks_through_an_item_by_byte_ranges(
+    db_url: str, tmp_path: Path, backend: str
+) -> None:
+    """Chromium's <video> asks for ranges to seek; each range is the stored bytes, across
+    the store's 1 MiB chunks too."""
+    media_dir = str(tmp_path / "media") if backend == "directory" else ""
+    video = bytes(range(256)) * 9000  # 2,304,000 bytes: three database chunks
+    store = media_store(open_archive(url=db_url).engine, media_dir)
+    with store.engine.begin() as conn:
+        name = store.put(conn, [video], "video/mp4", 1).sha256.hex()
+    size, chunk = len(video), 1 << 20
+    with make_client(db_url, media_dir=media_dir) as test_client:
+        whole = test_client.get(f"/media/{name}")
+        assert whole.status_code == 200 and whole.content == video
+        assert whole.headers["accept-ranges"] == "bytes"
+        assert whole.headers["etag"] == f'"{name}"'
+        asked = {
+            "bytes=0-9": (0, 9),
+            f"bytes={chunk - 5}-{chunk + 5}": (chunk - 5, chunk + 5),
+            f"bytes={2 * chunk}-": (2 * chunk, size - 1),
+            "bytes=-100": (size - 100, size - 1),
+            f"bytes={size - 3}-{size + 50}": (size - 3, size - 1),
+        }
+        for header, (first, last) in asked.items():
+            part = test_client.get(f"/media/{name}", headers={"Range": header})
+            assert part.status_code == 206, header
+            assert part.content == video[first : last + 1], header
+            assert part.headers["content-range"] == f"bytes {first}-{last}/{size}"
+            assert part.headers["content-length"] == str(last - first + 1)
+            assert part.headers["content-type"] == "video/mp4"
+        past = test_client.get(f"/media/{name}", headers={"Range": f"bytes={size}-"})
+        assert past.status_code == 416 and past.headers["content-range"] == f"bytes */{size}"
+        # Several ranges, or an If-Range naming another version: the whole item.
+        for headers in (
+            {"Range": "bytes=0-1,5-6"},
+            {"Range": "bytes=0-9", "If-Range": '"0000"'},
+        ):
+            again = test_client.get(f"/media/{name}", headers=headers)
+            assert again.status_code == 200 and again.content == video
+        same = {"Range": "bytes=0-9", "If-Range": f'"{name}"'}
+        assert test_client.get(f"/media/{name}", headers=same).content == video[:10]

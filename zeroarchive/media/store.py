@@ -53,8 +53,9 @@ class Blobs(Protocol):
     def keep(self, conn: Connection, digest: bytes, spooled: IO[bytes]) -> None:
         """Keep the bytes of the new item ``digest`` read from ``spooled`` (at its start)."""
 
-    def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
-        """The item's bytes in chunks; raises ``LookupError`` when they are not there."""
+    def read(self, engine: Engine, digest: bytes, start: int = 0) -> Iterator[bytes]:
+        """The item's bytes from offset ``start`` in chunks; raises ``LookupError`` when
+        they are not there."""
 
     def holds(self, engine: Engine, digest: bytes) -> bool:
         """Whether the backend has bytes for ``digest`` (whole: a file is linked whole, the
@@ -80,19 +81,20 @@ class DatabaseBlobs:
             conn.execute(_INSERT_CHUNK, {"sha256": digest, "seq": seq, "data": chunk})
             seq += 1
 
-    def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
-        seq = 0
+    def read(self, engine: Engine, digest: bytes, start: int = 0) -> Iterator[bytes]:
+        # Every chunk but the last holds CHUNK bytes (keep), so an offset names its chunk.
+        seq, skip = divmod(start, CHUNK)
         query = select(media_chunk.c.data).where(media_chunk.c.sha256 == digest)
         while True:
             # One chunk a query: a 500 MB item is never one result set in memory.
             with engine.connect() as conn:
                 data = conn.execute(query.where(media_chunk.c.seq == seq)).scalar()
             if data is None:
-                if seq == 0:
-                    raise LookupError(f"no chunks of {digest.hex()}")
+                if seq == start // CHUNK:
+                    raise LookupError(f"no chunks of {digest.hex()} at {start}")
                 return
-            yield bytes(data)
-            seq += 1
+            yield bytes(data[skip:]) if skip else bytes(data)
+            seq, skip = seq + 1, 0
 
     def holds(self, engine: Engine, digest: bytes) -> bool:
         with engine.connect() as conn:
@@ -137,12 +139,13 @@ class DirectoryBlobs:
         with contextlib.suppress(FileExistsError):
             os.link(spooled.name, target)
 
-    def read(self, engine: Engine, digest: bytes) -> Iterator[bytes]:
+    def read(self, engine: Engine, digest: bytes, start: int = 0) -> Iterator[bytes]:
         try:
             handle = self.path(digest).open("rb")
         except FileNotFoundError:
             raise LookupError(f"no file for {digest.hex()}") from None
         with handle:
+            handle.seek(start)
             while chunk := handle.read(CHUNK):
                 yield chunk
 
@@ -296,9 +299,9 @@ class MediaStore:
             self.blobs.keep(conn, sha256, spool)
         return True
 
-    def read(self, digest: bytes) -> Iterator[bytes]:
-        """An item's bytes, in chunks."""
-        return self.blobs.read(self.engine, digest)
+    def read(self, digest: bytes, start: int = 0) -> Iterator[bytes]:
+        """An item's bytes from offset ``start``, in chunks."""
+        return self.blobs.read(self.engine, digest, start)
 
     def forget(self, digests: Iterable[bytes]) -> tuple[int, int]:
         """Remove the items among ``digests`` that no record refers to any more: their

@@ -11,6 +11,11 @@ an expired video's "expired" too; a stylesheet, font or background is left out).
 stylesheet served for a page (``?page=ARTICLE.TIME``) has its own ``url(...)``s rewritten
 the same way, against its own URL.
 
+A video or audio player asks for parts (``Range: bytes=START-END``, to seek): an item is
+served whole (200) or as the one range asked for (206, ``Content-Range``); a range past its
+end is a 416; several ranges in one request, or an ``If-Range`` that is not the item's
+``ETag`` (its digest), get the whole item.
+
 The item's answer runs nothing and is not for other sites: a Content-Type from the
 stored answer only when it is a picture, stylesheet, font or video (else
 ``application/octet-stream`` as a download), ``nosniff``, a policy with ``sandbox`` (an
@@ -20,6 +25,7 @@ same-origin``. Items are named by their content, so a browser may keep them.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from urllib.parse import urljoin
@@ -44,6 +50,9 @@ _SHOWN_EXACT = ("text/css", "application/font-woff", "application/vnd.ms-fontobj
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _CSS_URL = re.compile(r"""url\(\s*(['"]?)(.*?)\1\s*\)|@import\s+(['"])(.*?)\3""", re.S)
 _PAGE = re.compile(r"([0-9]{1,18})\.([0-9]{1,18})")
+_RANGE = re.compile(r"bytes=([0-9]{0,18})-([0-9]{0,18})")
+#: What ``requested_range`` answers for a range that starts past the item's end.
+UNSATISFIABLE = (-1, -1)
 #: Shows where an image of the page was and why it is not there.
 MISSING_STYLE = (
     "img[data-archived-missing],video[data-archived-missing],audio[data-archived-missing]"
@@ -267,9 +276,36 @@ def screenshot(request: Request, article_id: int, snapshot_at: int) -> MediaReco
     return stored[-1] if stored else None
 
 
+def requested_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The first and last byte a ``Range`` header asks of an item of ``size`` bytes; None
+    for the whole item (no header, one it does not understand, several ranges), and
+    ``UNSATISFIABLE`` when the range starts past the end.
+
+    >>> [requested_range(h, 100) for h in ("bytes=0-9", "bytes=90-", "bytes=-10", "bytes=95-200")]
+    [(0, 9), (90, 99), (90, 99), (95, 99)]
+    >>> [requested_range(h, 100) for h in (None, "bytes=0-1,5-6", "bytes=9-2", "items=0-1")]
+    [None, None, None, None]
+    >>> requested_range("bytes=100-", 100) == requested_range("bytes=-0", 100) == UNSATISFIABLE
+    True
+    """
+    found = _RANGE.fullmatch((header or "").strip())
+    if found is None or not (found[1] or found[2]):
+        return None
+    if not found[1]:  # the last N bytes
+        suffix = int(found[2])
+        return UNSATISFIABLE if suffix == 0 or size == 0 else (max(size - suffix, 0), size - 1)
+    first = int(found[1])
+    if found[2] and int(found[2]) < first:
+        return None
+    if first >= size:
+        return UNSATISFIABLE
+    return first, min(int(found[2]) if found[2] else size - 1, size - 1)
+
+
 def _headers(length: int) -> dict[str, str]:
     return {
         "Content-Length": str(length),
+        "Accept-Ranges": "bytes",
         "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
         "X-Content-Type-Options": "nosniff",
         "Cross-Origin-Resource-Policy": "same-origin",
@@ -309,18 +345,39 @@ def item(request: Request) -> Response:
         body = items.css(css, own.url if own is not None else "").encode("utf-8")
         headers["Content-Length"] = str(len(body))
         return Response(body, headers=headers, media_type="text/css; charset=utf-8")
+    headers["ETag"] = f'"{name}"'
+    wanted = requested_range(request.headers.get("range"), found.size)
+    if_range = request.headers.get("if-range")
+    if if_range is not None and if_range.strip() != headers["ETag"]:
+        wanted = None
+    if wanted == UNSATISFIABLE:
+        headers = {**headers, "Content-Range": f"bytes */{found.size}", "Content-Length": "0"}
+        return Response(b"", 416, headers=headers)
+    start, last = wanted if wanted is not None else (0, found.size - 1)
     try:
-        chunks: Iterator[bytes] = iter(store.read(digest))
+        chunks: Iterator[bytes] = iter(store.read(digest, start))
         first = next(chunks, b"")
     except LookupError:
         return _missing()
     if content_type is None:
         headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    status = 200
+    if wanted is not None:
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{last}/{found.size}"
+        headers["Content-Length"] = str(last - start + 1)
 
     def stream() -> Iterator[bytes]:
-        yield first
-        yield from chunks
+        left = last - start + 1
+        for chunk in itertools.chain((first,), chunks):
+            if left <= 0:
+                return
+            yield chunk[:left]
+            left -= len(chunk)
 
     return StreamingResponse(
-        stream(), headers=headers, media_type=content_type or "application/octet-stream"
+        stream(),
+        status_code=status,
+        headers=headers,
+        media_type=content_type or "application/octet-stream",
     )
