@@ -347,10 +347,18 @@ def test_chromium_shows_the_archived_pictures_and_asks_no_other_host(
     chromium: None, tmp_path: Path
 ) -> None:
     """In a real browser the sandboxed frame loads the archive's copies (the CSP, the
-    sandbox and the guard let them through) and nothing from anywhere else."""
+    sandbox and the guard let them through) and nothing from anywhere else; a stored video
+    opened on its own plays and seeks (its player asks for byte ranges)."""
     url = f"sqlite:///{tmp_path / 'archive.db'}"
     built = build(url)
     add_media(url, built)
+    videos = []
+    store = media_store(open_archive(url=url).engine, "")
+    with store.engine.begin() as conn:
+        for name, content_type in (("tiny.webm", "video/webm"), ("tiny.mp4", "video/mp4")):
+            body = (Path(__file__).parent / "fixtures" / "video" / name).read_bytes()
+            videos.append(store.put(conn, [body], content_type, 1).sha256.hex())
+    ranges: dict[str, str] = {}
     config = MonitorConfig("127.0.0.1", free_port(), 60, 28, 100, None, None, None, LIMITS)
     app = create_app(open_archive(url=url).engine, config, SiteStatsConfig(3, 3600), lambda: NOW)
     requested: list[str] = []
@@ -378,6 +386,18 @@ def test_chromium_shows_the_archived_pictures_and_asks_no_other_host(
                 missing = frame.locator('img[data-archived-missing="failed:404"]').first
                 assert missing.get_attribute("src") is None
                 assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+                # A stored video opened on its own plays from the archive and seeks.
+                page.on(
+                    "request",
+                    lambda request: ranges.update({request.url: request.headers.get("range")}),
+                )
+                for name in videos:
+                    page.goto(f"{base}/media/{name}")
+                    page.wait_for_function("document.querySelector('video').readyState >= 1")
+                    assert page.evaluate("document.querySelector('video').duration") == 1
+                    page.evaluate("document.querySelector('video').currentTime = 0.5")
+                    seeked = "(v => !v.seeking && v.currentTime === 0.5)"
+                    page.wait_for_function(f"{seeked}(document.querySelector('video'))")
             finally:
                 browser.close()
     finally:
@@ -388,7 +408,12 @@ def test_chromium_shows_the_archived_pictures_and_asks_no_other_host(
     assert any(r.startswith(f"{base}/media/{digest(CSS)}?page=") for r in media)
     # The logo (an <img>, and the stylesheet's background) from the archive too.
     assert f"{base}/media/{digest(PNG2)}" in media
-    assert all(answered.get(r) == 200 for r in media), answered
+    played = {f"{base}/media/{name}" for name in videos}
+    assert all(answered.get(r) == 200 for r in media if r not in played), answered
+    # The player asked for the item by ranges, as it does to seek, and had parts.
+    for video in played:
+        assert (ranges.get(video) or "").startswith("bytes="), ranges
+        assert answered[video] == 206
 
 
 def test_items_in_a_media_directory_are_served_from_it(db_url: str, tmp_path: Path) -> None:

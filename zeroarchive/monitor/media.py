@@ -19,7 +19,8 @@ end is a 416; several ranges in one request, or an ``If-Range`` that is not the 
 The item's answer runs nothing and is not for other sites: a Content-Type from the
 stored answer only when it is a picture, stylesheet, font or video (else
 ``application/octet-stream`` as a download), ``nosniff``, a policy with ``sandbox`` (an
-SVG or HTML opened on its own runs no script), ``Cross-Origin-Resource-Policy:
+SVG or HTML opened on its own runs no script; a video opened on its own may load itself,
+for its player), ``Cross-Origin-Resource-Policy:
 same-origin``. Items are named by their content, so a browser may keep them.
 """
 
@@ -302,11 +303,21 @@ def requested_range(header: str | None, size: int) -> tuple[int, int] | None:
     return first, min(int(found[2]) if found[2] else size - 1, size - 1)
 
 
-def _headers(length: int) -> dict[str, str]:
+#: The policy of an item opened on its own: nothing runs, nothing loads...
+ITEM_POLICY = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+#: ...but a video or audio opened on its own, whose player asks this monitor for the item
+#: again (by ranges): from its own origin, still with no script.
+PLAYER_POLICY = (
+    "default-src 'none'; media-src 'self'; style-src 'unsafe-inline'; sandbox allow-same-origin"
+)
+
+
+def _headers(length: int, content_type: str | None = None) -> dict[str, str]:
+    player = (content_type or "").lower().startswith(("video/", "audio/"))
     return {
         "Content-Length": str(length),
         "Accept-Ranges": "bytes",
-        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+        "Content-Security-Policy": PLAYER_POLICY if player else ITEM_POLICY,
         "X-Content-Type-Options": "nosniff",
         "Cross-Origin-Resource-Policy": "same-origin",
         "Referrer-Policy": "no-referrer",
@@ -331,7 +342,7 @@ def item(request: Request) -> Response:
         return _missing()
     store = media_store(engine, state.config.media_dir)
     content_type = served_type(found.content_type)
-    headers = _headers(found.size)
+    headers = _headers(found.size, content_type)
     page = _PAGE.fullmatch(request.query_params.get("page", ""))
     is_css = (content_type or "").lower().startswith("text/css")
     if is_css and page is not None and found.size <= REWRITE_BYTES:
