@@ -30,6 +30,7 @@ from zeroarchive.parser import (
     ParseError,
     parse_snapshot,
 )
+from zeroarchive.sources import SOURCES
 from zeroarchive.storage.publications import (
     ArticleInfo,
     PassState,
@@ -157,10 +158,8 @@ class _Step:
     parse: Future[Parsed] | None = None
 
 
-#: What a parser process needs before its first snapshot.
-_PARSER_MODULES = tuple(
-    f"zeroarchive.parser.{name}" for name in ("generic", "ptt", "dcard", "facebook", "youtube")
-)
+#: What a parser process needs before its first snapshot: every source's parser module.
+_PARSER_MODULES = tuple(dict.fromkeys(source.parser.split(":")[0] for source in SOURCES))
 
 
 @contextlib.contextmanager
