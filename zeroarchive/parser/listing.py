@@ -30,27 +30,29 @@ _HEADLINE = (10, 120)
 _PARAGRAPH = 100
 # The chosen text's lines that hold no item are at most this share of the items' text.
 _OWN_TEXT = 0.5
+# JSON-LD types that declare an article end so.
+_ARTICLE_KINDS = ("article", "posting")
 # Ancestors of an item's link that make its shape.
 _SHAPE_DEPTH = 3
 
 
 def declares_article(meta: PageMetadata) -> bool:
-    """Whether the page says it is an article (Open Graph or a JSON-LD article type).
+    """Whether the page says it is an article: Open Graph, or a JSON-LD type of the article
+    and posting kinds (``NewsArticle``, ``OpinionNewsArticle``, ``BlogPosting``, ...).
 
     >>> declares_article(PageMetadata(meta={"og:type": ["article"]}))
     True
-    >>> declares_article(PageMetadata(jsonld=[{"@type": "CollectionPage"}]))
+    >>> declares_article(PageMetadata(jsonld=[{"@graph": [{"@type": "ReportageNews"}]}]))
+    True
+    >>> declares_article(PageMetadata(jsonld=[{"@type": ["CollectionPage", "WebPage"]}]))
     False
     """
     if (meta.first("og:type") or "").lower().startswith("article"):
         return True
-    return any(not _is_page(node) for node in meta.jsonld_articles())
-
-
-def _is_page(node: dict) -> bool:
-    kind = node.get("@type")
-    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
-    return all(k == "WebPage" for k in kinds)
+    return any(
+        kind.lower().endswith(_ARTICLE_KINDS) or kind in ("Report", "ReportageNews")
+        for kind in meta.jsonld_types()
+    )
 
 
 def listing_links(tree: HtmlElement, meta: PageMetadata, text: str) -> list[str] | None:
