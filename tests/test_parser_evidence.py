@@ -75,15 +75,6 @@ def test_a_long_section_trafilatura_leaves_out_between_confirmed_lines_stays() -
     assert f1 >= 0.95
 
 
-def test_a_single_paragraph_trafilatura_leaves_out_between_confirmed_lines_stays() -> None:
-    """thepaper.cn: trafilatura's text (favor_precision) leaves out single paragraphs of
-    67-83 characters after the post's photos, between lines both extractors hold."""
-    text, f1 = body("gne-thepaper-2")
-    assert "近日，“广州南沙国际邮轮母港开港倒计时100日”发布会召开" in text
-    assert "评论（0）" not in text
-    assert f1 >= 0.84
-
-
 def test_captions_between_confirmed_lines_stay_out() -> None:
     """phys.org (ESA): two long figure captions between paragraphs both extractors hold;
     the page's own figcaption elements say they are captions, not a section."""

@@ -60,11 +60,8 @@ _LINE_KEPT = 0.5
 _LINKED_EXTRA = 0.3
 # Characters (spaces left out) of a run of readability's lines between confirmed ones that is
 # kept though trafilatura's text leaves it out: bylines, captions and comment counts are
-# shorter. trafilatura with ``favor_precision`` also drops single paragraphs in the middle of
-# an article (one of 67-83 characters after a photo, three 21-23-character couplets); 200 lost
-# those, 60 keeps them and moved no page of the tuning, unseen2 and English sets down (40
-# did: a tuning page's 48-character aside, 0.972 -> 0.951).
-_INNER_SECTION = 60
+# shorter.
+_INNER_SECTION = 200
 # ... made of lines each this long: a kicker, a credit or a "More information:" is shorter
 # (captions are told by the page's figure and caption elements, or by being there twice).
 _INNER_LINE = 20
