@@ -17,7 +17,7 @@ from tests.conftest import FIXTURES, REPO, scrapy
 from zeroarchive.core.items import FetchedPage
 from zeroarchive.core.progress import Progress
 from zeroarchive.parser import PARSER_VERSION
-from zeroarchive.parser.run import ParseRunConfig, parse_pending
+from zeroarchive.parser.run import ParseRunConfig, _parser_processes, parse_pending
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import AddedVersion, PublicationStore
@@ -417,6 +417,20 @@ def test_parser_processes_store_what_one_process_stores(db_url: str, tmp_path: P
     in_one = scrapy("parse_snapshots", "--reparse", db_url=db_url, cwd=tmp_path)
     assert "10 snapshot(s) parsed" in in_one.output, in_one.output
     assert stored_results(archive) == by_processes
+
+
+def _date_languages_loaded() -> int:
+    from dateparser.languages.loader import default_loader
+
+    return len(default_loader._loaded_locales)
+
+
+def test_parser_processes_start_with_dateparser_languages_loaded() -> None:
+    """Loaded once in the process they are forked from, not by each on its first undated
+    page (about 1.8 CPU s a process)."""
+    with _parser_processes(2) as pool:
+        assert pool is not None
+        assert pool.submit(_date_languages_loaded).result() >= 200
 
 
 @pytest.mark.parametrize("workers", [1, 2])

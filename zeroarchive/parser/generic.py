@@ -37,6 +37,7 @@ from zeroarchive.parser.evidence import (
     page_evidence,
     squeeze,
 )
+from zeroarchive.parser.listing import listing_links
 from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
 from zeroarchive.parser.readable import readability_text
 from zeroarchive.parser.text import element_text, hashtags, link_urls
@@ -365,6 +366,13 @@ def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
         raise ParseError(f"not HTML: {exc}") from exc
     meta = page_metadata(tree, url)
     text, hrefs = article_text(tree, meta)
+    metadata = meta.as_dict()
+    items = listing_links(tree, meta, text)
+    if items is not None:
+        # A section or tag page fetched as an article: no body (not its items' headlines
+        # run together), its items' links kept, and said so.
+        text, hrefs = "", items
+        metadata["listing"] = {"items": len(items)}
     title = _title(meta, tree) or _readability_title(html)
     keywords = split_keywords(
         meta.all("keywords", "news_keywords") + _jsonld_list(meta, "keywords")
@@ -382,7 +390,7 @@ def parse_generic(raw: bytes, encoding: str, url: str, tz: ZoneInfo) -> Parsed:
         urls=link_urls(hrefs, url),
         keywords=keywords,
         tags=tags,
-        metadata=meta.as_dict(),
+        metadata=metadata,
     )
 
 

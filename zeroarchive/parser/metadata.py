@@ -44,6 +44,10 @@ class PageMetadata:
         found.sort(key=lambda node: "WebPage" in _types(node))
         yield from found
 
+    def jsonld_types(self) -> set[str]:
+        """Every ``@type`` of the page's JSON-LD objects, nested ones too."""
+        return {kind for node in _walk(self.jsonld) for kind in _types(node)}
+
     def jsonld_value(self, key: str) -> Any:
         for node in self.jsonld_articles():
             if node.get(key):

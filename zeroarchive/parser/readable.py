@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from functools import lru_cache
 
 import lxml.etree
 import lxml.html
@@ -40,10 +41,9 @@ _BLOCK_TAG_RE = re.compile(r"blockquote|dl|div|img|ol|p|pre|table|ul", re.I)
 _INLINE_TAGS = frozenset(
     ["a", "b", "cite", "code", "em", "font", "i", "small", "span", "strong", "sub", "sup", "u"]
 )
-# readability's \s{255,}, tried only where a run of spaces starts: the same replacements.
-_LONG_SPACE_RE = re.compile(r"(?<!\s)\s{255,}")
-_LINE_BREAK_RE = re.compile(r"\s*\n\s*")
-_TABS_RE = re.compile(r"\t|[ \t]{2,}")
+# Runs of white space that readability's squeezing can shorten, and the spaces and tabs in them.
+_SPACE_RUN_RE = re.compile(r"\s{2,}")
+_BLANKS_RE = re.compile(r"[ \t]+")
 
 
 def _is_block_tag(node: lxml.etree._Element) -> bool:
@@ -51,6 +51,7 @@ def _is_block_tag(node: lxml.etree._Element) -> bool:
     return isinstance(tag, str) and _BLOCK_TAG_RE.match(tag) is not None
 
 
+@lru_cache(maxsize=4096)
 def unlikely_names(names: str) -> bool:
     """Whether class and id ``names`` make an element an unlikely part of the article, as
     readability decides it.
@@ -58,6 +59,7 @@ def unlikely_names(names: str) -> bool:
     >>> unlikely_names("Sidebar widget"), unlikely_names("sidebar main-column")
     (True, False)
     """
+    # Cached: a page repeats its class names (every item of a list, every link of a menu).
     if names.isascii():
         lowered = names.lower()
         return bool(_UNLIKELY_LOWER_RE.search(lowered)) and not _MAYBE_CANDIDATE_LOWER_RE.search(
@@ -73,9 +75,33 @@ def text_length(element: HtmlElement) -> int:
     >>> text_length(fragment_fromstring("<p> a \\t b\\n\\n c </p>"))  # "a b\\nc"
     5
     """
-    text = _LONG_SPACE_RE.sub(" " * 255, element.text_content() or "")
-    text = _TABS_RE.sub(" ", _LINE_BREAK_RE.sub("\n", text))
-    return len(text.strip())
+    # Counted, not made: readability's three replacements (runs of 255 white space characters
+    # or more made 255 spaces, runs holding a line break made one, then each tab and each
+    # run of two or more spaces and tabs made one space) rebuilt every candidate's whole
+    # text three times, a twentieth of a parse. Only runs of two or more change length.
+    text = (element.text_content() or "").strip()
+    length = len(text)
+    for match in _SPACE_RUN_RE.finditer(text):
+        run = match.group()
+        length -= len(run) - _squeezed_length(run)
+    return length
+
+
+def _squeezed_length(run: str) -> int:
+    """The length readability's squeezing leaves of a run of white space inside a text.
+
+    >>> _squeezed_length(" \\n "), _squeezed_length("\\t\\t  "), _squeezed_length("\\xa0 \\xa0")
+    (1, 3, 3)
+    """
+    if len(run) >= 255 or "\n" in run:
+        return 1
+    length = len(run)
+    if "\t" in run or "  " in run:
+        for match in _BLANKS_RE.finditer(run):
+            blanks = match.group()
+            rest = blanks.lstrip("\t")  # each tab before the first space is a space of its own
+            length -= len(blanks) - (len(blanks) - len(rest) + (1 if rest else 0))
+    return length
 
 
 class ReadableDocument(Document):
@@ -104,17 +130,22 @@ class ReadableDocument(Document):
 
     def remove_unlikely_candidates(self) -> None:
         # Only elements with a class or an id can match; no debug line per dropped element.
+        # Elements inside one already dropped are left alone: dropping them again (as
+        # readability did) changed only the part already out of the page.
+        dropped: set[HtmlElement] = set()
         for elem in self.html.xpath("//*[@class or @id]"):
             names = f"{elem.get('class', '')} {elem.get('id', '')}"
             if (
                 unlikely_names(names)
                 and elem.tag not in ("html", "body")
+                and not (dropped and any(a in dropped for a in elem.iterancestors()))
                 and not elem.xpath("ancestor-or-self::pre | ancestor-or-self::code")
                 and not elem.xpath(
                     "descendant-or-self::main | descendant-or-self::article"
                     " | descendant-or-self::math"
                 )
             ):
+                dropped.add(elem)
                 elem.drop_tree()
 
     def transform_misused_divs_into_paragraphs(self) -> None:
