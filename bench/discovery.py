@@ -13,7 +13,7 @@ feed (newest 20), a news sitemap (the last two days) and robots.txt:
 A page whose listing did not change since its last walk answers 304 (the sites send
 validators); a 304 is counted as a request like any other. Every arm runs the project's
 own scheduling code over the same publications (zeroarchive/crawl/list_intervals.py's
-``plan_walk``, ``begun``, ``walked``, ``spread_out`` and ``postpone``, with each site's
+``plan_walk``, ``begun``, ``walked``, ``settle`` and ``postpone``, with each site's
 ``ListBounds`` from its plan, zeroarchive/core/schedule.py):
 - fixed: ``list_min_interval`` = ``list_max_interval`` = the plan's 10 minutes, no budget,
   every page of a site walked together (what every walk did before issue 39);
@@ -65,7 +65,7 @@ from zeroarchive.crawl.list_intervals import (  # noqa: E402
     begun,
     plan_walk,
     postpone,
-    spread_out,
+    settle,
     walked,
 )
 
@@ -252,7 +252,7 @@ def walk_site(site: SimSite, now: int) -> None:
                     new += 1
             page = walked(page, site.bounds, now, new, etag=str(hash(listing)))
         if site.spread:
-            page = spread_out(page, before, site.pages.values(), site.bounds)
+            page = settle(page, before, site.pages.values(), site.bounds)
         site.pages[url] = page
     site.due = min(p.next_walk_at for p in site.pages.values())
 
