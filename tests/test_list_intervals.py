@@ -126,22 +126,29 @@ def test_the_budget_postpones_the_least_productive_due_pages() -> None:
 def test_a_spent_budget_puts_every_page_off_to_the_next_day() -> None:
     bounds = ListBounds(600, 60, 6 * HOUR, 3)
     pages = [ListPage(f"p{i}") for i in range(5)]
-    # Asked for by a person: every page, but never more requests than the budget.
+    # Asked for by a person: every page, the two beyond the budget counted, none put off.
     asked = plan_walk(pages, bounds, T0 + HOUR, everything=True)
-    assert list(asked.walk) == ["p0", "p1", "p2"]
-    assert set(asked.postponed.values()) == {T0 + DAY}
+    assert list(asked.walk) == ["p0", "p1", "p2", "p3", "p4"]
+    assert (asked.postponed, asked.over_budget) == ({}, 2)
     # By their schedule, the first page alone would spend it by the day's end.
     plan = plan_walk(pages, bounds, T0 + HOUR)
     assert list(plan.walk) == ["p0"]
     # Put off by an upper bound on their own phase (due at 0: every six hours).
     assert set(plan.postponed.values()) == {T0 + 6 * HOUR}
+    # The person's requests count on the day's budget: the scheduled walks wait for the
+    # next day's, and a second walk asked for is all over the budget.
     spent = [begun(page, bounds, T0 + HOUR) for page in asked.walk.values()]
-    assert requests_today(spent, T0 + 2 * HOUR) == 3
+    assert requests_today(spent, T0 + 2 * HOUR) == 5
     assert requests_today(spent, T0 + DAY) == 0
     later = plan_walk([replace(p, next_walk_at=0) for p in spent], bounds, T0 + 2 * HOUR)
     assert not later.walk and set(later.postponed.values()) == {T0 + DAY}
+    assert plan_walk(spent, bounds, T0 + 2 * HOUR, everything=True).over_budget == 5
     # The next day, the budget is whole again.
-    assert len(plan_walk(spent, bounds, T0 + DAY + 1, everything=True).walk) == 3
+    again = plan_walk(spent, bounds, T0 + DAY + 1, everything=True)
+    assert (len(again.walk), again.over_budget) == (5, 2)
+    # Within the budget, nothing is over it.
+    roomy = plan_walk(pages, replace(bounds, daily_requests=5), T0 + HOUR, everything=True)
+    assert (len(roomy.walk), roomy.over_budget) == (5, 0)
 
 
 def test_config_keys_change_the_bounds_and_the_budget() -> None:

@@ -301,6 +301,9 @@ class WalkPlan:
     budget: int = 0
     #: Pages no longer tracked (``retiring``).
     retired: tuple[str, ...] = ()
+    #: Requests of a walk a person asked for (``everything``) beyond what was left of the
+    #: day's budget: made all the same, and said.
+    over_budget: int = 0
 
 
 def productivity(page: ListPage, bounds: ListBounds) -> float:
@@ -494,9 +497,10 @@ def settle(page: ListPage, before: int, others: Iterable[ListPage], bounds: List
 def plan_walk(
     pages: Iterable[ListPage], bounds: ListBounds, now: int, *, everything: bool = False
 ) -> WalkPlan:
-    """The due pages to walk now within the site's daily budget (``everything``: all its
-    pages, as a person asked, as many as what is left of the budget allows); pages
-    ``retiring`` are left out.
+    """The due pages to walk now within the site's daily budget; pages ``retiring`` are
+    left out. ``everything``: all its pages, as a person asked, whatever is left of the
+    budget (it is meant for the scheduled walks, not to refuse a person): the requests
+    beyond it are counted (``over_budget``) and, like all the walk's, on the day's budget.
 
     Each page would cost, by the day's end, about one request per interval: the pages are
     taken most productive first while their costs fit what is left of the day's budget;
@@ -520,6 +524,9 @@ def plan_walk(
     >>> plan = plan_walk([spent, quiet], bounds, 3600)
     >>> list(plan.walk), plan.postponed, plan.used
     ([], {'busy': 86400, 'quiet': 86400}, 150)
+    >>> asked = plan_walk([spent, quiet], bounds, 3600, everything=True)
+    >>> list(asked.walk), asked.postponed, asked.over_budget
+    (['busy', 'quiet'], {}, 2)
     >>> gone = replace(quiet, first_walk_at=1, linked_at=5)
     >>> plan_walk([gone], bounds, 5 + RETIRE_AFTER).retired
     ('quiet',)
@@ -534,13 +541,16 @@ def plan_walk(
     day_end = (day_of(now) + 1) * DAY
     # When the day's requests so far are on an even pace through it.
     paced_at = day_end - DAY + math.ceil(used * DAY / budget)
-    due = {p.url for p in pages if everything or p.next_walk_at <= now}
+    due = {p.url for p in pages if p.next_walk_at <= now}
     order = sorted(
         pages, key=lambda p: (-productivity(p, bounds), -changes_at(p, now), p.depth, p.url)
     )
     walk: dict[str, ListPage] = {}
     postponed: dict[str, int] = {}
     projected = 0.0
+    if everything:
+        walk = {p.url: p for p in order}
+        return WalkPlan(walk, {}, used, budget, retired, max(0, len(walk) - max(0, left)))
     for page in order:
         interval = page.interval or bounds.default
         cost = max(1.0, (day_end - now) / interval) if page.url in due else 0.0
@@ -549,7 +559,7 @@ def plan_walk(
             projected += math.ceil((day_end - max(now, page.next_walk_at)) / interval)
             continue
         first = not walk and not postponed
-        fits = everything or projected + cost <= left or (first and now >= paced_at)
+        fits = projected + cost <= left or (first and now >= paced_at)
         if len(walk) < left and fits:
             walk[page.url] = page
             projected += cost
