@@ -419,8 +419,8 @@ def shares(pages: Iterable[ListPage], bounds: ListBounds, now: int) -> dict[str,
     others did at ``stretched``; the quiet pages that change share what is left by the
     square root of their changes, each between the bounds. Busy pages (whose rate asks
     for less than the upper bound) and young ones are not in it; nor is any page of a
-    fixed walk, of a site with no change yet, or of one whose budget runs every changing
-    quiet page at the upper bound at most.
+    fixed walk or of a site with no change yet. When the budget leaves the changing quiet
+    pages no more than the upper bound each, only the unchanging ones are in it.
 
     >>> bounds = ListBounds(600, 60, 600, 0)
     >>> old = ListPage("/", walks=200, first_walk_at=0, last_walk_at=DAY, changes=2.0)
@@ -449,7 +449,7 @@ def shares(pages: Iterable[ListPage], bounds: ListBounds, now: int) -> dict[str,
     for p in pages:
         spare -= DAY / rest.get(p.url, p.interval or bounds.default) if p.url not in changing else 0
     if spare <= len(changing) * DAY / bounds.high:
-        return {url: interval for url, interval in rest.items() if len(rest) < len(pages)}
+        return rest  # nothing left to share: the unchanging pages wait all the same
     # Water-filling: each changing page's share of the spare, by the root of its changes;
     # one that would be walked more often than the lower bound, or less than the upper,
     # is held at it and the others share what is left.
