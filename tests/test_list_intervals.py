@@ -343,6 +343,18 @@ def test_a_page_settles_at_its_share_and_is_spread_among_its_peers() -> None:
     assert settle(burst, share, pages.values(), bounds).interval == 90
 
 
+def test_hourly_pages_are_spread_among_each_other_not_among_faster_ones() -> None:
+    bounds = ListBounds(600, 60, 600, 0)
+    at = T0 + 2 * DAY
+    changes = {"/": 2.0, "/feed": 2.0, "/robots.txt": 0.0, "/s?page=2": 0.0}
+    pages = {p.url: p for p in quiet_site(changes, at)}
+    for url in ("/robots.txt", "/s?page=2"):
+        pages[url] = settle(pages[url], 600, pages.values(), bounds)
+    hourly = sorted(pages[u].next_walk_at - at for u in ("/robots.txt", "/s?page=2"))
+    # The first meets no page walked about hourly; the second goes half an hour from it.
+    assert hourly == [HOUR // 2, HOUR]
+
+
 def test_the_budget_puts_off_unchanging_pages_before_changing_ones() -> None:
     bounds = ListBounds(600, 60, 600, 2)
     at = T0 + 2 * DAY

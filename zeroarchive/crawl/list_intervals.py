@@ -371,8 +371,8 @@ def spread_out(
     interval from a shorter one (``before``: its interval before the walk). A busy page's
     phase changes with every walk, so it is neither moved nor counted. A page at its share
     of the budget (``rest``, from ``shares``) joins when it comes to it. The others counted
-    are those that walk about as often (under twice its interval), not more often than the
-    plan's or its own.
+    are those that walk about as often: under twice its interval, and no more often than
+    the plan's (at most twice as often as it, for a page at its share).
 
     >>> bounds = ListBounds(600, 60, 600, 0)
     >>> front = walked(ListPage("/"), bounds, 0, 20)
@@ -388,7 +388,7 @@ def spread_out(
         # At its share of the budget: joins when it comes to it.
         if page.walks > 1 and before == rest:
             return page
-        floor = min(rest, bounds.default)
+        floor = (rest + 1) // 2
     else:
         joins = page.walks == 1 or before < bounds.default
         if not joins or page.interval < bounds.default:
