@@ -13,7 +13,7 @@ feed (newest 20), a news sitemap (the last two days) and robots.txt:
 A page whose listing did not change since its last walk answers 304 (the sites send
 validators); a 304 is counted as a request like any other. Every arm runs the project's
 own scheduling code over the same publications (zeroarchive/crawl/list_intervals.py's
-``plan_walk``, ``begun``, ``walked``, ``spread_out`` and ``postpone``, with each site's
+``plan_walk``, ``begun``, ``walked``, ``settle`` and ``postpone``, with each site's
 ``ListBounds`` from its plan, zeroarchive/core/schedule.py):
 - fixed: ``list_min_interval`` = ``list_max_interval`` = the plan's 10 minutes, no budget,
   every page of a site walked together (what every walk did before issue 39);
@@ -27,7 +27,13 @@ stored (the crawl claims it then), so its delay is the time from its publication
 walk that first listed it. The first simulated day (every page's first walk finds its
 whole backlog) is not measured.
 
-    python bench/discovery.py [--days 29] [--seed 39] [--quiet 12]
+The rates above are the ``tune`` set (seed 39), the one the walks were developed on;
+``--set held-out`` (``SETS``) is another seed with other rates and section counts (busy:
+an article every 5 minutes, 6 sections; bursty: 5-30 articles 30 s to 4 min apart every
+2-30 hours, 3 sections; quiet: an article every 3 days, 5 sections), written down before
+the quiet sites' change and only run to check it.
+
+    python bench/discovery.py [--days 29] [--set tune|held-out] [--seed N] [--quiet 12]
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import random
 import statistics
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +65,7 @@ from zeroarchive.crawl.list_intervals import (  # noqa: E402
     begun,
     plan_walk,
     postpone,
-    spread_out,
+    settle,
     walked,
 )
 
@@ -68,6 +74,46 @@ LISTED = 20
 SITEMAP_AGE = 2 * DAY
 KINDS = ("busy", "bursty", "quiet")
 ARMS = ("fixed", "fixed, spread", "adaptive")
+
+
+@dataclass(frozen=True)
+class Publishing:
+    """How a set of simulated sites publishes: fixed before any tuning, never tuned to the
+    walks (the held-out set was written down before the walks it checks were changed)."""
+
+    seed: int
+    #: Busy: the mean gap of its Poisson publications, its sections.
+    busy_gap: int
+    busy_sections: int
+    #: Bursty: the gap between bursts, the articles in one, the gap between those.
+    burst_every: tuple[int, int]
+    burst_size: tuple[int, int]
+    burst_gap: tuple[int, int]
+    bursty_sections: int
+    #: Quiet: the mean gap of each quiet site's Poisson publications, its sections.
+    quiet_gap: int
+    quiet_sections: int
+
+
+SETS = {
+    # What the walks were developed on (issue 39's busy, bursty and quiet sites).
+    "tune": Publishing(
+        39, 3 * MINUTE, 4, (4 * HOUR, 20 * HOUR), (10, 20), (MINUTE, 2 * MINUTE), 4, WEEK, 3
+    ),
+    # Kept apart (2026-11-29, before the quiet sites' change): other rates, other section
+    # counts, another seed; only ever run to check, never to choose a constant.
+    "held-out": Publishing(
+        1123,
+        5 * MINUTE,
+        6,
+        (2 * HOUR, 30 * HOUR),
+        (5, 30),
+        (30, 4 * MINUTE),
+        3,
+        3 * DAY,
+        5,
+    ),
+}
 
 
 @dataclass
@@ -135,15 +181,15 @@ def poisson(rng: random.Random, mean_gap: float, start: int, end: int) -> list[i
         times.append(int(t))
 
 
-def bursts(rng: random.Random, start: int, end: int) -> list[int]:
+def bursts(rng: random.Random, start: int, end: int, pub: Publishing) -> list[int]:
     times, t = [], float(start)
     while True:
-        t += rng.uniform(4 * HOUR, 20 * HOUR)
+        t += rng.uniform(*pub.burst_every)
         if t >= end:
             return times
         at = t
-        for _ in range(rng.randint(10, 20)):
-            at += rng.uniform(MINUTE, 2 * MINUTE)
+        for _ in range(rng.randint(*pub.burst_size)):
+            at += rng.uniform(*pub.burst_gap)
             times.append(int(at))
 
 
@@ -158,17 +204,20 @@ def bounds_of(arm: str) -> ListBounds:
     return ListBounds.of(fixed, 10**7)
 
 
-def make_sites(days: int, seed: int, quiet: int, arm: str) -> list[SimSite]:
+def make_sites(days: int, pub: Publishing, quiet: int, arm: str) -> list[SimSite]:
     """The same publications for every arm (one seed)."""
-    rng = random.Random(seed)
+    rng = random.Random(pub.seed)
     end = START + days * DAY
     bounds = bounds_of(arm)
     spread = arm != "fixed"
     made = [
-        ("busy", 4, poisson(rng, 3 * MINUTE, START - DAY, end)),
-        ("bursty", 4, bursts(rng, START - DAY, end)),
+        ("busy", pub.busy_sections, poisson(rng, pub.busy_gap, START - DAY, end)),
+        ("bursty", pub.bursty_sections, bursts(rng, START - DAY, end, pub)),
     ]
-    made += [("quiet", 3, poisson(rng, WEEK, START - 4 * WEEK, end)) for _ in range(quiet)]
+    made += [
+        ("quiet", pub.quiet_sections, poisson(rng, pub.quiet_gap, START - 4 * WEEK, end))
+        for _ in range(quiet)
+    ]
     sites = []
     for kind, sections, times in made:
         articles = [Article(at, rng.randrange(sections)) for at in sorted(times)]
@@ -203,13 +252,13 @@ def walk_site(site: SimSite, now: int) -> None:
                     new += 1
             page = walked(page, site.bounds, now, new, etag=str(hash(listing)))
         if site.spread:
-            page = spread_out(page, before, site.pages.values(), site.bounds)
+            page = settle(page, before, site.pages.values(), site.bounds)
         site.pages[url] = page
     site.due = min(p.next_walk_at for p in site.pages.values())
 
 
-def run(days: int, seed: int, quiet: int, arm: str) -> list[SimSite]:
-    sites = make_sites(days, seed, quiet, arm)
+def run(days: int, pub: Publishing, quiet: int, arm: str) -> list[SimSite]:
+    sites = make_sites(days, pub, quiet, arm)
     now, end = START - DAY, START + days * DAY
     queue = [(now, i) for i in range(len(sites))]
     while queue[0][0] < end:
@@ -272,13 +321,19 @@ def row_of(sites: list[SimSite], days: int) -> Row:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=29, help="simulated days measured")
-    parser.add_argument("--seed", type=int, default=39)
+    parser.add_argument(
+        "--set", choices=sorted(SETS), default="tune", help="publishing rates and seed"
+    )
+    parser.add_argument("--seed", type=int, help="another seed for the set's rates")
     parser.add_argument("--quiet", type=int, default=12, help="quiet sites")
     args = parser.parse_args()
-    arms = {arm: run(args.days, args.seed, args.quiet, arm) for arm in ARMS}
+    pub = SETS[args.set]
+    if args.seed is not None:
+        pub = replace(pub, seed=args.seed)
+    arms = {arm: run(args.days, pub, args.quiet, arm) for arm in ARMS}
     print(
-        f"{args.days} simulated days (after one day unmeasured), seed {args.seed}, "
-        f"sites: 1 busy, 1 bursty, {args.quiet} quiet\n"
+        f"{args.days} simulated days (after one day unmeasured), set {args.set}, seed "
+        f"{pub.seed}, sites: 1 busy, 1 bursty, {args.quiet} quiet\n{pub}\n"
     )
     print(
         "| sites | arm | articles | median delay | 90th pct | requests/day | of them 304 "

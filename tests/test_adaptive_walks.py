@@ -146,6 +146,10 @@ def test_an_embedded_crawl_walks_each_list_page_by_its_own_interval(
         # Nothing new: the interval stays at the plan's, its upper bound.
         assert (quiet["walks"], quiet["not_modified"], quiet["interval"]) == (2, 1, 600)
         assert quiet["etag"] == '"list-2"'  # a 304 keeps the validators it answered
+        # The front page's full answer with a new ETag is a change; a 304 is none (what
+        # the budget quiet pages leave is shared by: list_intervals.shares).
+        assert (busy["changes"], busy["changed_at"]) == (1.0, T0 + 600)
+        assert (quiet["changes"], quiet["changed_at"]) == (0.0, 0)
         assert {p["postponed"] for p in pages["thrifty"].values()} == {1}
         # Put off to the next day, each on its own phase (spread, they stay spread).
         day_end = T0 - 3600 + DAY
@@ -296,6 +300,11 @@ def test_the_scheduler_asks_for_due_pages_only_and_conditionally(
     # Three walks of three, one of one: seven requests of the fixed walk's 3 x 144.
     assert (stats.list_requests_today, stats.list_budget) == (7, 432)
     assert stats.as_json()["list_pages"][0]["not_modified"] == 1
+    # The front page changed once (its second walk), faded over the 5 minutes since; the
+    # quiet page never.
+    assert (first.changes, first.changed_at) == (1.0, T0 + 600)
+    assert (quiet.changes, quiet.changed_at) == (0.0, 0)
+    assert stats.as_json()["list_pages"][0]["changed_at"] == T0 + 600
 
 
 def test_the_scheduler_keeps_a_site_within_its_daily_budget(

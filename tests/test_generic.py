@@ -22,13 +22,8 @@ from zeroarchive.storage.snapshots import read_snapshot
 HREF = re.compile(rb'href="([^"]+)"')
 # news.example (tests/replay.py): list pages "/" and "/news", articles under "/news/".
 # A gov site's default budget is one walk a day per list page, which the first crawl spends;
-# the tests walk it again by name the same minute.
-SITE_CONFIG = {
-    "article": "/news/",
-    "following": r"^http://127\.0\.0\.1:\d+/(news)?$",
-    "delay": 0,
-    "daily_requests": 100,
-}
+# the tests walk it again by name the same minute: beyond the budget, as a person asked.
+SITE_CONFIG = {"article": "/news/", "following": r"^http://127\.0\.0\.1:\d+/(news)?$", "delay": 0}
 NEWS_ARTICLE = r"^http://127\.0\.0\.1:\d+/[\w.-]+\.(com|net|tw)[\w.]*/"
 
 
@@ -162,6 +157,10 @@ def test_site_crawl_archives_every_article_once(db_url: str, tmp_path: Path) -> 
         assert "none due" in again.output
         walked = crawl(db_url, tmp_path, "-a", "site=example")
         assert stat(walked, "zeroarchive/list_pages") == 2
+        # Its budget (one walk a day per tracked page) went to the first crawl: a person's
+        # walk is made all the same, and says so in one line and a stat.
+        assert stat(walked, "zeroarchive/list_pages/over_budget") == 2
+        assert "2 list request(s) beyond its budget of 2 a day (2 used today)" in walked.output
         assert stat(walked, "zeroarchive/articles_new") == 0
         assert table_counts(db_url) == counts
         assert {p: n for p, n in server.hits.items() if "/news/" in p} == {

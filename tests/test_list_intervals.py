@@ -1,7 +1,8 @@
 """Each list page's own walk interval (zeroarchive/crawl/list_intervals.py): the plan's
 interval with no history and as the upper bound, busy pages walked often, a burst followed
 at once, pages spread apart, 304s, the daily budget (by default what the fixed walk makes)
-postponing the least productive pages, and pages retired."""
+postponing the least productive pages, the budget of unchanging pages shared among the
+quiet pages that change, and pages retired."""
 
 from __future__ import annotations
 
@@ -11,15 +12,20 @@ import pytest
 
 from zeroarchive.core.schedule import DAY, HOUR, MINUTE, ListBounds
 from zeroarchive.crawl.list_intervals import (
+    CHANGE_HALF_LIFE,
     RETIRE_AFTER,
     ListPage,
     begun,
+    changes_at,
     growth,
     plan_walk,
     postpone,
     requests_today,
     retiring,
+    settle,
+    shares,
     spread_out,
+    stretched,
     walked,
 )
 from zeroarchive.sites.record import Site, SiteConfigError, parse_config
@@ -120,22 +126,29 @@ def test_the_budget_postpones_the_least_productive_due_pages() -> None:
 def test_a_spent_budget_puts_every_page_off_to_the_next_day() -> None:
     bounds = ListBounds(600, 60, 6 * HOUR, 3)
     pages = [ListPage(f"p{i}") for i in range(5)]
-    # Asked for by a person: every page, but never more requests than the budget.
+    # Asked for by a person: every page, the two beyond the budget counted, none put off.
     asked = plan_walk(pages, bounds, T0 + HOUR, everything=True)
-    assert list(asked.walk) == ["p0", "p1", "p2"]
-    assert set(asked.postponed.values()) == {T0 + DAY}
+    assert list(asked.walk) == ["p0", "p1", "p2", "p3", "p4"]
+    assert (asked.postponed, asked.over_budget) == ({}, 2)
     # By their schedule, the first page alone would spend it by the day's end.
     plan = plan_walk(pages, bounds, T0 + HOUR)
     assert list(plan.walk) == ["p0"]
     # Put off by an upper bound on their own phase (due at 0: every six hours).
     assert set(plan.postponed.values()) == {T0 + 6 * HOUR}
+    # The person's requests count on the day's budget: the scheduled walks wait for the
+    # next day's, and a second walk asked for is all over the budget.
     spent = [begun(page, bounds, T0 + HOUR) for page in asked.walk.values()]
-    assert requests_today(spent, T0 + 2 * HOUR) == 3
+    assert requests_today(spent, T0 + 2 * HOUR) == 5
     assert requests_today(spent, T0 + DAY) == 0
     later = plan_walk([replace(p, next_walk_at=0) for p in spent], bounds, T0 + 2 * HOUR)
     assert not later.walk and set(later.postponed.values()) == {T0 + DAY}
+    assert plan_walk(spent, bounds, T0 + 2 * HOUR, everything=True).over_budget == 5
     # The next day, the budget is whole again.
-    assert len(plan_walk(spent, bounds, T0 + DAY + 1, everything=True).walk) == 3
+    again = plan_walk(spent, bounds, T0 + DAY + 1, everything=True)
+    assert (len(again.walk), again.over_budget) == (5, 2)
+    # Within the budget, nothing is over it.
+    roomy = plan_walk(pages, replace(bounds, daily_requests=5), T0 + HOUR, everything=True)
+    assert (len(roomy.walk), roomy.over_budget) == (5, 0)
 
 
 def test_config_keys_change_the_bounds_and_the_budget() -> None:
@@ -211,3 +224,141 @@ def test_a_busy_page_spends_the_budget_at_an_even_pace() -> None:
     ahead = replace(noon, walks_today=73)
     plan = plan_walk([ahead], bounds, T0 + DAY // 2)
     assert not plan.walk and plan.postponed == {"busy": T0 + DAY // 2 + 600}
+
+
+def test_changes_are_full_answers_with_new_validators_after_the_first_walk() -> None:
+    bounds = ListBounds(600, 60, 600, 0)
+    first = walked(ListPage("/"), bounds, T0, 20, etag='"a"')
+    assert (first.changes, first.changed_at) == (0.0, 0)  # its backlog, not a change
+    changed = walked(first, bounds, T0 + 600, 1, etag='"b"')
+    assert (changed.changes, changed.changed_at) == (1.0, T0 + 600)
+    # A 304, a failed request, and a full answer with the same validators (a server that
+    # ignores conditional requests) are no change.
+    at = T0 + 1200
+    assert walked(changed, bounds, at, 0, not_modified=True).changed_at == T0 + 600
+    assert walked(changed, bounds, at, 0, etag='"b"', failed=True).changed_at == T0 + 600
+    assert walked(changed, bounds, at, 0, etag='"b"').changed_at == T0 + 600
+    # A site that sends no validators: every full answer may be a change.
+    bare = walked(walked(ListPage("/x"), bounds, T0, 20), bounds, T0 + 600, 0)
+    assert bare.changes == 1.0
+    # They fade with a week's half-life.
+    assert changes_at(changed, T0 + 600 + CHANGE_HALF_LIFE) == pytest.approx(0.5)
+
+
+def quiet_site(changes: dict[str, float], at: int) -> list[ListPage]:
+    """A site walked every ten minutes for two days, with these changes."""
+    return [
+        ListPage(
+            url,
+            walks=288,
+            first_walk_at=at - 2 * DAY,
+            last_walk_at=at,
+            interval=600,
+            next_walk_at=at + 600,
+            rate_links=0.0,
+            rate_seconds=9e4,
+            changes=count,
+        )
+        for url, count in changes.items()
+    ]
+
+
+def test_a_quiet_sites_unchanging_pages_leave_their_budget_to_the_pages_that_change() -> None:
+    bounds = ListBounds(600, 60, 600, 0)
+    at = T0 + 2 * DAY
+    changes = {"/": 2.0, "/feed": 2.0, "/sitemap.xml": 4.0, "/s/1": 1.0, "/s/3": 0.1}
+    changes |= {"/s/1?page=2": 0.0, "/s/2": 0.0, "/robots.txt": 0.0}
+    pages = quiet_site(changes, at)
+    rest = shares(pages, bounds, at)
+    # The pages that never changed are walked hourly ...
+    assert {u for u, i in rest.items() if i == stretched(bounds)} == {
+        "/s/1?page=2",
+        "/s/2",
+        "/robots.txt",
+    }
+    assert stretched(bounds) == HOUR
+    # ... and the rest of the budget goes to the pages that change, more often than the
+    # plan's interval, by the root of their changes: twice the changes, 1.4 times the walks.
+    assert all(rest[u] < 600 for u in ("/", "/feed", "/sitemap.xml", "/s/1"))
+    assert rest["/"] / rest["/sitemap.xml"] == pytest.approx(2**0.5, rel=0.01)
+    assert rest["/s/1"] / rest["/"] == pytest.approx(2**0.5, rel=0.01)
+    # One that changed a tenth as often is walked at the plan's interval, never less often.
+    assert rest["/s/3"] == 600
+    # All within the budget (the fixed walk's), less a request a page for rounding.
+    cost = sum(DAY / i for i in rest.values())
+    assert len(pages) * 144 - len(pages) - 1 <= cost <= len(pages) * 144 - len(pages) + 1
+    # No page more often than the lower bound: what one cannot take goes to the others.
+    tight = shares(
+        quiet_site({"/": 50.0, "/feed": 0.1, "/robots.txt": 0.0}, at),
+        ListBounds(600, 300, 600, 0),
+        at,
+    )
+    assert tight["/"] == 300 and 300 < tight["/feed"] <= 600
+
+
+def test_nothing_is_shared_without_evidence_or_room() -> None:
+    bounds = ListBounds(600, 60, 600, 0)
+    at = T0 + 2 * DAY
+    mixed = {"/": 2.0, "/robots.txt": 0.0}
+    assert shares(quiet_site(mixed, at), bounds, at)  # shared
+    # A fixed walk stays fixed; a site none of whose pages changed yet keeps the plan.
+    assert shares(quiet_site(mixed, at), ListBounds(600, 600, 600, 0), at) == {}
+    assert shares(quiet_site({"/": 0.0, "/robots.txt": 0.0}, at), bounds, at) == {}
+    # Pages younger than a day are not judged.
+    young = [replace(p, first_walk_at=at - HOUR) for p in quiet_site(mixed, at)]
+    assert shares(young, bounds, at) == {}
+    # A busy site that spends its budget on its busy page has nothing to share: its
+    # unchanging pages still rest at the stretched interval (the budget put them off).
+    busy = ListPage(
+        "/live",
+        walks=900,
+        first_walk_at=T0,
+        last_walk_at=at,
+        interval=60,
+        rate_links=30,
+        rate_seconds=3600,
+        changes=40.0,
+    )
+    rest = shares([busy, *quiet_site({"/s": 5.0, "/robots.txt": 0.0}, at)], bounds, at)
+    assert rest == {"/robots.txt": HOUR}
+    # A config's small budget: the same.
+    small = shares(quiet_site(mixed, at), replace(bounds, daily_requests=100), at)
+    assert small == {"/robots.txt": HOUR}
+
+
+def test_a_page_settles_at_its_share_and_is_spread_among_its_peers() -> None:
+    bounds = ListBounds(600, 60, 600, 0)
+    at = T0 + 2 * DAY
+    pages = {p.url: p for p in quiet_site({"/": 2.0, "/feed": 2.0, "/robots.txt": 0.0}, at)}
+    share = shares(pages.values(), bounds, at)["/"]
+    # Both changing pages walked at `at`: settled one after the other, half a share apart.
+    for url in ("/robots.txt", "/", "/feed"):
+        pages[url] = settle(pages[url], 600, pages.values(), bounds)
+    assert pages["/"].interval == pages["/feed"].interval == share < 600
+    gap = abs(pages["/"].next_walk_at - pages["/feed"].next_walk_at)
+    assert gap == pytest.approx(share / 2, abs=2)
+    assert pages["/robots.txt"].interval == HOUR
+    # A burst's shorter interval is kept (the share is where it rests, not a floor).
+    burst = replace(pages["/"], interval=90, next_walk_at=at + 90)
+    assert settle(burst, share, pages.values(), bounds).interval == 90
+
+
+def test_hourly_pages_are_spread_among_each_other_not_among_faster_ones() -> None:
+    bounds = ListBounds(600, 60, 600, 0)
+    at = T0 + 2 * DAY
+    changes = {"/": 2.0, "/feed": 2.0, "/robots.txt": 0.0, "/s?page=2": 0.0}
+    pages = {p.url: p for p in quiet_site(changes, at)}
+    for url in ("/robots.txt", "/s?page=2"):
+        pages[url] = settle(pages[url], 600, pages.values(), bounds)
+    hourly = sorted(pages[u].next_walk_at - at for u in ("/robots.txt", "/s?page=2"))
+    # The first meets no page walked about hourly; the second goes half an hour from it.
+    assert hourly == [HOUR // 2, HOUR]
+
+
+def test_the_budget_puts_off_unchanging_pages_before_changing_ones() -> None:
+    bounds = ListBounds(600, 60, 600, 2)
+    at = T0 + 2 * DAY
+    pages = quiet_site({"/robots.txt": 0.0, "/": 1.0, "/a": 0.0}, at)
+    due = [replace(p, next_walk_at=at) for p in pages]
+    plan = plan_walk(due, bounds, at)
+    assert list(plan.walk) == ["/"] and set(plan.postponed) == {"/a", "/robots.txt"}

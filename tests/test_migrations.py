@@ -223,3 +223,39 @@ def test_tracked_list_pages_count_as_linked_at_their_last_walk_and_go_down_again
     columns = {c["name"] for c in inspect(engine).get_columns("list_page")}
     assert {"linked_at", "new_at"} <= columns
     engine.dispose()
+
+
+def test_tracked_list_pages_start_with_no_changes_and_go_down_again(db_url: str) -> None:
+    """0033: pages tracked before changes were counted start with none (judged from their
+    next ones); the columns go down and come up again."""
+    engine = make_engine(db_url)
+    config = _alembic_config(engine)
+    command.upgrade(config, "0032")
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO Site (site_id, name, url, type, config, is_active, created_at, "
+                "updated_at, next_crawl_at, last_crawl_at) VALUES (1, 's', "
+                "'https://s.example/', 'news', '{}', 1, 0, 0, 0, 0)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO list_page (site_id, url_hash, url, kind, depth, first_walk_at, "
+                "last_walk_at, next_walk_at, walk_interval, rate_links, rate_seconds, walks, "
+                "new_links, not_modified, postponed, day, walks_today) VALUES (1, :h, "
+                "'https://s.example/', 'page', 0, 10, 900, 1500, 600, 0, 0, 3, 0, 0, 0, 0, 0)"
+            ),
+            {"h": b"\x01" * 16},
+        )
+    migrate(engine)
+    with engine.connect() as conn:
+        row = conn.execute(text("SELECT changes, changed_at, walks FROM list_page")).one()
+    assert tuple(row) == (0.0, 0, 3)
+    command.downgrade(config, "0032")
+    columns = {c["name"] for c in inspect(engine).get_columns("list_page")}
+    assert "changes" not in columns and "changed_at" not in columns
+    migrate(engine)
+    columns = {c["name"] for c in inspect(engine).get_columns("list_page")}
+    assert {"changes", "changed_at"} <= columns
+    engine.dispose()

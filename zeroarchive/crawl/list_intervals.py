@@ -17,6 +17,15 @@ Pure functions over a page's walk history (``ListPage``), used by the walks of b
   same new article are asked for one after another, not all at once, for the same
   requests.
 - A 304 (the page unchanged since its validators) is a walk that showed nothing new.
+- The budget left by quiet pages (``shares``): each page counts its changes (a full answer
+  with new validators, or none, after its first walk), fading with a half-life of
+  ``CHANGE_HALF_LIFE``. Once a day old, a page that has not changed (``UNCHANGING``) while
+  others of its site have is walked at most every ``stretched`` interval (an hour for
+  news), and what the site's budget has left after its busy and unchanging pages is shared
+  among the quiet pages that change, by the square root of their changes, each at most
+  every plan interval and at least every lower bound: a quiet site's front page, feed and
+  sitemap, which list its next article, are walked more often than its robots.txt and its
+  second pages, which never do. A fixed walk (equal bounds) shares nothing.
 - The budget: the walks of a UTC day make at most ``ListBounds.budget`` requests of the
   site's tracked list pages (by default what walking each at the plan's interval would
   make); when the pages' intervals would spend more by the day's end, the least
@@ -46,6 +55,14 @@ GROWTH = 2.0
 BURST_CUT = 0.5
 #: A page neither linked nor showing new links this long is no longer tracked.
 RETIRE_AFTER = 30 * DAY
+#: Half-life of a page's count of changes: long, since a quiet site changes weekly.
+CHANGE_HALF_LIFE = 7 * DAY
+#: A page whose faded changes are fewer (none for four half-lives) has not changed.
+UNCHANGING = 1 / 16
+#: A page's changes are judged once it has been walked this long.
+JUDGED_AFTER = DAY
+#: An unchanging page is walked at most this many upper bounds apart (an hour at most).
+STRETCH = 6
 #: What a tracked list page is (each kind is requested and read its own way).
 KINDS = ("page", "feed", "sitemap", "robots")
 
@@ -80,6 +97,10 @@ class ListPage:
     linked_at: int = 0
     #: When its walk last showed a new article link.
     new_at: int = 0
+    #: Its changes (full answers with new validators, or none, after its first walk),
+    #: fading with ``CHANGE_HALF_LIFE``, as of its last walk; when it last changed.
+    changes: float = 0.0
+    changed_at: int = 0
 
     @property
     def rate(self) -> float | None:
@@ -169,6 +190,17 @@ def next_interval(page: ListPage, bounds: ListBounds, recent: float = 0.0) -> in
     return max(bounds.low, min(bounds.high, wanted))
 
 
+def changes_at(page: ListPage, at: int) -> float:
+    """The page's changes faded to ``at``.
+
+    >>> changes_at(ListPage("u", last_walk_at=0, changes=2.0), CHANGE_HALF_LIFE)
+    1.0
+    """
+    if not page.changes:
+        return 0.0
+    return page.changes * 0.5 ** (max(0, at - page.last_walk_at) / CHANGE_HALF_LIFE)
+
+
 def walked(
     page: ListPage,
     bounds: ListBounds,
@@ -178,9 +210,12 @@ def walked(
     not_modified: bool = False,
     etag: str | None = None,
     last_modified: str | None = None,
+    failed: bool = False,
 ) -> ListPage:
     """The page after a walk at ``at`` that showed ``new`` new article links (0 for a 304,
-    ``not_modified``); validators kept from a 304, replaced by a full answer's.
+    ``not_modified``); validators kept from a 304, replaced by a full answer's. A full
+    answer after the first walk is a change unless it came with the validators the page
+    had (a server that ignores conditional requests); a ``failed`` request is none.
 
     >>> bounds = ListBounds(600, 60, 600, 0)
     >>> first = walked(ListPage("u"), bounds, 1000, 30)
@@ -192,7 +227,13 @@ def walked(
     >>> quiet = walked(second, bounds, 1675, 0, not_modified=True)
     >>> quiet.not_modified, quiet.interval, quiet.new_at
     (1, 84, 1600)
+    >>> second.changes, round(quiet.changes, 3), second.changed_at
+    (1.0, 1.0, 1600)
     """
+    changed = bool(page.walks) and not not_modified and not failed
+    if changed and (etag or last_modified):
+        changed = (etag or None, last_modified or None) != (page.etag, page.last_modified)
+    changes = changes_at(page, at) + (1.0 if changed else 0.0)
     recent = 0.0
     if page.walks and page.last_walk_at and at > page.last_walk_at:
         elapsed = at - page.last_walk_at
@@ -214,6 +255,8 @@ def walked(
         new_links=page.new_links + new,
         new_at=max(page.new_at, at) if new else page.new_at,
         not_modified=page.not_modified + (1 if not_modified else 0),
+        changes=changes,
+        changed_at=at if changed else page.changed_at,
         **validators,  # type: ignore[arg-type]
     )
     interval = next_interval(page, bounds, recent) if page.walks > 1 else bounds.default
@@ -258,6 +301,9 @@ class WalkPlan:
     budget: int = 0
     #: Pages no longer tracked (``retiring``).
     retired: tuple[str, ...] = ()
+    #: Requests of a walk a person asked for (``everything``) beyond what was left of the
+    #: day's budget: made all the same, and said.
+    over_budget: int = 0
 
 
 def productivity(page: ListPage, bounds: ListBounds) -> float:
@@ -314,12 +360,19 @@ def spread(at: int, others: Iterable[int], interval: int) -> int:
 
 
 def spread_out(
-    page: ListPage, before: int, others: Iterable[ListPage], bounds: ListBounds
+    page: ListPage,
+    before: int,
+    others: Iterable[ListPage],
+    bounds: ListBounds,
+    rest: int | None = None,
 ) -> ListPage:
     """A page just walked, its next walk ``spread`` among the site's ``others`` that walk
     at the plan's interval when it joins them: at its first walk, or back at the plan's
     interval from a shorter one (``before``: its interval before the walk). A busy page's
-    phase changes with every walk, so it is neither moved nor counted.
+    phase changes with every walk, so it is neither moved nor counted. A page at its share
+    of the budget (``rest``, from ``shares``) joins when it comes to it. The others counted
+    are those that walk about as often: under twice its interval, and no more often than
+    the plan's (at most twice as often as it, for a page at its share).
 
     >>> bounds = ListBounds(600, 60, 600, 0)
     >>> front = walked(ListPage("/"), bounds, 0, 20)
@@ -331,19 +384,123 @@ def spread_out(
     >>> spread_out(back, 600, [front], bounds).next_walk_at  # was at 600 s: stays
     600
     """
-    joins = page.walks == 1 or before < bounds.default
-    if not joins or page.interval < bounds.default:
-        return page
-    steady = (p.next_walk_at for p in others if p.url != page.url and p.interval >= bounds.default)
+    if rest is not None and page.interval == rest:
+        # At its share of the budget: joins when it comes to it.
+        if page.walks > 1 and before == rest:
+            return page
+        floor = (rest + 1) // 2
+    else:
+        joins = page.walks == 1 or before < bounds.default
+        if not joins or page.interval < bounds.default:
+            return page
+        floor = bounds.default
+    # Among the pages that walk about as often (an hourly one has no place in ten minutes).
+    steady = (
+        p.next_walk_at
+        for p in others
+        if p.url != page.url and floor <= p.interval < 2 * max(page.interval, floor)
+    )
     return replace(page, next_walk_at=spread(page.last_walk_at, steady, page.interval))
+
+
+def stretched(bounds: ListBounds) -> int:
+    """How far apart an unchanging page is walked while others of its site change:
+    ``STRETCH`` upper bounds, but not beyond an hour (nor under the upper bound).
+
+    >>> stretched(ListBounds(600, 60, 600, 0)), stretched(ListBounds(DAY, 8640, DAY, 0))
+    (3600, 86400)
+    """
+    return max(bounds.high, min(STRETCH * bounds.high, HOUR))
+
+
+def shares(pages: Iterable[ListPage], bounds: ListBounds, now: int) -> dict[str, int]:
+    """The interval each quiet page of a site rests at (URL -> seconds), from the budget
+    its busy and unchanging pages leave: pages a day old that have not changed while
+    others did at ``stretched``; the quiet pages that change share what is left by the
+    square root of their changes, each between the bounds. Busy pages (whose rate asks
+    for less than the upper bound) and young ones are not in it; nor is any page of a
+    fixed walk or of a site with no change yet. When the budget leaves the changing quiet
+    pages no more than the upper bound each, only the unchanging ones are in it.
+
+    >>> bounds = ListBounds(600, 60, 600, 0)
+    >>> old = ListPage("/", walks=200, first_walk_at=0, last_walk_at=DAY, changes=2.0)
+    >>> pages = [old, replace(old, url="/feed"), replace(old, url="/robots.txt", changes=0)]
+    >>> shares(pages, bounds, DAY)  # 432 a day less 3, 24 to robots.txt: 405 for two pages
+    {'/robots.txt': 3600, '/': 427, '/feed': 427}
+    >>> shares(pages[:2], bounds, DAY)  # nothing to share: both change
+    {}
+    """
+    if bounds.low >= bounds.high:
+        return {}
+    pages = list(pages)
+    judged = {
+        p.url: changes_at(p, now)
+        for p in pages
+        if p.walks > 1
+        and now - p.first_walk_at >= JUDGED_AFTER
+        and wanted_interval(p.rate, bounds) >= bounds.high
+    }
+    changing = {url: math.sqrt(c) for url, c in judged.items() if c >= UNCHANGING}
+    if not changing:
+        return {}
+    rest = {url: stretched(bounds) for url in judged if url not in changing}
+    # Less one request a page: the budget's projection counts each page's next walk whole.
+    spare = float(bounds.budget(len(pages)) - len(pages))
+    for p in pages:
+        spare -= DAY / rest.get(p.url, p.interval or bounds.default) if p.url not in changing else 0
+    if spare <= len(changing) * DAY / bounds.high:
+        return rest  # nothing left to share: the unchanging pages wait all the same
+    # Water-filling: each changing page's share of the spare, by the root of its changes;
+    # one that would be walked more often than the lower bound, or less than the upper,
+    # is held at it and the others share what is left.
+    left = dict(changing)
+    while left:
+        weight = sum(left.values())
+        wanted = {u: DAY * weight / (spare * w) if spare > 0 else math.inf for u, w in left.items()}
+        held = {u: bounds.low for u, i in wanted.items() if i < bounds.low}
+        if not held:
+            held = {u: bounds.high for u, i in wanted.items() if i > bounds.high}
+        if not held:
+            rest.update((u, max(bounds.low, min(bounds.high, round(i)))) for u, i in wanted.items())
+            break
+        for url, interval in held.items():
+            rest[url] = interval
+            spare -= DAY / interval
+            del left[url]
+    return rest
+
+
+def settle(page: ListPage, before: int, others: Iterable[ListPage], bounds: ListBounds) -> ListPage:
+    """A page just walked, brought to the interval its site's ``shares`` give it when it
+    rests (at the upper bound, or above its share), then ``spread_out`` among the others.
+    ``before``: its interval before the walk.
+
+    >>> bounds = ListBounds(600, 60, 600, 0)
+    >>> old = ListPage("/", walks=200, first_walk_at=0, last_walk_at=DAY, interval=600,
+    ...     next_walk_at=DAY + 600, changes=2.0)
+    >>> pages = [old, replace(old, url="/feed"), replace(old, url="/robots.txt", changes=0)]
+    >>> settled = settle(old, 600, pages, bounds)
+    >>> settled.interval, settled.next_walk_at - DAY
+    (427, 386)
+    >>> settle(pages[2], 600, pages, bounds).interval
+    3600
+    """
+    others = list(others)
+    pool = {p.url: p for p in others}
+    pool[page.url] = page
+    rest = shares(pool.values(), bounds, page.last_walk_at).get(page.url)
+    if rest is not None and (page.interval >= bounds.high or page.interval > rest):
+        page = replace(page, interval=rest, next_walk_at=page.last_walk_at + rest)
+    return spread_out(page, before, others, bounds, rest)
 
 
 def plan_walk(
     pages: Iterable[ListPage], bounds: ListBounds, now: int, *, everything: bool = False
 ) -> WalkPlan:
-    """The due pages to walk now within the site's daily budget (``everything``: all its
-    pages, as a person asked, as many as what is left of the budget allows); pages
-    ``retiring`` are left out.
+    """The due pages to walk now within the site's daily budget; pages ``retiring`` are
+    left out. ``everything``: all its pages, as a person asked, whatever is left of the
+    budget (it is meant for the scheduled walks, not to refuse a person): the requests
+    beyond it are counted (``over_budget``) and, like all the walk's, on the day's budget.
 
     Each page would cost, by the day's end, about one request per interval: the pages are
     taken most productive first while their costs fit what is left of the day's budget;
@@ -367,6 +524,9 @@ def plan_walk(
     >>> plan = plan_walk([spent, quiet], bounds, 3600)
     >>> list(plan.walk), plan.postponed, plan.used
     ([], {'busy': 86400, 'quiet': 86400}, 150)
+    >>> asked = plan_walk([spent, quiet], bounds, 3600, everything=True)
+    >>> list(asked.walk), asked.postponed, asked.over_budget
+    (['busy', 'quiet'], {}, 2)
     >>> gone = replace(quiet, first_walk_at=1, linked_at=5)
     >>> plan_walk([gone], bounds, 5 + RETIRE_AFTER).retired
     ('quiet',)
@@ -381,11 +541,16 @@ def plan_walk(
     day_end = (day_of(now) + 1) * DAY
     # When the day's requests so far are on an even pace through it.
     paced_at = day_end - DAY + math.ceil(used * DAY / budget)
-    due = {p.url for p in pages if everything or p.next_walk_at <= now}
-    order = sorted(pages, key=lambda p: (-productivity(p, bounds), p.depth, p.url))
+    due = {p.url for p in pages if p.next_walk_at <= now}
+    order = sorted(
+        pages, key=lambda p: (-productivity(p, bounds), -changes_at(p, now), p.depth, p.url)
+    )
     walk: dict[str, ListPage] = {}
     postponed: dict[str, int] = {}
     projected = 0.0
+    if everything:
+        walk = {p.url: p for p in order}
+        return WalkPlan(walk, {}, used, budget, retired, max(0, len(walk) - max(0, left)))
     for page in order:
         interval = page.interval or bounds.default
         cost = max(1.0, (day_end - now) / interval) if page.url in due else 0.0
@@ -394,7 +559,7 @@ def plan_walk(
             projected += math.ceil((day_end - max(now, page.next_walk_at)) / interval)
             continue
         first = not walk and not postponed
-        fits = everything or projected + cost <= left or (first and now >= paced_at)
+        fits = projected + cost <= left or (first and now >= paced_at)
         if len(walk) < left and fits:
             walk[page.url] = page
             projected += cost

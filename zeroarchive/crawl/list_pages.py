@@ -34,7 +34,7 @@ from zeroarchive.crawl.list_intervals import (
     credited,
     plan_walk,
     postpone,
-    spread_out,
+    settle,
     walked,
 )
 from zeroarchive.sites.record import Site
@@ -247,8 +247,9 @@ class ListPages:
             return
         bounds = site.list_bounds
         answers = list(answers)
-        # All the site's pages: one found now, or back at the plan's interval, is spread
-        # among the others.
+        # All the site's pages: each answered page rests at its share of the site's budget
+        # (list_intervals.shares), and one found now, or back at its resting interval, is
+        # spread among the others.
         pages = load_pages(self.store, site_id)
         changed: dict[str, ListPage] = {}
         for answer in answers:
@@ -264,6 +265,7 @@ class ListPages:
                         0,
                         etag=page.etag,
                         last_modified=page.last_modified,
+                        failed=True,
                     )
                 continue
             if page is None:
@@ -281,7 +283,7 @@ class ListPages:
                 etag=answer.etag,
                 last_modified=answer.last_modified,
             )
-            changed[answer.url] = spread_out(page, before, {**pages, **changed}.values(), bounds)
+            changed[answer.url] = settle(page, before, {**pages, **changed}.values(), bounds)
         if not changed:
             return
         earliest = min(p.next_walk_at for p in changed.values())

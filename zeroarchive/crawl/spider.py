@@ -399,6 +399,17 @@ class ArchiveSpider(scrapy.Spider):
                 RETIRE_AFTER // DAY,
                 ", ".join(plan.retired[:5]),
             )
+        if plan.over_budget:
+            count(self._stats(), "list_pages/over_budget", site.site_id, plan.over_budget)
+            logger.warning(
+                "Site %s (#%d): walked as asked, %d list request(s) beyond its budget of %d "
+                "a day (%d used today); its scheduled walks wait for the next UTC day's",
+                site.name,
+                site.site_id,
+                plan.over_budget,
+                plan.budget,
+                plan.used,
+            )
         if plan.postponed:
             count(self._stats(), "list_pages/postponed", site.site_id, len(plan.postponed))
             logger.info(

@@ -224,7 +224,8 @@ site_unmatched_link = Table(
 
 # Each list page, feed and sitemap of a site with its walk history: its own interval from
 # its rate of new links, its validators for conditional requests, its 304s, the budget's
-# postponements and the day's requests (migrations 0029, 0032; crawl/list_intervals.py).
+# postponements and the day's requests, its changes (migrations 0029, 0032, 0033;
+# crawl/list_intervals.py).
 list_page = Table(
     "list_page",
     metadata,
@@ -250,6 +251,9 @@ list_page = Table(
     # When its site's walks last linked it, and when it last showed a new link (0032).
     Column("linked_at", BigInteger, nullable=False, server_default="0"),
     Column("new_at", BigInteger, nullable=False, server_default="0"),
+    # Its faded count of changes and when it last changed (0033).
+    Column("changes", Float, nullable=False, server_default="0"),
+    Column("changed_at", BigInteger, nullable=False, server_default="0"),
     PrimaryKeyConstraint("site_id", "url_hash"),
 )
 

@@ -84,6 +84,11 @@ class ListPageStats:
     #: neither for list_intervals.RETIRE_AFTER is retired).
     linked_at: int = 0
     new_at: int = 0
+    #: Its changes (full answers with new validators), fading over a week, as of its last
+    #: walk, and when it last changed: pages that never change leave their share of the
+    #: budget to those that do (list_intervals.shares).
+    changes: float = 0.0
+    changed_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,8 @@ def list_page_stats(rows: list[dict[str, Any]], now: int) -> tuple[tuple[ListPag
                 next_walk_at=int(row["next_walk_at"]),
                 linked_at=int(row.get("linked_at") or 0),
                 new_at=int(row.get("new_at") or 0),
+                changes=round(float(row.get("changes") or 0.0), 2),
+                changed_at=int(row.get("changed_at") or 0),
             )
         )
     pages.sort(key=lambda p: (p.interval or 10**9, p.url))
