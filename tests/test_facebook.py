@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,7 +111,7 @@ def snapshots(db_url: str) -> dict[str, str]:
 @dataclass
 class Crawled:
     """One crawl of two Facebook sites side by side, a page and a public group, and what
-    each emulator saw: its tests read it, none writes."""
+    each emulator saw."""
 
     db_url: str
     run: Run
@@ -124,13 +123,11 @@ class Crawled:
     covered: str
 
 
-@pytest.fixture(scope="module")
-def crawled(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawled]:
+def crawl_page_and_group(db_url: str, tmp_path: Path) -> Crawled:
     """The page and the group in one crawl (one browser, each site in contexts of its own):
-    a Chromium crawl costs ~4 CPU s before its first page, and the two scenarios ran one
-    each per engine."""
-    require_service("Chromium", None if CHROMIUM.exists() else f"{CHROMIUM} is not installed")
-    tmp_path = tmp_path_factory.mktemp("facebook")
+    a Chromium crawl costs ~2 CPU s before its first page, and the two scenarios were a
+    crawl each per engine. One test asserts on both, so that pytest-xdist, which hands out
+    tests one at a time, never runs the crawl twice."""
     tag = secrets.token_hex(6)
     # Post 1's comment pager lies under a layer: clicked, it loads nothing.
     with (
@@ -138,7 +135,7 @@ def crawled(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         FacebookServer(posts=5, group=True, covered_pager_of=1) as group,
     ):
         servers = {"nintendo": page, "group": group}
-        sites = [
+        sites: list[dict[str, object]] = [
             {"name": "nintendo", "url": page.url(page.page_path)},
             # As a group URL comes from Airtable, with tracking junk (dropped when it loads).
             {
@@ -151,16 +148,16 @@ def crawled(module_db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         loaded = scrapy(
             "load_sites",
             str(write_sites(tmp_path / "sites.yaml", sites)),
-            db_url=module_db_url,
+            db_url=db_url,
             cwd=tmp_path,
         )
         assert loaded.returncode == 0, loaded.output
-        run = crawl(module_db_url, tmp_path, tag, "-s", "BROWSER_CONTEXT_PAGES=3")
-        yield Crawled(
-            db_url=module_db_url,
+        run = crawl(db_url, tmp_path, tag, "-s", "BROWSER_CONTEXT_PAGES=3")
+        return Crawled(
+            db_url=db_url,
             run=run,
             tag=tag,
-            site_ids=site_ids(module_db_url),
+            site_ids=site_ids(db_url),
             expected={
                 name: {fb.url(f"/{pid}") for post in fb.posts for pid in post.ids}
                 for name, fb in servers.items()
@@ -190,7 +187,15 @@ def site_stat(crawled: Crawled, name: str, metric: str) -> int:
     return stat(crawled.run, f"zeroarchive/site/{crawled.site_ids[name]}/{metric}")
 
 
-def test_archives_every_post_with_every_comment(crawled: Crawled) -> None:
+def test_a_page_and_a_public_group_are_archived_with_every_comment(
+    db_url: str, tmp_path: Path
+) -> None:
+    crawled = crawl_page_and_group(db_url, tmp_path)
+    check_page(crawled)
+    check_group(crawled)
+
+
+def check_page(crawled: Crawled) -> None:
     expected = crawled.expected["nintendo"]
     markers = crawled.markers["nintendo"]
     hits = crawled.hits["nintendo"]
@@ -222,7 +227,8 @@ def test_archives_every_post_with_every_comment(crawled: Crawled) -> None:
     assert chromium_pids(crawled.tag) == []
 
 
-def test_a_public_group_is_archived_like_a_page(crawled: Crawled) -> None:
+def check_group(crawled: Crawled) -> None:
+    """A public group is archived like a page."""
     expected = crawled.expected["group"]
     markers = dict(crawled.markers["group"])
     hits = crawled.hits["group"]
@@ -251,35 +257,75 @@ def test_a_public_group_is_archived_like_a_page(crawled: Crawled) -> None:
     assert chromium_pids(crawled.tag) == []
 
 
-@pytest.mark.parametrize(("gate", "after"), [("login", 2), ("checkpoint", 0), ("login_form", 0)])
-def test_login_wall_stops_the_site(tmp_path: Path, gate: str, after: int) -> None:
-    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
-    tag = secrets.token_hex(6)
-    with FacebookServer(posts=5, gate=gate, gate_after=after) as fb:
-        load(db_url, tmp_path, fb)
-        # One crawl finds the posts and meets the wall after ``after`` of them (the list page
-        # counts for none). A wall before any post answered: every request failed, which
-        # crawl says by its exit status (EXIT_ALL_FAILED, 4).
-        run = crawl(db_url, tmp_path, tag, code=0 if after else EXIT_ALL_FAILED)
-        gated_hits = fb.gated_hits
-        served = fb.post_pages_served
-    kind = "checkpoint" if gate == "checkpoint" else "login_wall"
-    assert stat(run, f"zeroarchive/facebook/{kind}") >= 1
-    assert re.search(rf"Facebook answered .* with a {kind.replace('_', ' ')}", run.output)
+def load_walled(db_url: str, tmp_path: Path, walled: dict[str, FacebookServer]) -> None:
+    sites: list[dict[str, object]] = [
+        {"name": name, "url": fb.url(fb.page_path), "type": "facebook", "config": {"delay": 0}}
+        for name, fb in walled.items()
+    ]
+    loaded = scrapy(
+        "load_sites", str(write_sites(tmp_path / "sites.yaml", sites)), db_url=db_url, cwd=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.output
+
+
+def check_wall(run: Run, db_url: str, name: str, fb: FacebookServer) -> None:
+    """What a site met by its emulator's gate (``fb.gate`` after ``fb.gate_after`` posts)
+    shows after the crawl."""
+    site_id = site_ids(db_url)[name]
+    at = f"zeroarchive/site/{site_id}"
+    kind = "checkpoint" if fb.gate == "checkpoint" else "login_wall"
+    assert stat(run, f"{at}/facebook/{kind}") >= 1
+    said = rf"Site {name} \(#{site_id}\): Facebook answered .* with a {kind.replace('_', ' ')}"
+    assert re.search(said, run.output), run.output
     # Without hammering: only the pages already in flight (SITE_POLICY_CONCURRENCY = 2)
     # met the wall; every other request of the site was dropped before the network.
-    assert 1 <= gated_hits <= 2
-    assert served == after
-    assert stat(run, "zeroarchive/snapshots_saved") == after
+    assert 1 <= fb.gated_hits <= 2
+    assert fb.post_pages_served == fb.gate_after
+    assert stat(run, f"{at}/snapshots_saved") == fb.gate_after
     # The gate is a block page: a failure of kind blocked, the post backs off.
-    assert stat(run, "zeroarchive/errors/blocked") == gated_hits
-    if after:
-        assert stat(run, "zeroarchive/snapshot_failures") == gated_hits
-        assert stat(run, "zeroarchive/browser/skipped_after_gate") >= 1
-        reasons = [row["stop_reason"] for row in articles_by_url(db_url).values()]
-        assert reasons.count("last_error:blocked") == gated_hits
+    assert stat(run, f"{at}/errors/blocked") == fb.gated_hits
+    if fb.gate_after:
+        assert stat(run, f"{at}/snapshot_failures") == fb.gated_hits
+        assert stat(run, f"{at}/browser/skipped_after_gate") >= 1
+        reasons = [
+            row["stop_reason"]
+            for row in articles_by_url(db_url).values()
+            if row["site_id"] == site_id
+        ]
+        assert reasons.count("last_error:blocked") == fb.gated_hits
     else:
-        assert stat(run, "zeroarchive/list_page_failures") == 1
+        assert stat(run, f"{at}/list_page_failures") == 1
+
+
+def test_login_wall_after_two_posts_stops_the_site(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    tag = secrets.token_hex(6)
+    with FacebookServer(posts=5, gate="login", gate_after=2) as fb:
+        load_walled(db_url, tmp_path, {"nintendo": fb})
+        # One crawl finds the posts and meets the wall after two of them (the emulator
+        # gates post pages only once two were served, so the list page answers).
+        run = crawl(db_url, tmp_path, tag)
+    check_wall(run, db_url, "nintendo", fb)
+    assert stat(run, "zeroarchive/snapshots_saved") == 2
+    assert chromium_pids(tag) == []
+
+
+def test_a_wall_before_any_post_stops_each_site(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    tag = secrets.token_hex(6)
+    # Two sites in one crawl, one gate each: a checkpoint, and a login form in place of the
+    # page (one Chromium crawl instead of two).
+    with (
+        FacebookServer(posts=5, gate="checkpoint") as checkpoint,
+        FacebookServer(posts=5, gate="login_form") as login_form,
+    ):
+        walled = {"checkpoint": checkpoint, "login_form": login_form}
+        load_walled(db_url, tmp_path, walled)
+        # Every request failed, which crawl says by its exit status (EXIT_ALL_FAILED, 4).
+        run = crawl(db_url, tmp_path, tag, code=EXIT_ALL_FAILED)
+    for name, fb in walled.items():
+        check_wall(run, db_url, name, fb)
+    assert stat(run, "zeroarchive/snapshots_saved") == 0
     assert chromium_pids(tag) == []
 
 
