@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from tests.test_generic import articles_by_url, list_ok_at, stat, write_sites
 from zeroarchive.commands.crawl import EXIT_ALL_FAILED
 from zeroarchive.crawl.browser import HANDLER
 from zeroarchive.storage.schema import article_snapshot
+from zeroarchive.storage.schema import site as site_table
 from zeroarchive.storage.snapshots import iter_snapshots
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -106,97 +108,224 @@ def snapshots(db_url: str) -> dict[str, str]:
         engine.dispose()
 
 
-def test_archives_every_post_with_every_comment(db_url: str, tmp_path: Path) -> None:
+@dataclass
+class Crawled:
+    """One crawl of two Facebook sites side by side, a page and a public group, and what
+    each emulator saw."""
+
+    db_url: str
+    run: Run
+    tag: str
+    site_ids: dict[str, int]
+    expected: dict[str, set[str]]
+    markers: dict[str, dict[str, set[str]]]
+    hits: dict[str, dict[str, int]]
+    covered: str
+
+
+def crawl_page_and_group(db_url: str, tmp_path: Path) -> Crawled:
+    """The page and the group in one crawl (one browser, each site in contexts of its own):
+    a Chromium crawl costs ~2 CPU s before its first page, and the two scenarios were a
+    crawl each per engine. One test asserts on both, so that pytest-xdist, which hands out
+    tests one at a time, never runs the crawl twice."""
     tag = secrets.token_hex(6)
-    with FacebookServer(posts=5) as fb:
-        load(db_url, tmp_path, fb)
+    # Post 1's comment pager lies under a layer: clicked, it loads nothing.
+    with (
+        FacebookServer(posts=5) as page,
+        FacebookServer(posts=5, group=True, covered_pager_of=1) as group,
+    ):
+        servers = {"nintendo": page, "group": group}
+        sites: list[dict[str, object]] = [
+            {"name": "nintendo", "url": page.url(page.page_path)},
+            # As a group URL comes from Airtable, with tracking junk (dropped when it loads).
+            {
+                "name": "group",
+                "url": group.url(f"{group.page_path}permalink/1/?ref=share&__tn__=C-R"),
+            },
+        ]
+        for site in sites:
+            site.update(type="facebook", config={"delay": 0})
+        loaded = scrapy(
+            "load_sites",
+            str(write_sites(tmp_path / "sites.yaml", sites)),
+            db_url=db_url,
+            cwd=tmp_path,
+        )
+        assert loaded.returncode == 0, loaded.output
         run = crawl(db_url, tmp_path, tag, "-s", "BROWSER_CONTEXT_PAGES=3")
-        hits = dict(fb.hits)
-        expected = {fb.url(f"/{pid}") for post in fb.posts for pid in post.ids}
-        markers = {fb.url(f"/{post.post_id}"): post.markers() for post in fb.posts}
+        return Crawled(
+            db_url=db_url,
+            run=run,
+            tag=tag,
+            site_ids=site_ids(db_url),
+            expected={
+                name: {fb.url(f"/{pid}") for post in fb.posts for pid in post.ids}
+                for name, fb in servers.items()
+            },
+            markers={
+                name: {fb.url(f"/{post.post_id}"): post.markers() for post in fb.posts}
+                for name, fb in servers.items()
+            },
+            hits={name: dict(fb.hits) for name, fb in servers.items()},
+            covered=group.url(f"/{group.posts[1].post_id}"),
+        )
+
+
+def site_ids(db_url: str) -> dict[str, int]:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return {
+                row.name: row.site_id
+                for row in conn.execute(select(site_table.c.name, site_table.c.site_id))
+            }
+    finally:
+        engine.dispose()
+
+
+def site_stat(crawled: Crawled, name: str, metric: str) -> int:
+    return stat(crawled.run, f"zeroarchive/site/{crawled.site_ids[name]}/{metric}")
+
+
+def test_a_page_and_a_public_group_are_archived_with_every_comment(
+    db_url: str, tmp_path: Path
+) -> None:
+    crawled = crawl_page_and_group(db_url, tmp_path)
+    check_page(crawled)
+    check_group(crawled)
+
+
+def check_page(crawled: Crawled) -> None:
+    expected = crawled.expected["nintendo"]
+    markers = crawled.markers["nintendo"]
+    hits = crawled.hits["nintendo"]
     # Every post, linked as story.php or /<page>/posts/<id> (some both), is one Article.
-    assert set(articles_by_url(db_url)) == expected
-    stored = snapshots(db_url)
-    assert set(stored) == expected
-    for url, html in stored.items():
+    articles = articles_by_url(crawled.db_url)
+    assert {
+        url for url, row in articles.items() if row["site_id"] == crawled.site_ids["nintendo"]
+    } == expected
+    assert set(articles) == expected | crawled.expected["group"]
+    stored = snapshots(crawled.db_url)
+    assert set(stored) == expected | crawled.expected["group"]
+    for url in expected:
         # Every comment (all comments, not just the relevant ones) and every reply.
-        assert set(re.findall(r'data-emu="([^"]+)"', html)) == markers[url], url
-    assert stat(run, "zeroarchive/snapshots_saved") == len(expected)
-    assert list(list_ok_at(db_url).values()) != [0]
-    assert stat(run, "zeroarchive/facebook/filters_switched") == len(expected)
-    assert stat(run, "zeroarchive/snapshot_failures") == 0
+        assert set(re.findall(r'data-emu="([^"]+)"', stored[url])) == markers[url], url
+    assert site_stat(crawled, "nintendo", "snapshots_saved") == len(expected)
+    assert list_ok_at(crawled.db_url)["nintendo"] != 0
+    assert site_stat(crawled, "nintendo", "facebook/filters_switched") == len(expected)
+    assert stat(crawled.run, "zeroarchive/snapshot_failures") == 0
     # Nothing fetched twice: no page, no "more posts" batch, no comment or reply page.
     assert {path: n for path, n in hits.items() if n > 1} == {}
     # Posts 1-3 come with the page, 4-5 with a scroll.
     assert sum(1 for path in hits if path.startswith("/page_content_list_view/")) == 1
-    # 6 pages (1 list + 5 posts) in contexts of 3 pages: two contexts, each closed as soon
-    # as its third page was done.
-    assert stat(run, "playwright/context_count") == 2
-    assert stat(run, "zeroarchive/browser/contexts_recycled") == 2
-    assert chromium_pids(tag) == []
+    # Each site's 6 pages (1 list + 5 posts) in contexts of 3 pages: two contexts a site,
+    # each closed as soon as its third page was done.
+    assert stat(crawled.run, "playwright/context_count") == 4
+    assert stat(crawled.run, "zeroarchive/browser/contexts_recycled") == 4
+    # One Playwright driver for the crawl, whatever the schemes its handler serves.
+    assert crawled.run.output.count("Starting download handler") == 1
+    assert chromium_pids(crawled.tag) == []
 
 
-def test_a_public_group_is_archived_like_a_page(db_url: str, tmp_path: Path) -> None:
-    tag = secrets.token_hex(6)
-    # Post 1's comment pager lies under a layer: clicked, it loads nothing.
-    with FacebookServer(posts=5, group=True, covered_pager_of=1) as fb:
-        # As a group URL comes from Airtable, with tracking junk (dropped when it loads).
-        load(db_url, tmp_path, fb, junk="permalink/1/?ref=share&__tn__=C-R")
-        run = crawl(db_url, tmp_path, tag)
-        hits = dict(fb.hits)
-        expected = {fb.url(f"/{pid}") for post in fb.posts for pid in post.ids}
-        markers = {fb.url(f"/{post.post_id}"): post.markers() for post in fb.posts}
-        covered = fb.url(f"/{fb.posts[1].post_id}")
+def check_group(crawled: Crawled) -> None:
+    """A public group is archived like a page."""
+    expected = crawled.expected["group"]
+    markers = dict(crawled.markers["group"])
+    hits = crawled.hits["group"]
     # The covered pager is marked stuck and the post kept with the comments it shows (the
     # first 5 and their replies), not lost after the click's timeout.
+    covered = crawled.covered
     markers[covered] = {m for m in markers[covered] if int(m.split("-")[1][1:]) < 5}
-    assert stat(run, "zeroarchive/facebook/pagers_stuck") == 1
+    assert site_stat(crawled, "group", "facebook/pagers_stuck") == 1
+    assert stat(crawled.run, "zeroarchive/facebook/pagers_stuck") == 1
     # Every group post, found by scrolling the group, is one Article at its short
     # permalink, snapshotted from its group permalink page with every comment and reply.
-    assert set(articles_by_url(db_url)) == expected
-    stored = snapshots(db_url)
-    assert set(stored) == expected
-    for url, html in stored.items():
+    articles = articles_by_url(crawled.db_url)
+    assert {
+        url for url, row in articles.items() if row["site_id"] == crawled.site_ids["group"]
+    } == expected
+    stored = snapshots(crawled.db_url)
+    assert expected <= set(stored)
+    for url in expected:
         if url in markers:
-            assert set(re.findall(r'data-emu="([^"]+)"', html)) == markers[url], url
-    assert stat(run, "zeroarchive/snapshots_saved") == len(expected)
-    assert stat(run, "zeroarchive/snapshot_failures") == 0
+            assert set(re.findall(r'data-emu="([^"]+)"', stored[url])) == markers[url], url
+    assert site_stat(crawled, "group", "snapshots_saved") == len(expected)
+    assert site_stat(crawled, "group", "snapshot_failures") == 0
     assert {path: n for path, n in hits.items() if n > 1} == {}
     # 3 posts with the group, 2 with the first scroll: one "See more posts" fetch.
     assert sum(1 for path in hits if path.startswith("/groups/117507531664134?bac=")) == 1
+    assert chromium_pids(crawled.tag) == []
+
+
+def load_walled(db_url: str, tmp_path: Path, walled: dict[str, FacebookServer]) -> None:
+    sites: list[dict[str, object]] = [
+        {"name": name, "url": fb.url(fb.page_path), "type": "facebook", "config": {"delay": 0}}
+        for name, fb in walled.items()
+    ]
+    loaded = scrapy(
+        "load_sites", str(write_sites(tmp_path / "sites.yaml", sites)), db_url=db_url, cwd=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.output
+
+
+def check_wall(run: Run, db_url: str, name: str, fb: FacebookServer) -> None:
+    """What a site met by its emulator's gate (``fb.gate`` after ``fb.gate_after`` posts)
+    shows after the crawl."""
+    site_id = site_ids(db_url)[name]
+    at = f"zeroarchive/site/{site_id}"
+    kind = "checkpoint" if fb.gate == "checkpoint" else "login_wall"
+    assert stat(run, f"{at}/facebook/{kind}") >= 1
+    said = rf"Site {name} \(#{site_id}\): Facebook answered .* with a {kind.replace('_', ' ')}"
+    assert re.search(said, run.output), run.output
+    # Without hammering: only the pages already in flight (SITE_POLICY_CONCURRENCY = 2)
+    # met the wall; every other request of the site was dropped before the network.
+    assert 1 <= fb.gated_hits <= 2
+    assert fb.post_pages_served == fb.gate_after
+    assert stat(run, f"{at}/snapshots_saved") == fb.gate_after
+    # The gate is a block page: a failure of kind blocked, the post backs off.
+    assert stat(run, f"{at}/errors/blocked") == fb.gated_hits
+    if fb.gate_after:
+        assert stat(run, f"{at}/snapshot_failures") == fb.gated_hits
+        assert stat(run, f"{at}/browser/skipped_after_gate") >= 1
+        reasons = [
+            row["stop_reason"]
+            for row in articles_by_url(db_url).values()
+            if row["site_id"] == site_id
+        ]
+        assert reasons.count("last_error:blocked") == fb.gated_hits
+    else:
+        assert stat(run, f"{at}/list_page_failures") == 1
+
+
+def test_login_wall_after_two_posts_stops_the_site(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'archive.db'}"
+    tag = secrets.token_hex(6)
+    with FacebookServer(posts=5, gate="login", gate_after=2) as fb:
+        load_walled(db_url, tmp_path, {"nintendo": fb})
+        # One crawl finds the posts and meets the wall after two of them (the emulator
+        # gates post pages only once two were served, so the list page answers).
+        run = crawl(db_url, tmp_path, tag)
+    check_wall(run, db_url, "nintendo", fb)
+    assert stat(run, "zeroarchive/snapshots_saved") == 2
     assert chromium_pids(tag) == []
 
 
-@pytest.mark.parametrize(("gate", "after"), [("login", 2), ("checkpoint", 0), ("login_form", 0)])
-def test_login_wall_stops_the_site(tmp_path: Path, gate: str, after: int) -> None:
+def test_a_wall_before_any_post_stops_each_site(tmp_path: Path) -> None:
     db_url = f"sqlite:///{tmp_path / 'archive.db'}"
     tag = secrets.token_hex(6)
-    with FacebookServer(posts=5, gate=gate, gate_after=after) as fb:
-        load(db_url, tmp_path, fb)
-        if after:
-            crawl(db_url, tmp_path, tag, "-a", "mode=discover")
-        # A wall before any post answered: every request failed, which crawl says by its
-        # exit status (EXIT_ALL_FAILED, 4).
-        run = crawl(db_url, tmp_path, tag, code=0 if after else EXIT_ALL_FAILED)
-        gated_hits = fb.gated_hits
-        served = fb.post_pages_served
-    kind = "checkpoint" if gate == "checkpoint" else "login_wall"
-    assert stat(run, f"zeroarchive/facebook/{kind}") >= 1
-    assert re.search(rf"Facebook answered .* with a {kind.replace('_', ' ')}", run.output)
-    # Without hammering: only the pages already in flight (SITE_POLICY_CONCURRENCY = 2)
-    # met the wall; every other request of the site was dropped before the network.
-    assert 1 <= gated_hits <= 2
-    assert served == after
-    assert stat(run, "zeroarchive/snapshots_saved") == after
-    # The gate is a block page: a failure of kind blocked, the post backs off.
-    assert stat(run, "zeroarchive/errors/blocked") == gated_hits
-    if after:
-        assert stat(run, "zeroarchive/snapshot_failures") == gated_hits
-        assert stat(run, "zeroarchive/browser/skipped_after_gate") >= 1
-        reasons = [row["stop_reason"] for row in articles_by_url(db_url).values()]
-        assert reasons.count("last_error:blocked") == gated_hits
-    else:
-        assert stat(run, "zeroarchive/list_page_failures") == 1
+    # Two sites in one crawl, one gate each: a checkpoint, and a login form in place of the
+    # page (one Chromium crawl instead of two).
+    with (
+        FacebookServer(posts=5, gate="checkpoint") as checkpoint,
+        FacebookServer(posts=5, gate="login_form") as login_form,
+    ):
+        walled = {"checkpoint": checkpoint, "login_form": login_form}
+        load_walled(db_url, tmp_path, walled)
+        # Every request failed, which crawl says by its exit status (EXIT_ALL_FAILED, 4).
+        run = crawl(db_url, tmp_path, tag, code=EXIT_ALL_FAILED)
+    for name, fb in walled.items():
+        check_wall(run, db_url, name, fb)
+    assert stat(run, "zeroarchive/snapshots_saved") == 0
     assert chromium_pids(tag) == []
 
 

@@ -26,7 +26,7 @@ from zeroarchive.media.screenshot import cap_loads
 from zeroarchive.sites.proxies import SessionCookies, browser_proxy, proxies_for, proxy_pool
 from zeroarchive.sites.record import Site
 
-HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+HANDLER = "zeroarchive.crawl.browser_handler.SharedBrowserHandler"
 MIDDLEWARE = "middlewares.browser_pages.BrowserPagesDownloaderMiddleware"
 # Pictures, video and fonts are fetched by the crawl as media items, over HTTP: never
 # downloaded by the browser, except pictures and fonts for a page it takes a screenshot of.
