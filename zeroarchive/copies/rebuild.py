@@ -273,6 +273,9 @@ def _clusters(engine: Engine, index: CopyIndex, now: int, stream: TextIO | None)
             MIN_AGREEMENT,
         )
         reading = _Shingles(conn, index, docs)
+        # The copies' containment only: a pair below the threshold is checked again if its
+        # two bodies end in one cluster as its first and a member (few do), so that the
+        # pass holds a value per copy, not per candidate (millions at a million bodies).
         checked: dict[tuple[int, int], float] = {}
         edges: list[tuple[int, int]] = []
         least = index.config.min_similarity
@@ -284,8 +287,8 @@ def _clusters(engine: Engine, index: CopyIndex, now: int, stream: TextIO | None)
                 for (one, other), value in zip(
                     step.tolist(), reading.containment(step), strict=True
                 ):
-                    checked[(one, other)] = value
                     if value >= least:
+                        checked[(one, other)] = value
                         edges.append((one, other))
                 progress.advance(len(step))
         parts = components(edges)
