@@ -68,18 +68,58 @@ WINDOW = 20_000
 HOOKED = 500
 
 
-def bodies(count: int, seed: int = 38) -> Iterator[str]:
+#: The longest piece of text ``bodies`` draws (``--pool pieces``).
+PIECE = 160
+
+
+def _pieces(sentence: str) -> list[str]:
+    """A sentence as pieces of at most ``PIECE`` characters, cut after its clauses'
+    commas where it can be (a "sentence" of the corpora with no full stop runs to 2,000
+    characters; drawn whole into a thousand unrelated bodies it makes them half copies of
+    each other, which unrelated articles are not).
+
+    >>> [len(piece) for piece in _pieces("甲" * 100 + "，" + "乙" * 100 + "。")]
+    [101, 101]
+    """
+    if len(sentence) <= PIECE:
+        return [sentence]
+    found, current = [], ""
+    for clause in re.split(r"(?<=[，,；;、：:])", sentence):
+        while len(clause) > PIECE:
+            if current:
+                found.append(current)
+                current = ""
+            found.append(clause[:PIECE])
+            clause = clause[PIECE:]
+        if len(current) + len(clause) > PIECE:
+            found.append(current)
+            current = ""
+        current += clause
+    if current:
+        found.append(current)
+    return [piece for piece in found if len(piece) > 15]
+
+
+def bodies(count: int, seed: int = 38, pool_kind: str = "pieces") -> Iterator[str]:
     """Bodies of real sentences: 3-8 paragraphs of 2-5 sentences drawn from all the
     articles' sentences (so two bodies share a sentence now and then, as two articles on
     one subject do, but rarely more), a tenth copies of one of the ``WINDOW`` bodies
-    before (content farms copy within days, not years; and memory stays bounded)."""
+    before (content farms copy within days, not years; and memory stays bounded).
+    ``pool_kind`` "pieces": sentences longer than ``PIECE`` drawn as their pieces
+    (``_pieces``); "sentences": whole (the set of the figures before 2026-11-29 15:00)."""
     rng = random.Random(seed)
-    pool = [
+    sentences = [
         sentence.strip() + "。"
         for o in originals()
         for sentence in re.split(r"[。！？.!?]\s*", o.text.replace("\n", " "))
         if len(sentence.strip()) > 15
     ]
+    if pool_kind == "pieces":
+        pool = [piece for sentence in sentences for piece in _pieces(sentence)]
+    elif pool_kind == "sentences":
+        pool = sentences
+    else:
+        raise ValueError(f"no such pool: {pool_kind}")
     made: list[str] = []
     for _ in range(count):
         if made and rng.random() < 0.1:
@@ -289,7 +329,7 @@ def latency(url: str, count: int = 300) -> tuple[float, float, int]:
     return statistics.median(times), times[int(0.95 * (len(times) - 1))], found
 
 
-def hook_cost(url: str, ids: list[int], count: int) -> float:
+def hook_cost(url: str, ids: list[int], count: int, pool: str = "pieces") -> float:
     """CPU milliseconds (this process and the server's) per publication of ``HOOKED`` more
     bodies added as the parse hook adds them (``CopyIndex.add``, a transaction each), on
     the archive the rebuild indexed: new ones, and a tenth copies of bodies it holds."""
@@ -310,7 +350,7 @@ def hook_cost(url: str, ids: list[int], count: int) -> float:
                 select(article.c.site_id).where(article.c.article_id == ids[0])
             ).scalar_one()
         )
-    fresh = bodies(HOOKED, seed=count)
+    fresh = bodies(HOOKED, seed=count, pool_kind=pool)
     texts = [cut(source, 0.8) if n % 2 else converted(source) for n, source in enumerate(sources)]
     texts += [next(fresh) for _ in range(HOOKED - len(texts))]
     rng.shuffle(texts)
@@ -485,8 +525,10 @@ def memberships(url: str) -> set[frozenset[int]]:
     return {frozenset(members) for members in found.values()}
 
 
-def measure(url: str, count: int, label: str, old: Path | None = None) -> None:
-    characters, free = load(url, bodies(count), count)
+def measure(
+    url: str, count: int, label: str, old: Path | None = None, pool: str = "pieces"
+) -> None:
+    characters, free = load(url, bodies(count, pool_kind=pool), count)
     earlier = None
     if old is not None:
         before = old_rebuild(old, url)
@@ -516,7 +558,7 @@ def measure(url: str, count: int, label: str, old: Path | None = None) -> None:
     p50, p95, found = latency(url)
     with create_engine(url).connect() as conn:
         clusters = conn.execute(text("SELECT COUNT(*) FROM copy_cluster")).scalar()
-    hooked = hook_cost(url, free, count)
+    hooked = hook_cost(url, free, count, pool)
     print(
         f"{label} {count}: rebuild of {done} publications ({characters / count:.0f} characters"
         f" each): {wall:.1f} s wall, {cpu:.1f} CPU s here + {server:.1f} server thread ="
@@ -542,6 +584,13 @@ def main() -> None:
     parser.add_argument("--skip-parse", action="store_true")
     parser.add_argument("--database-prefix", default="bench_copies_", help="MariaDB's")
     parser.add_argument(
+        "--pool",
+        choices=("pieces", "sentences"),
+        default="pieces",
+        help="what bodies are drawn from: sentences cut to pieces of at most 160 characters,"
+        " or whole sentences (the figures before 2026-11-29 15:00)",
+    )
+    parser.add_argument(
         "--old", help="a git revision whose rebuild runs first on the same archive, to compare"
     )
     args = parser.parse_args()
@@ -555,14 +604,14 @@ def main() -> None:
     for count in (int(size) for size in args.publications.split(",")):
         if not args.skip_sqlite:
             with tempfile.TemporaryDirectory() as folder:
-                measure(f"sqlite:///{folder}/copies.db", count, "SQLite", old)
+                measure(f"sqlite:///{folder}/copies.db", count, "SQLite", old, args.pool)
         if not args.skip_mariadb:
             name = args.database_prefix + secrets.token_hex(4)
             server = create_engine(MARIADB)
             with server.begin() as conn:
                 conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
             try:
-                measure(f"{MARIADB}/{name}?charset=utf8mb4", count, "MariaDB", old)
+                measure(f"{MARIADB}/{name}?charset=utf8mb4", count, "MariaDB", old, args.pool)
             finally:
                 with server.begin() as conn:
                     conn.execute(text(f"DROP DATABASE {name}"))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, inspect, select, text
+from sqlalchemy import bindparam, create_engine, inspect, select, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
@@ -258,4 +259,64 @@ def test_tracked_list_pages_start_with_no_changes_and_go_down_again(db_url: str)
     migrate(engine)
     columns = {c["name"] for c in inspect(engine).get_columns("list_page")}
     assert {"changes", "changed_at"} <= columns
+    engine.dispose()
+
+
+def _row_formats(engine: Engine, names: tuple[str, ...]) -> dict[str, str]:
+    """Each table's InnoDB row format (MariaDB), or "sqlite" (SQLite has none to set)."""
+    if engine.dialect.name == "sqlite":
+        return dict.fromkeys(names, "sqlite")
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT table_name, row_format, create_options FROM information_schema.tables"
+                " WHERE table_schema = DATABASE() AND table_name IN :names"
+            ).bindparams(bindparam("names", expanding=True)),
+            {"names": list(names)},
+        ).all()
+    return {name: f"{row_format} {options}".strip() for name, row_format, options in rows}
+
+
+def test_the_copy_index_tables_are_compressed_on_mariadb_and_keep_their_rows(
+    db_url: str,
+) -> None:
+    """0034: copy_band, copy_doc and copy_block are ROW_FORMAT=COMPRESSED on MariaDB (their
+    rows kept, both ways); SQLite's tables are left as they were."""
+    engine = make_engine(db_url)
+    config = _alembic_config(engine)
+    command.upgrade(config, "0033")
+    names = ("copy_band", "copy_doc", "copy_block")
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO copy_doc (article_id, publication_id, site_id, first_seen_at,"
+                " script, bands, cluster_id, similarity) VALUES (1, 1, 1, 5, 0, :b, NULL, NULL)"
+            ),
+            {"b": bytes(range(108))},
+        )
+        conn.execute(text("INSERT INTO copy_band (band_key, article_id) VALUES (-7, 1), (9, 1)"))
+        conn.execute(text("INSERT INTO copy_block (site_id, block, articles) VALUES (1, 9, 6)"))
+    before = _row_formats(engine, names)
+    migrate(engine)
+    after = _row_formats(engine, names)
+
+    def contents() -> list[list[tuple[object, ...]]]:
+        with engine.connect() as conn:
+            return [
+                [tuple(row) for row in conn.execute(text(f"SELECT * FROM {name} ORDER BY 1, 2"))]
+                for name in names
+            ]
+
+    kept = contents()
+    assert kept[0] == [(-7, 1), (9, 1)] and kept[2] == [(1, 9, 6)]
+    assert bytes(kept[1][0][5]) == bytes(range(108))
+    command.downgrade(config, "0033")
+    down = _row_formats(engine, names)
+    assert contents() == kept
+    if engine.dialect.name == "sqlite":
+        assert before == after == down == dict.fromkeys(names, "sqlite")
+    else:
+        assert all(not value.startswith("Compressed") for value in before.values()), before
+        assert after == dict.fromkeys(names, "Compressed row_format=COMPRESSED key_block_size=8")
+        assert all(value.startswith("Dynamic") for value in down.values()), down
     engine.dispose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -435,6 +437,10 @@ site_probe = Table(
 )
 
 # --- Copies (zeroarchive/copies/, migration 0025) ---
+#: The copy index's tables on MariaDB (migration 0034): small rows of random-looking numbers,
+#: whose InnoDB row headers and shared key bytes compress (0.41x -> 0.28x the text covered).
+COMPRESSED: dict[str, Any] = {"mysql_row_format": "COMPRESSED", "mysql_key_block_size": "8"}
+
 # One fingerprinted body per article (its latest publication version): when the article
 # was first seen, its script, its cluster (NULL: no copy known) and its similarity to the
 # cluster's first; ``bands`` keeps its LSH band keys (int32, little-endian) so that a new
@@ -453,6 +459,7 @@ copy_doc = Table(
     Column("similarity", Float, nullable=True),
     Index("ix_copy_doc_cluster", "cluster_id"),
     Index("ix_copy_doc_site", "site_id", "cluster_id"),
+    **COMPRESSED,
 )
 
 # The LSH index: one row per band of each fingerprint, the band's number folded into its key.
@@ -463,6 +470,7 @@ copy_band = Table(
     Column("article_id", Id, nullable=False),
     PrimaryKeyConstraint("band_key", "article_id"),
     sqlite_with_rowid=False,
+    **COMPRESSED,
 )
 
 # Each site's paragraphs at either end of its articles, by hash, with how many articles had
@@ -475,6 +483,7 @@ copy_block = Table(
     Column("articles", Integer, nullable=False),
     PrimaryKeyConstraint("site_id", "block"),
     sqlite_with_rowid=False,
+    **COMPRESSED,
 )
 
 # A cluster's id never changes while it lives (a merge keeps the older one); ``first_article_id``
