@@ -57,6 +57,12 @@ PROCESS_AFTER = 10
 # Full batches waiting for the database before process_item waits too (bounds memory).
 MAX_WAITING_BATCHES = 2
 
+# How long a service worker waits, when it opens, for its writer process to be ready
+# before it takes work all the same (a child waiting for the database is not waited for).
+WRITER_START_WAIT = 60.0
+# How often that wait looks at the child.
+WRITER_POLL_SECONDS = 0.02
+
 
 @dataclass(frozen=True)
 class BatchConfig:
@@ -126,6 +132,12 @@ class SnapshotsPipeline:
             # not in the middle of its first batches (where a tenth of a worker's time went
             # on the distributed bench to the child's start and the thread's writes meanwhile).
             self._start_writer()
+            # And it takes work once the child can write it: the engine starts only when
+            # this returns. Before, a worker took work at once, and its first pages paid
+            # for the child's start-up (0.5-1 CPU s of imports on the other core) and for
+            # their batches written on the crawl's own threads (a quarter of the samples
+            # of both workers on the distributed bench, 2026-11-29).
+            await self._writer_started(WRITER_START_WAIT)
 
     async def close_spider(self) -> None:
         if self._timer is not None:
@@ -166,6 +178,23 @@ class SnapshotsPipeline:
         self.writer = WriterProcess(
             self.archive.url, self.config.db_retry_seconds, self.config.media_dir
         )
+
+    async def _writer_started(self, wait: float) -> bool:
+        """Wait up to ``wait`` seconds for the writer process to be ready; whether it is.
+        Until then (a child still waiting for the database, say) the crawl's thread
+        writes, as before a child is ready."""
+        assert self.writer is not None
+        deadline = asyncio.get_running_loop().time() + wait
+        while not self.writer.ready():
+            if asyncio.get_running_loop().time() >= deadline:
+                logger.warning(
+                    "The snapshot writer process is not ready after %g s: this worker takes "
+                    "work and writes in its own threads until it is",
+                    wait,
+                )
+                return False
+            await asyncio.sleep(WRITER_POLL_SECONDS)
+        return True
 
     def _start_write(self) -> None:
         write = asyncio.get_running_loop().create_task(self._write(self._take_batch()))

@@ -193,6 +193,10 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "middlewares.retry_backoff.BackoffRetryDownloaderMiddleware": 550,
     "middlewares.throttle.ThrottleDownloaderMiddleware": 560,
+    # Scrapy's meta refresh redirects, in its place (580), without decoding every page to
+    # find none (middlewares/meta_refresh.py).
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "middlewares.meta_refresh.MetaRefreshDownloaderMiddleware": 580,
     # After retry and throttle in process_response order: a block page is not retried.
     "middlewares.block_pages.BlockPagesDownloaderMiddleware": 580,
     # After retry in process_request order, so before it in process_exception order: a
