@@ -576,13 +576,20 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
             assert deployed.returncode == 0, deployed.stdout + deployed.stderr
             assert _scrapyd_call(port, "schedule.json", schedule, None)[0] == 401
             schedule_once(worker_db, redis_url, tmp_path)
+            # An idle limit past the waits below: the job ends because it is cancelled.
             status, job = _scrapyd_call(
-                port, "schedule.json", {**schedule, "setting": "ZEROARCHIVE_IDLE_LIMIT=8"}, auth
+                port, "schedule.json", {**schedule, "setting": "ZEROARCHIVE_IDLE_LIMIT=600"}, auth
             )
             assert (status, job["status"]) == (200, "ok"), job
             wait_until(lambda: counts(mariadb_url)[0] == len(pages), 90, "discovery")
             schedule_once(worker_db, redis_url, tmp_path)
             wait_until(lambda: counts(mariadb_url)[2] == len(pages), 90, "snapshots")
+            # Done, the job is ended as an operator ends one (its idle limit of 8 s was
+            # waited out before); not by a stranger.
+            cancel = {"project": "zeroarchive", "job": str(job["jobid"])}
+            assert _scrapyd_call(port, "cancel.json", cancel, None)[0] == 401
+            status, cancelled = _scrapyd_call(port, "cancel.json", cancel, auth)
+            assert (status, cancelled.get("prevstate")) == (200, "running"), cancelled
             wait_until(lambda: _job_finished(port, job["jobid"], auth), 90, "the job to finish")
             logs = list((home / "logs").rglob("*.log"))
             assert logs
