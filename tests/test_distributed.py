@@ -149,6 +149,14 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         time.sleep(0.3)
 
 
+def leases_ran_out(db_url: str) -> bool:
+    """Whether every article's lease has run out by the clock the scheduler reads (an
+    article is due again once its ``lease_until`` is not after now)."""
+    with reader(db_url).connect() as conn:
+        latest = conn.execute(select(func.max(article.c.lease_until))).scalar()
+    return latest is None or latest <= int(time.time())
+
+
 def finish(worker: Process, log: Path, timeout: float = 120) -> str:
     worker.wait(timeout=timeout)
     output = log.read_text(errors="replace")
@@ -246,8 +254,9 @@ def test_a_worker_killed_mid_crawl_loses_no_article(
         covered_before = counts(mariadb_url)[2]
         assert covered_before < len(pages)
         # What the dead worker held (popped or still queued) is handed out again once the
-        # leases run out; the queue itself keeps what it was not given.
-        time.sleep(5)
+        # leases run out (waited for, not slept: 5 s were slept); the queue itself keeps
+        # what it was not given.
+        wait_until(lambda: leases_ran_out(mariadb_url), 30, "the leases to run out")
         again = schedule_once(mariadb_url, redis_url, tmp_path, lease)
         assert "snapshot(s) queued" in again
         # The survivor need not be slow: a site's delay is read when a worker starts.
