@@ -500,7 +500,7 @@ def _pings(client: redis.Redis) -> bool:
 
 
 def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
-    mariadb_url: str, redis_url: str, tmp_path: Path
+    mariadb_url: str, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """scrapyd as docs/operators/workers.md sets it up (basic auth, a private address): without the
     password nothing can be uploaded or run; a clean checkout deploys with the credentials
@@ -508,15 +508,23 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
     the environment that never show in its log."""
     password = "pw-" + os.urandom(6).hex()
     database = mariadb_url.rsplit("/", 1)[1]
+    # A user of this test's own: one name for all gave a run beside it (another process,
+    # another clone on the same server) a password changed under its worker.
+    user = f"za_worker_{os.urandom(4).hex()}"
     admin = create_engine(mariadb_url)
     with admin.begin() as conn:
-        conn.exec_driver_sql(
-            f"CREATE USER IF NOT EXISTS 'za_worker'@'127.0.0.1' IDENTIFIED BY '{password}'"
-        )
-        conn.exec_driver_sql(f"ALTER USER 'za_worker'@'127.0.0.1' IDENTIFIED BY '{password}'")
-        conn.exec_driver_sql(f"GRANT ALL ON {database}.* TO 'za_worker'@'127.0.0.1'")
+        conn.exec_driver_sql(f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'")
+        conn.exec_driver_sql(f"GRANT ALL ON {database}.* TO '{user}'@'127.0.0.1'")
     admin.dispose()
-    worker_db = f"mysql+pymysql://za_worker:{password}@127.0.0.1:3306/{database}"
+
+    def drop_user() -> None:
+        engine = create_engine(mariadb_url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP USER IF EXISTS '{user}'@'127.0.0.1'")
+        engine.dispose()
+
+    request.addfinalizer(drop_user)
+    worker_db = f"mysql+pymysql://{user}:{password}@127.0.0.1:3306/{database}"
 
     project = tmp_path / "checkout"
     subprocess.run(["git", "clone", "-q", str(REPO), str(project)], check=True)
