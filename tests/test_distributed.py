@@ -593,9 +593,10 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
             assert deployed.returncode == 0, deployed.stdout + deployed.stderr
             assert _scrapyd_call(port, "schedule.json", schedule, None)[0] == 401
             schedule_once(worker_db, redis_url, tmp_path)
-            # An idle limit past the waits below: the job ends because it is cancelled.
+            # An idle limit past the pauses below (the job ends because it is cancelled,
+            # which its log says), short enough that a job left by a failed run ends soon.
             status, job = _scrapyd_call(
-                port, "schedule.json", {**schedule, "setting": "ZEROARCHIVE_IDLE_LIMIT=600"}, auth
+                port, "schedule.json", {**schedule, "setting": "ZEROARCHIVE_IDLE_LIMIT=60"}, auth
             )
             assert (status, job["status"]) == (200, "ok"), job
             wait_until(lambda: counts(mariadb_url)[0] == len(pages), 90, "discovery")
@@ -612,6 +613,7 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
             assert logs
             log = logs[0].read_text(errors="replace")
             assert "Distributed worker: waiting for requests" in log
+            assert "Received SIGINT, shutting down gracefully" in log
             assert password not in log
             assert auth[1] not in log
             assert "Telnet console listening" not in log
