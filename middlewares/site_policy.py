@@ -14,6 +14,8 @@ what it sets is what they see.
 from __future__ import annotations
 
 import logging
+import math
+import os
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -25,7 +27,7 @@ from scrapy.settings import BaseSettings
 
 from zeroarchive.core.request_meta import archive_meta
 from zeroarchive.sites.proxies import SessionCookies, cookies_for
-from zeroarchive.sites.record import Site
+from zeroarchive.sites.record import DEFAULT_DELAY, Site
 
 logger = logging.getLogger(__name__)
 # Browsers open six connections per host over HTTP/1.1 (Chrome, Firefox).
@@ -39,9 +41,34 @@ class SiteSpider(Protocol):
     def site_of(self, request: Request) -> Site | None: ...
 
 
+def default_site_delay(settings: BaseSettings) -> float:
+    """ZEROARCHIVE_SITE_DELAY, the delay of a site whose config gives none: the environment
+    variable of that name (a test or lab deployment), else the setting, else DEFAULT_DELAY.
+
+    >>> from scrapy.settings import Settings
+    >>> default_site_delay(Settings({"ZEROARCHIVE_SITE_DELAY": "2.5"}))
+    2.5
+    """
+    raw = os.environ.get("ZEROARCHIVE_SITE_DELAY") or settings.get("ZEROARCHIVE_SITE_DELAY")
+    if raw is None or raw == "":
+        return DEFAULT_DELAY
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 <= seconds <= 3600:
+        raise ValueError(f"ZEROARCHIVE_SITE_DELAY must be 0 to 3600 seconds, got {raw!r}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class SitePolicyConfig:
     concurrency: int
+    #: The delay of a site whose config gives none (ZEROARCHIVE_SITE_DELAY).
+    default_delay: float = DEFAULT_DELAY
+
+    def delay(self, site: Site) -> float:
+        return self.default_delay if site.config.delay is None else site.config.delay
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SitePolicyConfig:
@@ -50,7 +77,7 @@ class SitePolicyConfig:
         concurrency = settings.getint("SITE_POLICY_CONCURRENCY")
         if concurrency < 1:
             raise ValueError("SITE_POLICY_CONCURRENCY must be at least 1")
-        return cls(concurrency)
+        return cls(concurrency, default_site_delay(settings))
 
 
 class SitePolicyDownloaderMiddleware:
@@ -77,7 +104,10 @@ class SitePolicyDownloaderMiddleware:
             wanted: dict[str, float] = {"delay": 0.0, "concurrency": MEDIA_CONNECTIONS}
         else:
             slot = f"site-{site.site_id}"
-            wanted = {"delay": site.config.delay, "concurrency": self.config.concurrency}
+            wanted = {
+                "delay": self.config.delay(site),
+                "concurrency": self.config.concurrency,
+            }
         request.meta["download_slot"] = slot
         downloader: Any = self.crawler.engine.downloader if self.crawler.engine else None
         if downloader is not None and downloader.per_slot_settings.get(slot) != wanted:

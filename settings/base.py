@@ -162,6 +162,9 @@ DNS_FAILURES_KEEP_SECONDS = 600.0
 ZEROARCHIVE_PROXIES: list[str] = []
 SITE_POLICY_CONCURRENCY = 2
 SITE_POLICY_ENABLED = True
+# Seconds between the requests of a site whose config gives no `delay`. The environment
+# variable of the same name wins (the tests set it to 0).
+ZEROARCHIVE_SITE_DELAY = 1.0
 # Requests (saves, redirects, meta refreshes included) to hosts that are or resolve to
 # loopback, private, link-local, multicast or reserved addresses are refused; True allows
 # them for every site (one site: its `allow_private_targets: true`). Also read from the

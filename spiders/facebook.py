@@ -32,6 +32,7 @@ from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from middlewares.media import media_enabled
+from middlewares.site_policy import default_site_delay
 from zeroarchive.core.clock import now
 from zeroarchive.core.errors import BLOCKED, BlockedPage
 from zeroarchive.core.items import ArticleLinks, FailedFetch, FetchedPage, header_lists
@@ -138,6 +139,11 @@ class FacebookSpider(ArchiveSpider):
         their settings after they are built)."""
         return media_enabled(self.settings)
 
+    @cached_property
+    def default_delay(self) -> float:
+        """ZEROARCHIVE_SITE_DELAY: the delay of a site whose config gives none."""
+        return default_site_delay(self.settings)
+
     def shoots(self, site: Site) -> bool:
         """Whether the site's posts get a screenshot (its ``media``: by default they do)."""
         return "screenshot" in site.media and self.media_on
@@ -222,8 +228,9 @@ class FacebookSpider(ArchiveSpider):
     async def _pace(self, site: Site) -> None:
         """The site's delay between the page's own requests (scrolls, clicks), as between
         the crawl's requests."""
-        if site.config.delay > 0:
-            await asyncio.sleep(site.config.delay)
+        delay = self.default_delay if site.config.delay is None else site.config.delay
+        if delay > 0:
+            await asyncio.sleep(delay)
 
     # --- discovery ----------------------------------------------------------------------
 

@@ -38,6 +38,10 @@ os.environ["ZEROARCHIVE_ALLOW_PRIVATE_TARGETS"] = "1"
 # The saved real pages name their images and stylesheets on the live sites: their media
 # would be fetched from the internet. tests/test_media.py turns media on for its own pages.
 os.environ["ZEROARCHIVE_MEDIA_ENABLED"] = "0"
+# A site whose config gives no `delay` (an ad-hoc `-a url=` site, most test sites) waits
+# ZEROARCHIVE_SITE_DELAY between requests, 1 s by default: here 0, in every command the
+# tests start. The tests of that default (tests/test_site_refresh.py) take it away.
+os.environ.setdefault("ZEROARCHIVE_SITE_DELAY", "0")
 
 import pytest
 from sqlalchemy import create_engine, inspect, text

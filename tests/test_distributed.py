@@ -149,6 +149,14 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         time.sleep(0.3)
 
 
+def leases_ran_out(db_url: str) -> bool:
+    """Whether every article's lease has run out by the clock the scheduler reads (an
+    article is due again once its ``lease_until`` is not after now)."""
+    with reader(db_url).connect() as conn:
+        latest = conn.execute(select(func.max(article.c.lease_until))).scalar()
+    return latest is None or latest <= int(time.time())
+
+
 def finish(worker: Process, log: Path, timeout: float = 120) -> str:
     worker.wait(timeout=timeout)
     output = log.read_text(errors="replace")
@@ -246,8 +254,9 @@ def test_a_worker_killed_mid_crawl_loses_no_article(
         covered_before = counts(mariadb_url)[2]
         assert covered_before < len(pages)
         # What the dead worker held (popped or still queued) is handed out again once the
-        # leases run out; the queue itself keeps what it was not given.
-        time.sleep(5)
+        # leases run out (waited for, not slept: 5 s were slept); the queue itself keeps
+        # what it was not given.
+        wait_until(lambda: leases_ran_out(mariadb_url), 30, "the leases to run out")
         again = schedule_once(mariadb_url, redis_url, tmp_path, lease)
         assert "snapshot(s) queued" in again
         # The survivor need not be slow: a site's delay is read when a worker starts.
@@ -491,7 +500,7 @@ def _pings(client: redis.Redis) -> bool:
 
 
 def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
-    mariadb_url: str, redis_url: str, tmp_path: Path
+    mariadb_url: str, redis_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """scrapyd as docs/operators/workers.md sets it up (basic auth, a private address): without the
     password nothing can be uploaded or run; a clean checkout deploys with the credentials
@@ -499,15 +508,23 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
     the environment that never show in its log."""
     password = "pw-" + os.urandom(6).hex()
     database = mariadb_url.rsplit("/", 1)[1]
+    # A user of this test's own: one name for all gave a run beside it (another process,
+    # another clone on the same server) a password changed under its worker.
+    user = f"za_worker_{os.urandom(4).hex()}"
     admin = create_engine(mariadb_url)
     with admin.begin() as conn:
-        conn.exec_driver_sql(
-            f"CREATE USER IF NOT EXISTS 'za_worker'@'127.0.0.1' IDENTIFIED BY '{password}'"
-        )
-        conn.exec_driver_sql(f"ALTER USER 'za_worker'@'127.0.0.1' IDENTIFIED BY '{password}'")
-        conn.exec_driver_sql(f"GRANT ALL ON {database}.* TO 'za_worker'@'127.0.0.1'")
+        conn.exec_driver_sql(f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'")
+        conn.exec_driver_sql(f"GRANT ALL ON {database}.* TO '{user}'@'127.0.0.1'")
     admin.dispose()
-    worker_db = f"mysql+pymysql://za_worker:{password}@127.0.0.1:3306/{database}"
+
+    def drop_user() -> None:
+        engine = create_engine(mariadb_url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP USER IF EXISTS '{user}'@'127.0.0.1'")
+        engine.dispose()
+
+    request.addfinalizer(drop_user)
+    worker_db = f"mysql+pymysql://{user}:{password}@127.0.0.1:3306/{database}"
 
     project = tmp_path / "checkout"
     subprocess.run(["git", "clone", "-q", str(REPO), str(project)], check=True)
@@ -576,18 +593,27 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
             assert deployed.returncode == 0, deployed.stdout + deployed.stderr
             assert _scrapyd_call(port, "schedule.json", schedule, None)[0] == 401
             schedule_once(worker_db, redis_url, tmp_path)
+            # An idle limit past the pauses below (the job ends because it is cancelled,
+            # which its log says), short enough that a job left by a failed run ends soon.
             status, job = _scrapyd_call(
-                port, "schedule.json", {**schedule, "setting": "ZEROARCHIVE_IDLE_LIMIT=8"}, auth
+                port, "schedule.json", {**schedule, "setting": "ZEROARCHIVE_IDLE_LIMIT=60"}, auth
             )
             assert (status, job["status"]) == (200, "ok"), job
             wait_until(lambda: counts(mariadb_url)[0] == len(pages), 90, "discovery")
             schedule_once(worker_db, redis_url, tmp_path)
             wait_until(lambda: counts(mariadb_url)[2] == len(pages), 90, "snapshots")
+            # Done, the job is ended as an operator ends one (its idle limit of 8 s was
+            # waited out before); not by a stranger.
+            cancel = {"project": "zeroarchive", "job": str(job["jobid"])}
+            assert _scrapyd_call(port, "cancel.json", cancel, None)[0] == 401
+            status, cancelled = _scrapyd_call(port, "cancel.json", cancel, auth)
+            assert (status, cancelled.get("prevstate")) == (200, "running"), cancelled
             wait_until(lambda: _job_finished(port, job["jobid"], auth), 90, "the job to finish")
             logs = list((home / "logs").rglob("*.log"))
             assert logs
             log = logs[0].read_text(errors="replace")
             assert "Distributed worker: waiting for requests" in log
+            assert "Received SIGINT, shutting down gracefully" in log
             assert password not in log
             assert auth[1] not in log
             assert "Telnet console listening" not in log

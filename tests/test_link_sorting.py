@@ -18,10 +18,10 @@ from tests.conftest import scrapy
 from tests.replay import ReplayServer, Route
 from tests.test_distributed import (
     counts,
-    finish,
     load_sites,
     schedule_once,
     start_worker,
+    stop_once_stored,
     wait_until,
 )
 from tests.test_generic import articles_by_url, crawl, load_and_crawl, stat
@@ -289,8 +289,9 @@ def test_a_distributed_worker_learns_a_site_by_its_address(
         log = tmp_path / "worker.log"
         worker = start_worker(mariadb_url, redis_url, tmp_path, log)
         wait_until(lambda: counts(mariadb_url)[0] == len(expected_paths), 60, "discovery")
-        wait_until(lambda: counts(mariadb_url)[2] == len(expected_paths), 60, "snapshots")
-        output = finish(worker, log)
+        # Then stopped as an operator stops it (its idle limit cost 6 s): it closes as at
+        # its idle limit, writing the patterns it learnt and its summary.
+        output = stop_once_stored(worker, log, mariadb_url, len(expected_paths), timeout=60)
     assert "0 links matched nothing" in output
     learnt = {p["pattern"]: p for p in sites_json(mariadb_url, tmp_path)["df"]["article_patterns"]}  # type: ignore[union-attr]
     assert learnt[LINKED]["verdict"] == "article"

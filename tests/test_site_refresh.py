@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 from scrapy.core.downloader import Slot
 from scrapy.http import Request
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 from sqlalchemy.exc import OperationalError
 
@@ -19,7 +20,7 @@ from spiders.generic import GenericSpider
 from tests.conftest import project_settings
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.crawl import spider as spider_module
-from zeroarchive.sites.record import parse_spec
+from zeroarchive.sites.record import parse_config, parse_spec
 from zeroarchive.storage.archive import open_archive
 
 NOW = 1_800_000_000
@@ -81,6 +82,44 @@ def test_a_new_delay_reaches_the_sites_live_download_slot() -> None:
     middleware.process_request(Request("https://farm.example/a/2"))
     assert downloader.per_slot_settings["site-7"]["delay"] == 12.0
     assert downloader.slots["site-7"].delay == 12.0
+
+
+def test_a_site_without_a_delay_waits_the_site_delay_setting_one_second_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ZEROARCHIVE_SITE_DELAY (1 s unless set; the tests' harness sets 0 in the
+    environment, taken away here) is the slot delay of a site whose config gives none; a
+    site's own ``delay``, 0 included, wins."""
+    monkeypatch.delenv("ZEROARCHIVE_SITE_DELAY")
+    bare = parse_spec({"name": "bare", "url": "https://bare.example/", "config": {}})
+    zero = parse_spec({"name": "zero", "url": "https://zero.example/", "config": {"delay": 0}})
+    sites = {
+        "bare.example": SimpleNamespace(site_id=1, config=parse_config(bare.config, bare.name)),
+        "zero.example": SimpleNamespace(site_id=2, config=parse_config(zero.config, zero.name)),
+    }
+
+    def slots(settings: dict[str, object]) -> dict[str, object]:
+        downloader = SimpleNamespace(per_slot_settings={}, slots={})
+        crawler = SimpleNamespace(
+            spider=SimpleNamespace(site_of=lambda request: sites[request.url.split("/")[2]]),
+            engine=SimpleNamespace(downloader=downloader),
+            stats=None,
+        )
+        config = SitePolicyConfig.from_settings(Settings(project_settings(**settings)))
+        middleware = SitePolicyDownloaderMiddleware(crawler, config)  # type: ignore[arg-type]
+        for host in sites:
+            middleware.process_request(Request(f"https://{host}/a/1"))
+        return {slot: wanted["delay"] for slot, wanted in downloader.per_slot_settings.items()}
+
+    assert sites["bare.example"].config.delay is None
+    assert slots({}) == {"site-1": 1.0, "site-2": 0.0}
+    assert slots({"ZEROARCHIVE_SITE_DELAY": 4}) == {"site-1": 4.0, "site-2": 0.0}
+    monkeypatch.setenv("ZEROARCHIVE_SITE_DELAY", "0.5")  # the environment wins
+    assert slots({"ZEROARCHIVE_SITE_DELAY": 4}) == {"site-1": 0.5, "site-2": 0.0}
+    for wrong in ("-1", "soon", "3601"):
+        monkeypatch.setenv("ZEROARCHIVE_SITE_DELAY", wrong)
+        with pytest.raises(ValueError, match="ZEROARCHIVE_SITE_DELAY"):
+            slots({})
 
 
 def test_the_snapshot_pipeline_holds_pages_against_the_spiders_site_records(

@@ -29,6 +29,8 @@ DEFAULT_WATCH = (7 * DAY, 30 * DAY, 90 * DAY, 180 * DAY, 365 * DAY)
 DEFAULT_WATCH_BUDGET = 1000
 MAX_WATCH_AGES = 20
 DEFAULT_DEPTH = 3
+#: The delay of a site whose config gives none, unless the setting ZEROARCHIVE_SITE_DELAY
+#: says otherwise (middlewares/site_policy.py: site_delay).
 DEFAULT_DELAY = 1.0
 MAX_DEPTH = 50
 CONFIG_KEYS = (
@@ -90,7 +92,9 @@ class SiteConfig:
     #: failure of kind blocked, never a snapshot (zeroarchive/crawl/blocks.py).
     blocked: tuple[re.Pattern[str], ...] = ()
     depth: int = DEFAULT_DEPTH
-    delay: float = DEFAULT_DELAY
+    #: Seconds between its requests; None: the config gives none, so the crawl's
+    #: ZEROARCHIVE_SITE_DELAY (by default DEFAULT_DELAY) applies.
+    delay: float | None = None
     ua: str | None = None
     cookies: Mapping[str, str] = field(default_factory=dict)
     render: bool = False
@@ -328,7 +332,7 @@ def parse_config(raw: Mapping[str, Any], site: str) -> SiteConfig:
         following=split_patterns(raw.get("following"), site, "following"),
         blocked=split_patterns(raw.get("blocked"), site, "blocked"),
         depth=_whole(_number(raw.get("depth", DEFAULT_DEPTH), site, "depth", 0, MAX_DEPTH), site),
-        delay=float(_number(raw.get("delay", DEFAULT_DELAY), site, "delay", 0, 3600)),
+        delay=None if "delay" not in raw else float(_number(raw["delay"], site, "delay", 0, 3600)),
         ua=ua,
         cookies={k: str(v) for k, v in cookies.items()},
         render=_flag(raw.get("render", False), site, "render"),
