@@ -207,12 +207,15 @@ def test_counts_are_reused_until_counted_again(
 def test_the_dashboard_says_how_long_counting_took_only_when_it_was_slow(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert "counting them took" not in client.get("/").text
-    ticks = iter([100.0, 102.5])
-    with monkeypatch.context() as slow:
-        slow.setattr("zeroarchive.monitor.stats_cache.time.perf_counter", lambda: next(ticks))
-        client.app.state.stats.refresh()  # type: ignore[attr-defined]
-    assert "4 of 4 site(s); counting them took 2.5 s." in client.get("/").text
+    # The count's time as the clock reads it (a loaded machine took 2.6 s for the real one).
+    for took, shown in ((0.2, False), (2.5, True)):
+        ticks = iter([100.0, 100.0 + took])
+        with monkeypatch.context() as clock:
+            clock.setattr("zeroarchive.monitor.stats_cache.time.perf_counter", ticks.__next__)
+            client.app.state.stats.refresh()  # type: ignore[attr-defined]
+        text = client.get("/").text
+        assert ("4 of 4 site(s); counting them took 2.5 s." in text) is shown, took
+        assert ("counting them took" in text) is shown, took
 
 
 def test_dashboard(client: TestClient, built: Built) -> None:
