@@ -159,12 +159,13 @@ def module_db_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     """An empty database of its own for a module's read-only tests to share (built once
-    per test process and engine): a new SQLite file, or a new MariaDB database."""
+    per test process and engine): a new SQLite file, or a new MariaDB database with the
+    newest schema (``fresh_mariadb(migrated=True)``)."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('module_db') / 'archive.db'}"
         close_archives()
         return
-    with fresh_mariadb() as url:
+    with fresh_mariadb(migrated=True) as url:
         yield url
 
 
@@ -185,8 +186,8 @@ class SharedMariadb:
 
     Creating a database and migrating it took about a second of MariaDB's DDL per test; a
     quarter of the run's tests take one. A test that changed the schema (a downgrade, a
-    partition of its own, a table more or less) leaves a database that is dropped, and the
-    next test gets a new one."""
+    partition of its own, a table more or less, the full-text index's keys left disabled)
+    leaves a database that is dropped, and the next test gets a new one."""
 
     def __init__(self) -> None:
         self.name: str | None = None
@@ -200,18 +201,10 @@ class SharedMariadb:
     def take(self) -> str:
         require_service("MariaDB", _mariadb_answers())
         if self.name is None:
-            from zeroarchive.storage.engine import make_engine, migrate
-
-            self.name = f"zeroarchive_test_{secrets.token_hex(4)}"
-            admin = create_engine(f"{MARIADB_SERVER}/test")
-            with admin.connect() as conn:
-                conn.execute(text(f"CREATE DATABASE {self.name} CHARACTER SET utf8mb4"))
-            admin.dispose()
-            engine = make_engine(self.url())
+            self.name = _new_migrated_database()
+            self.shape = _MIGRATED.shape
+            engine = create_engine(self.url())
             try:
-                migrate(engine)
-                with engine.connect() as conn:
-                    self.shape = _schema_shape(conn)
                 self.tables = [
                     t for t in inspect(engine).get_table_names() if t != "alembic_version"
                 ]
@@ -270,16 +263,16 @@ def _written_tables(conn: Any, tables: list[str]) -> list[str]:
 
 
 def _schema_shape(conn: Any) -> tuple[object, ...]:
-    """What the migrations made of the database: tables, columns, indexes, partitions,
-    triggers and the revision."""
+    """What the migrations made of the database: tables, columns, indexes (and whether
+    their keys are disabled), partitions, triggers and the revision."""
     queries = (
         "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
         "ORDER BY TABLE_NAME",
         "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT "
         "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
         "ORDER BY TABLE_NAME, ORDINAL_POSITION",
-        "SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE "
-        "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
+        "SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE, COMMENT, "
+        "INDEX_COMMENT FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
         "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
         "SELECT TABLE_NAME, PARTITION_NAME, PARTITION_DESCRIPTION "
         "FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = DATABASE() "
@@ -300,14 +293,87 @@ def _drop_shared_mariadb() -> Iterator[None]:
     _shared_mariadb.drop()
 
 
-@contextlib.contextmanager
-def fresh_mariadb() -> Iterator[str]:
-    """A new, empty MariaDB database, dropped afterwards."""
-    require_service("MariaDB", _mariadb_answers())
+@dataclass
+class _Migrated:
+    """The newest schema on MariaDB as statements, read back once per test process from a
+    database the migrations made (``_new_migrated_database``), and that database's shape."""
+
+    statements: list[str]
+    shape: tuple[object, ...]
+
+
+_MIGRATED = _Migrated([], ())
+
+
+def _new_migrated_database() -> str:
+    """The name of a new MariaDB database with the newest schema and no rows.
+
+    The first of a test process is migrated (1-2 s of the server's CPU, 5-10 s on a loaded
+    machine: Alembic's ALTERs rebuild their tables one after another); the others are made
+    by the statements read back from it (SHOW CREATE TABLE and TRIGGER, alembic_version's
+    rows: a third of that), and each is checked to have the migrated one's shape."""
+    from zeroarchive.storage.engine import make_engine, migrate
+
     name = f"zeroarchive_test_{secrets.token_hex(4)}"
     admin = create_engine(f"{MARIADB_SERVER}/test")
     with admin.connect() as conn:
         conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+    admin.dispose()
+    engine = make_engine(f"{MARIADB_SERVER}/{name}")
+    try:
+        if not _MIGRATED.statements:
+            migrate(engine)
+            with engine.connect() as conn:
+                _MIGRATED.shape = _schema_shape(conn)
+                _MIGRATED.statements = _schema_statements(conn)
+        else:
+            with engine.begin() as conn:
+                conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+                for statement in _MIGRATED.statements:
+                    conn.exec_driver_sql(statement.replace("%", "%%"))
+                shape = _schema_shape(conn)
+            assert shape == _MIGRATED.shape, f"{name} is not what the migrations made"
+    except BaseException:
+        with contextlib.suppress(Exception), admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+        admin.dispose()
+        raise
+    finally:
+        engine.dispose()
+    return name
+
+
+def _schema_statements(conn: Any) -> list[str]:
+    """Statements that make the database's tables, triggers (in their order) and
+    alembic_version's rows again in another, empty one (the rest of its tables empty)."""
+    tables = conn.execute(text("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")).scalars()
+    statements = [conn.execute(text(f"SHOW CREATE TABLE `{t}`")).one()[1] for t in tables]
+    triggers = conn.execute(
+        text(
+            "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS "
+            "WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY EVENT_OBJECT_TABLE, ACTION_ORDER"
+        )
+    ).scalars()
+    statements += [conn.execute(text(f"SHOW CREATE TRIGGER `{t}`")).one()[2] for t in triggers]
+    statements += [
+        f"INSERT INTO alembic_version (version_num) VALUES ('{version}')"
+        for version in conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
+    ]
+    return statements
+
+
+@contextlib.contextmanager
+def fresh_mariadb(migrated: bool = False) -> Iterator[str]:
+    """A new, empty MariaDB database, dropped afterwards: without a schema, or with the
+    newest one (``migrated``: made as ``_new_migrated_database`` makes it)."""
+    require_service("MariaDB", _mariadb_answers())
+    admin = create_engine(f"{MARIADB_SERVER}/test")
+    if migrated:
+        name = _new_migrated_database()
+    else:
+        name = f"zeroarchive_test_{secrets.token_hex(4)}"
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
     try:
         yield f"{MARIADB_SERVER}/{name}"
     finally:
@@ -319,9 +385,27 @@ def fresh_mariadb() -> Iterator[str]:
 
 @pytest.fixture
 def mariadb_url() -> Iterator[str]:
-    """An empty MariaDB database (for tests that are about MariaDB itself)."""
+    """An empty MariaDB database without a schema (for tests that are about MariaDB
+    itself, its migrations or a database's first start)."""
     with fresh_mariadb() as url:
         yield url
+
+
+@pytest.fixture
+def migrated_mariadb_url() -> Iterator[str]:
+    """A new MariaDB database of the test's own with the newest schema and no rows, dropped
+    afterwards: for tests about MariaDB that change the schema (partitions) or dump it."""
+    with fresh_mariadb(migrated=True) as url:
+        yield url
+
+
+@pytest.fixture
+def mariadb_db_url() -> Iterator[str]:
+    """``db_url``'s MariaDB case alone: this test process's migrated archive database,
+    every table empty (emptied after each test; dropped after a test that changed its
+    schema), for tests about MariaDB's own behaviour (Mroonga, query plans)."""
+    yield _shared_mariadb.take()
+    _shared_mariadb.give_back()
 
 
 @pytest.fixture

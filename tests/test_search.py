@@ -740,14 +740,14 @@ def test_index_text_cuts_the_runs_as_one_run_at_a_time_would(text: str) -> None:
     assert index_text(folded) == _tokens_run_by_run(folded)
 
 
-def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: str) -> None:
+def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_db_url: str) -> None:
     """reindex ends by rebuilding Groonga's index (keys disabled, then enabled): stopped
     between the two, the next process to open the index enables it again."""
     from sqlalchemy import text
 
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     with archive.engine.begin() as conn:
         conn.execute(text(f"ALTER TABLE {mroonga.TABLE} DISABLE KEYS"))
     mroonga._READY.clear()
@@ -756,7 +756,7 @@ def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: 
 
 
 def test_a_whole_reindex_builds_groonga_s_index_once_at_its_end(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A whole reindex stops Groonga's index while it loads (keys disabled: building it
     once at the end is a third of the server's work): a search meanwhile says so in one
@@ -765,7 +765,7 @@ def test_a_whole_reindex_builds_groonga_s_index_once_at_its_end(
     import zeroarchive.search.mroonga as mroonga
     from zeroarchive.search.index import IndexUnavailable
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     expected = numbers(run(index, "疫苗"), articles)
     calls = []
     real = index.index_publications
@@ -786,7 +786,7 @@ def test_a_whole_reindex_builds_groonga_s_index_once_at_its_end(
     assert index.available() is None
     with archive.engine.connect() as conn:
         assert mroonga._keys_disabled(conn)
-    found = scrapy("search", "疫苗", db_url=mariadb_url, cwd=tmp_path)
+    found = scrapy("search", "疫苗", db_url=mariadb_db_url, cwd=tmp_path)
     assert found.returncode == 1, found.output
     assert "being rebuilt" in found.output and "Traceback" not in found.output
     done, resumed = reindex(archive.engine, index, PARSER_VERSION, batch=2)
@@ -844,7 +844,7 @@ def _in_mroonga_and_search_doc(archive: Archive) -> tuple[set[int], set[int]]:
 
 
 def test_the_parse_hook_writes_mroonga_after_the_commits_many_versions_at_once(
-    mariadb_url: str,
+    mariadb_db_url: str,
 ) -> None:
     """Each Mroonga statement costs the server about 1 ms of its own: the hook writes
     search_doc in the version's transaction and Mroonga's rows of many versions in one
@@ -853,7 +853,7 @@ def test_the_parse_hook_writes_mroonga_after_the_commits_many_versions_at_once(
 
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     statements: list[str] = []
 
     def writes(statements: list[str]) -> list[str]:
@@ -886,14 +886,14 @@ def test_the_parse_hook_writes_mroonga_after_the_commits_many_versions_at_once(
         assert numbers(run(index, old, all_versions=True), articles) == [2]
 
 
-def test_groonga_counts_and_ranks_a_search_in_one_statement(mariadb_url: str) -> None:
+def test_groonga_counts_and_ranks_a_search_in_one_statement(mariadb_db_url: str) -> None:
     """A MATCH took one statement to count the hits (MariaDB stepping through each) and
     another to rank them, each finding them anew: 100+ ms at 1,000,000 publications
     (bench/README.md). Groonga's own select does both, with the same answers; with
     --all-versions the older versions are read from it too."""
     from sqlalchemy import event
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     hooks = (index_hook(index),)
     info, parsed = _new_version(archive, articles, 2, "指揮中心說明接種順序。")
     PublicationStore(archive.engine, PARSER_VERSION).add_version(
@@ -951,7 +951,7 @@ def test_a_search_finds_its_parser_version_s_publications_only(db_url: str) -> N
 
 
 def test_all_versions_asks_only_about_the_articles_its_page_may_show(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--all-versions on MariaDB: whether an article's latest version also holds the query
     is asked (by article token) only of the older hits that would rank on the page; asking
@@ -960,7 +960,7 @@ def test_all_versions_asks_only_about_the_articles_its_page_may_show(
 
     from zeroarchive.search.mroonga import MroongaIndex
 
-    archive, index, _ = make_archive(mariadb_url)
+    archive, index, _ = make_archive(mariadb_db_url)
     news = archive.sites.get("news")
     assert news is not None
     for number in range(20, 32):  # the word edited out of 12 articles, kept in 2 of them
@@ -995,7 +995,7 @@ def test_all_versions_asks_only_about_the_articles_its_page_may_show(
 
 
 def test_all_versions_past_the_cap_counts_no_further(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With more latest hits than the cap, an --all-versions total on MariaDB is "N+"
     without Groonga's count of articles (a drilldown over every version that holds the
@@ -1005,7 +1005,7 @@ def test_all_versions_past_the_cap_counts_no_further(
     import zeroarchive.search.index as index_module
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     news = archive.sites.get("news")
     assert news is not None
     add(archive, index, news.site_id, 1, "情勢", "國防部說。", NOW - 9 * DAY, at=NOW + 10)
@@ -1027,14 +1027,14 @@ def test_all_versions_past_the_cap_counts_no_further(
 
 
 def test_versions_committed_by_a_run_stopped_before_its_flush_are_written_by_the_next(
-    mariadb_url: str,
+    mariadb_db_url: str,
 ) -> None:
     """A parse run killed between a commit and its flush: the next index to take a version
     writes what search_doc holds beyond Mroonga's newest row, and the other versions of
     those articles (their latest marks changed with them)."""
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     store = PublicationStore(archive.engine, PARSER_VERSION)
     info, parsed = _new_version(archive, articles, 2, "遺失的版本")
     store.add_version(info, NOW + 1, parsed, parsed.digest(), NOW + 1, (index_hook(index),))
@@ -1056,12 +1056,12 @@ def test_versions_committed_by_a_run_stopped_before_its_flush_are_written_by_the
     assert run(later, "백신").total == 0
 
 
-def test_a_parse_run_that_fails_still_writes_what_it_committed(mariadb_url: str) -> None:
+def test_a_parse_run_that_fails_still_writes_what_it_committed(mariadb_db_url: str) -> None:
     """parse_pending flushes its hooks however it ends: a hook failing on the second new
     version (rolled back) leaves the first, committed, in Mroonga."""
     from zeroarchive.parser.run import ParseRunConfig, parse_pending
 
-    archive = open_archive(url=mariadb_url)
+    archive = open_archive(url=mariadb_db_url)
     index = open_index(archive.engine)
     assert index.available() is None
     site_id = add_site(archive, "ltn", "https://news.ltn.com.tw/", "/")
@@ -1171,7 +1171,7 @@ def test_the_hard_cases_give_exactly_the_texts_answers(db_url: str) -> None:
 
 
 def test_dates_are_filtered_in_groonga_as_sql_filters_them(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--since/--until on MariaDB: Groonga's filter on its date column finds what SQL over
     search_doc finds, with and without --all-versions (an article whose latest version
@@ -1179,7 +1179,7 @@ def test_dates_are_filtered_in_groonga_as_sql_filters_them(
     UTC days and other bounds alike."""
     from zeroarchive.search.mroonga import MroongaIndex
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     news = archive.sites.get("news")
     assert news is not None
     # Article 3 holds 疫苗 7 days ago and again now; article 2's newer version dropped it.
@@ -1210,14 +1210,14 @@ def test_dates_are_filtered_in_groonga_as_sql_filters_them(
 
 
 def test_the_parse_hook_writes_mroonga_once_enough_versions_are_due(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A long parse run does not keep its versions out of the index to its end: once
     FLUSH_EVERY committed documents are due, the hook writes them (on a connection of
     its own) before it takes the next version."""
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     monkeypatch.setattr(mroonga, "FLUSH_EVERY", 2)
     hooks = (index_hook(index),)
     store = PublicationStore(archive.engine, PARSER_VERSION)

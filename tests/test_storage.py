@@ -229,10 +229,10 @@ def test_a_database_a_newer_release_migrated_is_run_on_unchanged(
         engine.dispose()
 
 
-def test_pymysql_connections_share_one_tls_context(mariadb_url: str) -> None:
+def test_pymysql_connections_share_one_tls_context(mariadb_db_url: str) -> None:
     """Each new connection built its own (55 ms of CPU, most of a MariaDB connect)."""
-    assert mariadb_url.startswith("mysql+pymysql")
-    engine = make_engine(mariadb_url)
+    assert mariadb_db_url.startswith("mysql+pymysql")
+    engine = make_engine(mariadb_db_url)
     try:
         first, second = engine.raw_connection(), engine.raw_connection()
         try:
@@ -998,11 +998,11 @@ def test_iter_snapshots_filters_by_site_and_since(
     assert exported(archive.engine, site_id=9999) == []
 
 
-def test_a_claim_reads_an_index_in_claim_order_on_mariadb(mariadb_url: str) -> None:
+def test_a_claim_reads_an_index_in_claim_order_on_mariadb(mariadb_db_url: str) -> None:
     """No sort of the due rows, on a table small enough that a scan looks cheaper (USE
     INDEX let MariaDB scan and sort here). The 10M-article case where MariaDB, left to
     choose, sorted 200 sites' due rows for minutes is in bench/due_work.py."""
-    archive = open_archive(url=mariadb_url)
+    archive = open_archive(url=mariadb_db_url)
     sites = [add_site(archive, f"site{n}") for n in range(4)]
     for site_id in sites:
         urls = [f"https://site{site_id}.example/news/{n}" for n in range(50)]
