@@ -14,8 +14,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -160,12 +160,12 @@ def module_db_url(
 ) -> Iterator[str]:
     """An empty database of its own for a module's read-only tests to share (built once
     per test process and engine): a new SQLite file, or a new MariaDB database with the
-    newest schema (``fresh_mariadb(migrated=True)``)."""
+    newest schema (``fresh_mariadb(ARCHIVE)``)."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('module_db') / 'archive.db'}"
         close_archives()
         return
-    with fresh_mariadb(migrated=True) as url:
+    with fresh_mariadb(ARCHIVE) as url:
         yield url
 
 
@@ -201,8 +201,8 @@ class SharedMariadb:
     def take(self) -> str:
         require_service("MariaDB", _mariadb_answers())
         if self.name is None:
-            self.name = _new_migrated_database()
-            self.shape = _MIGRATED.shape
+            self.name = ARCHIVE.new_database()
+            self.shape = ARCHIVE.shape
             engine = create_engine(self.url())
             try:
                 self.tables = [
@@ -294,59 +294,66 @@ def _drop_shared_mariadb() -> Iterator[None]:
 
 
 @dataclass
-class _Migrated:
-    """The newest schema on MariaDB as statements, read back once per test process from a
-    database the migrations made (``_new_migrated_database``), and that database's shape."""
+class Schema:
+    """A schema on MariaDB that ``build`` makes (migrations) in a new, empty database.
 
-    statements: list[str]
-    shape: tuple[object, ...]
+    The first database of a test process gets it from ``build``; the schema is then read
+    back as statements (SHOW CREATE TABLE and TRIGGER, alembic_version's rows) that make it
+    in the next ones, each checked to have the first's shape. The archive's migrations cost
+    the server 1-2 s of CPU a database and 5-10 s of wall on a loaded machine (Alembic's
+    ALTERs rebuild their tables one after another), 0archive's 0.5 s and 5 s; the
+    statements a third of that."""
 
+    build: Callable[[str], None]
+    statements: list[str] = field(default_factory=list)
+    shape: tuple[object, ...] = ()
 
-_MIGRATED = _Migrated([], ())
-
-
-def _new_migrated_database() -> str:
-    """The name of a new MariaDB database with the newest schema and no rows.
-
-    The first of a test process is migrated (1-2 s of the server's CPU, 5-10 s on a loaded
-    machine: Alembic's ALTERs rebuild their tables one after another); the others are made
-    by the statements read back from it (SHOW CREATE TABLE and TRIGGER, alembic_version's
-    rows: a third of that), and each is checked to have the migrated one's shape."""
-    from zeroarchive.storage.engine import make_engine, migrate
-
-    name = f"zeroarchive_test_{secrets.token_hex(4)}"
-    admin = create_engine(f"{MARIADB_SERVER}/test")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-    admin.dispose()
-    engine = make_engine(f"{MARIADB_SERVER}/{name}")
-    try:
-        if not _MIGRATED.statements:
-            migrate(engine)
-            with engine.connect() as conn:
-                _MIGRATED.shape = _schema_shape(conn)
-                _MIGRATED.statements = _schema_statements(conn)
-        else:
-            with engine.begin() as conn:
-                conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
-                for statement in _MIGRATED.statements:
-                    conn.exec_driver_sql(statement.replace("%", "%%"))
-                shape = _schema_shape(conn)
-            assert shape == _MIGRATED.shape, f"{name} is not what the migrations made"
-    except BaseException:
-        with contextlib.suppress(Exception), admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
-        admin.dispose()
-        raise
-    finally:
-        engine.dispose()
-    return name
+    def new_database(self) -> str:
+        """The name of a new database with this schema and no rows."""
+        name = f"zeroarchive_test_{secrets.token_hex(4)}"
+        admin = create_engine(f"{MARIADB_SERVER}/test")
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+        engine = create_engine(f"{MARIADB_SERVER}/{name}")
+        try:
+            if not self.statements:
+                self.build(f"{MARIADB_SERVER}/{name}")
+                with engine.connect() as conn:
+                    self.shape = _schema_shape(conn)
+                    self.statements = _schema_statements(conn)
+            else:
+                with engine.begin() as conn:
+                    conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+                    for statement in self.statements:
+                        conn.exec_driver_sql(statement.replace("%", "%%"))
+                    shape = _schema_shape(conn)
+                assert shape == self.shape, f"{name} is not what {self.build.__name__} made"
+        except BaseException:
+            with contextlib.suppress(Exception), admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+            raise
+        finally:
+            engine.dispose()
+            admin.dispose()
+        return name
 
 
 def _schema_statements(conn: Any) -> list[str]:
     """Statements that make the database's tables, triggers (in their order) and
-    alembic_version's rows again in another, empty one (the rest of its tables empty)."""
+    alembic_version's rows again in another, empty database. Its other tables are empty,
+    and it has no views, routines or events (nothing would copy them)."""
+    others = conn.execute(
+        text(
+            "SELECT (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+            "DATABASE() AND TABLE_TYPE != 'BASE TABLE') + (SELECT COUNT(*) FROM "
+            "information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()) + (SELECT "
+            "COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = DATABASE())"
+        )
+    ).scalar_one()
+    assert others == 0, "views, routines or events: not copied"
     tables = conn.execute(text("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")).scalars()
+    tables = [t for t in tables if t != "alembic_version"]
+    assert not _written_tables(conn, tables), "rows besides alembic_version's: not copied"
     statements = [conn.execute(text(f"SHOW CREATE TABLE `{t}`")).one()[1] for t in tables]
     triggers = conn.execute(
         text(
@@ -355,21 +362,37 @@ def _schema_statements(conn: Any) -> list[str]:
         )
     ).scalars()
     statements += [conn.execute(text(f"SHOW CREATE TRIGGER `{t}`")).one()[2] for t in triggers]
-    statements += [
-        f"INSERT INTO alembic_version (version_num) VALUES ('{version}')"
-        for version in conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
-    ]
+    if inspect(conn).has_table("alembic_version"):
+        statements.append(conn.execute(text("SHOW CREATE TABLE alembic_version")).one()[1])
+        statements += [
+            f"INSERT INTO alembic_version (version_num) VALUES ('{version}')"
+            for version in conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
+        ]
     return statements
 
 
+def _migrate_archive(url: str) -> None:
+    from zeroarchive.storage.engine import make_engine, migrate
+
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+    finally:
+        engine.dispose()
+
+
+#: The archive's newest schema (zeroarchive's migrations).
+ARCHIVE = Schema(_migrate_archive)
+
+
 @contextlib.contextmanager
-def fresh_mariadb(migrated: bool = False) -> Iterator[str]:
-    """A new, empty MariaDB database, dropped afterwards: without a schema, or with the
-    newest one (``migrated``: made as ``_new_migrated_database`` makes it)."""
+def fresh_mariadb(schema: Schema | None = None) -> Iterator[str]:
+    """A new MariaDB database without rows, dropped afterwards: without a schema, or with
+    ``schema`` (``ARCHIVE``: the archive's newest)."""
     require_service("MariaDB", _mariadb_answers())
     admin = create_engine(f"{MARIADB_SERVER}/test")
-    if migrated:
-        name = _new_migrated_database()
+    if schema is not None:
+        name = schema.new_database()
     else:
         name = f"zeroarchive_test_{secrets.token_hex(4)}"
         with admin.connect() as conn:
@@ -395,7 +418,7 @@ def mariadb_url() -> Iterator[str]:
 def migrated_mariadb_url() -> Iterator[str]:
     """A new MariaDB database of the test's own with the newest schema and no rows, dropped
     afterwards: for tests about MariaDB that change the schema (partitions) or dump it."""
-    with fresh_mariadb(migrated=True) as url:
+    with fresh_mariadb(ARCHIVE) as url:
         yield url
 
 
