@@ -159,10 +159,12 @@ def module_db_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     """An empty database of its own for a module's read-only tests to share (built once
-    per test process and engine): a new SQLite file, or a new MariaDB database with the
-    newest schema (``fresh_mariadb(ARCHIVE)``)."""
+    per test process and engine), its schema up to date: a copy of the SQLite file migrated
+    once per process, or a new MariaDB database (``fresh_mariadb(ARCHIVE)``)."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('module_db') / 'archive.db'}"
+        path = tmp_path_factory.mktemp("module_db") / "archive.db"
+        shutil.copyfile(request.getfixturevalue("_migrated_sqlite"), path)
+        yield f"sqlite:///{path}"
         close_archives()
         return
     with fresh_mariadb(ARCHIVE) as url:
