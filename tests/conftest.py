@@ -14,8 +14,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -163,12 +163,15 @@ def module_db_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     """An empty database of its own for a module's read-only tests to share (built once
-    per test process and engine): a new SQLite file, or a new MariaDB database."""
+    per test process and engine), its schema up to date: a copy of the SQLite file migrated
+    once per process, or a new MariaDB database (``fresh_mariadb(ARCHIVE)``)."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('module_db') / 'archive.db'}"
+        path = tmp_path_factory.mktemp("module_db") / "archive.db"
+        shutil.copyfile(request.getfixturevalue("_migrated_sqlite"), path)
+        yield f"sqlite:///{path}"
         close_archives()
         return
-    with fresh_mariadb() as url:
+    with fresh_mariadb(ARCHIVE) as url:
         yield url
 
 
@@ -189,8 +192,8 @@ class SharedMariadb:
 
     Creating a database and migrating it took about a second of MariaDB's DDL per test; a
     quarter of the run's tests take one. A test that changed the schema (a downgrade, a
-    partition of its own, a table more or less) leaves a database that is dropped, and the
-    next test gets a new one."""
+    partition of its own, a table more or less, the full-text index's keys left disabled)
+    leaves a database that is dropped, and the next test gets a new one."""
 
     def __init__(self) -> None:
         self.name: str | None = None
@@ -204,18 +207,10 @@ class SharedMariadb:
     def take(self) -> str:
         require_service("MariaDB", _mariadb_answers())
         if self.name is None:
-            from zeroarchive.storage.engine import make_engine, migrate
-
-            self.name = f"zeroarchive_test_{secrets.token_hex(4)}"
-            admin = create_engine(f"{MARIADB_SERVER}/test")
-            with admin.connect() as conn:
-                conn.execute(text(f"CREATE DATABASE {self.name} CHARACTER SET utf8mb4"))
-            admin.dispose()
-            engine = make_engine(self.url())
+            self.name = ARCHIVE.new_database()
+            self.shape = ARCHIVE.shape
+            engine = create_engine(self.url())
             try:
-                migrate(engine)
-                with engine.connect() as conn:
-                    self.shape = _schema_shape(conn)
                 self.tables = [
                     t for t in inspect(engine).get_table_names() if t != "alembic_version"
                 ]
@@ -274,25 +269,29 @@ def _written_tables(conn: Any, tables: list[str]) -> list[str]:
 
 
 def _schema_shape(conn: Any) -> tuple[object, ...]:
-    """What the migrations made of the database: tables, columns, indexes, partitions,
-    triggers and the revision."""
+    """What the migrations made of the database: tables, columns, indexes (and whether
+    their keys are disabled), partitions, triggers and the revision."""
     queries = (
         "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
         "ORDER BY TABLE_NAME",
         "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT "
         "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
         "ORDER BY TABLE_NAME, ORDINAL_POSITION",
-        "SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE "
-        "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
+        "SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE, COMMENT, "
+        "INDEX_COMMENT FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
         "ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
         "SELECT TABLE_NAME, PARTITION_NAME, PARTITION_DESCRIPTION "
         "FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = DATABASE() "
         "AND PARTITION_NAME IS NOT NULL ORDER BY TABLE_NAME, PARTITION_ORDINAL_POSITION",
-        "SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS "
-        "WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY TRIGGER_NAME",
         "SELECT version_num FROM alembic_version ORDER BY version_num",
     )
-    return tuple(tuple(tuple(row) for row in conn.execute(text(query))) for query in queries)
+    shape = [tuple(tuple(row) for row in conn.execute(text(query))) for query in queries]
+    # SHOW TRIGGERS: information_schema.TRIGGERS took 10-15 ms of the server's CPU (it
+    # reads every table's trigger file), after each test.
+    triggers = conn.execute(text("SHOW TRIGGERS")).mappings()
+    keys = ("Trigger", "Event", "Table", "Timing", "Statement")
+    shape.append(tuple(sorted(tuple(row[key] for key in keys) for row in triggers)))
+    return tuple(shape)
 
 
 _shared_mariadb = SharedMariadb()
@@ -304,14 +303,110 @@ def _drop_shared_mariadb() -> Iterator[None]:
     _shared_mariadb.drop()
 
 
+@dataclass
+class Schema:
+    """A schema on MariaDB that ``build`` makes (migrations) in a new, empty database.
+
+    The first database of a test process gets it from ``build``; the schema is then read
+    back as statements (SHOW CREATE TABLE and TRIGGER, alembic_version's rows) that make it
+    in the next ones, each checked to have the first's shape. The archive's migrations cost
+    the server 1-2 s of CPU a database and 5-10 s of wall on a loaded machine (Alembic's
+    ALTERs rebuild their tables one after another), 0archive's 0.5 s and 5 s; the
+    statements a third of that."""
+
+    build: Callable[[str], None]
+    statements: list[str] = field(default_factory=list)
+    shape: tuple[object, ...] = ()
+
+    def new_database(self) -> str:
+        """The name of a new database with this schema and no rows."""
+        name = f"zeroarchive_test_{secrets.token_hex(4)}"
+        admin = create_engine(f"{MARIADB_SERVER}/test")
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+        engine = create_engine(f"{MARIADB_SERVER}/{name}")
+        try:
+            if not self.statements:
+                self.build(f"{MARIADB_SERVER}/{name}")
+                with engine.connect() as conn:
+                    self.shape = _schema_shape(conn)
+                    self.statements = _schema_statements(conn)
+            else:
+                with engine.begin() as conn:
+                    conn.execute(text("SET FOREIGN_KEY_CHECKS = 0"))
+                    for statement in self.statements:
+                        conn.exec_driver_sql(statement.replace("%", "%%"))
+                    shape = _schema_shape(conn)
+                assert shape == self.shape, f"{name} is not what {self.build.__name__} made"
+        except BaseException:
+            with contextlib.suppress(Exception), admin.connect() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {name}"))
+            raise
+        finally:
+            engine.dispose()
+            admin.dispose()
+        return name
+
+
+def _schema_statements(conn: Any) -> list[str]:
+    """Statements that make the database's tables, triggers (in their order) and
+    alembic_version's rows again in another, empty database. Its other tables are empty,
+    and it has no views, routines or events (nothing would copy them)."""
+    others = conn.execute(
+        text(
+            "SELECT (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+            "DATABASE() AND TABLE_TYPE != 'BASE TABLE') + (SELECT COUNT(*) FROM "
+            "information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()) + (SELECT "
+            "COUNT(*) FROM information_schema.EVENTS WHERE EVENT_SCHEMA = DATABASE())"
+        )
+    ).scalar_one()
+    assert others == 0, "views, routines or events: not copied"
+    tables = conn.execute(text("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")).scalars()
+    tables = [t for t in tables if t != "alembic_version"]
+    assert not _written_tables(conn, tables), "rows besides alembic_version's: not copied"
+    statements = [conn.execute(text(f"SHOW CREATE TABLE `{t}`")).one()[1] for t in tables]
+    triggers = conn.execute(
+        text(
+            "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS "
+            "WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY EVENT_OBJECT_TABLE, ACTION_ORDER"
+        )
+    ).scalars()
+    statements += [conn.execute(text(f"SHOW CREATE TRIGGER `{t}`")).one()[2] for t in triggers]
+    if inspect(conn).has_table("alembic_version"):
+        statements.append(conn.execute(text("SHOW CREATE TABLE alembic_version")).one()[1])
+        statements += [
+            f"INSERT INTO alembic_version (version_num) VALUES ('{version}')"
+            for version in conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
+        ]
+    return statements
+
+
+def _migrate_archive(url: str) -> None:
+    from zeroarchive.storage.engine import make_engine, migrate
+
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+    finally:
+        engine.dispose()
+
+
+#: The archive's newest schema (zeroarchive's migrations).
+ARCHIVE = Schema(_migrate_archive)
+
+
 @contextlib.contextmanager
-def fresh_mariadb() -> Iterator[str]:
-    """A new, empty MariaDB database, dropped afterwards."""
+def fresh_mariadb(schema: Schema | None = None) -> Iterator[str]:
+    """A new MariaDB database without rows, dropped afterwards: without a schema, or with
+    ``schema`` (``ARCHIVE``: the archive's newest)."""
     require_service("MariaDB", _mariadb_answers())
-    name = f"zeroarchive_test_{secrets.token_hex(4)}"
     admin = create_engine(f"{MARIADB_SERVER}/test")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+    if schema is not None:
+        name = schema.new_database()
+    else:
+        name = f"zeroarchive_test_{secrets.token_hex(4)}"
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
     try:
         yield f"{MARIADB_SERVER}/{name}"
     finally:
@@ -323,9 +418,27 @@ def fresh_mariadb() -> Iterator[str]:
 
 @pytest.fixture
 def mariadb_url() -> Iterator[str]:
-    """An empty MariaDB database (for tests that are about MariaDB itself)."""
+    """An empty MariaDB database without a schema (for tests that are about MariaDB
+    itself, its migrations or a database's first start)."""
     with fresh_mariadb() as url:
         yield url
+
+
+@pytest.fixture
+def migrated_mariadb_url() -> Iterator[str]:
+    """A new MariaDB database of the test's own with the newest schema and no rows, dropped
+    afterwards: for tests about MariaDB that change the schema (partitions) or dump it."""
+    with fresh_mariadb(ARCHIVE) as url:
+        yield url
+
+
+@pytest.fixture
+def mariadb_db_url() -> Iterator[str]:
+    """``db_url``'s MariaDB case alone: this test process's migrated archive database,
+    every table empty (emptied after each test; dropped after a test that changed its
+    schema), for tests about MariaDB's own behaviour (Mroonga, query plans)."""
+    yield _shared_mariadb.take()
+    _shared_mariadb.give_back()
 
 
 @pytest.fixture

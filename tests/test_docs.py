@@ -534,12 +534,12 @@ def test_the_scrapyd_conf_in_the_docs_is_locked_down() -> None:
 
 
 def test_a_month_rotated_as_warc_comes_back_with_import_warc(
-    mariadb_url: str, tmp_path: Path
+    migrated_mariadb_url: str, tmp_path: Path
 ) -> None:
     """docs/operators/rotation.md, "Getting a month back": rotate with --format warc, then
     import_warc the month's files; every snapshot is back with its bytes' hash. On MariaDB,
     where the month's partition was exchanged and dropped (SQLite only deletes rows)."""
-    db_url = mariadb_url
+    db_url = migrated_mariadb_url
     from sqlalchemy import create_engine
 
     from tests.conftest import scrapy
@@ -605,16 +605,16 @@ def test_the_sqlite_backup_commands_make_a_sound_copy(tmp_path: Path) -> None:
     reason="no mariadb-dump, mariadb or zstd command",
 )
 def test_the_mariadb_dump_restores_tables_triggers_and_partitions(
-    mariadb_url: str, tmp_path: Path
+    migrated_mariadb_url: str, tmp_path: Path
 ) -> None:
     """The dump and restore of docs/operators/backups.md, pointed at the test server."""
     from sqlalchemy import create_engine
 
-    open_archive(url=mariadb_url)
+    open_archive(url=migrated_mariadb_url)
     close_archives()
-    source = mariadb_url.rsplit("/", 1)[1]
+    source = migrated_mariadb_url.rsplit("/", 1)[1]
     restored = f"{source}_restored"
-    server = create_engine(mariadb_url)
+    server = create_engine(migrated_mariadb_url)
     # The commands as the page has them; the server from an option file the clients read.
     url = server.url
     (tmp_path / "my.cnf").write_text(

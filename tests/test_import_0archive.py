@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import Engine
 
-from tests.conftest import REPO, fresh_mariadb, scrapy, start_scrapy
+from tests.conftest import REPO, Schema, fresh_mariadb, scrapy, start_scrapy
 from tests.zeroscraper_db import build_zeroscraper
 from tests.zeroscraper_rows import (
     APRIL_2020,
@@ -60,11 +60,20 @@ SKIPPED_ARTICLES = {10, 11}
 NO_ARTICLE = 999
 
 
+def _zeroscraper_head(url: str) -> None:
+    build_zeroscraper(url).dispose()
+
+
+#: 0archive's schema at its migrations' head: three databases of this module and test_verify's
+#: have it, migrated for the first of a test process, then made from its statements.
+ZEROSCRAPER = Schema(_zeroscraper_head)
+
+
 @pytest.fixture(scope="module")
 def zeroscraper() -> Iterator[tuple[str, ZeroArchiveRows]]:
     """A 0archive database at its migrations' head, with fill()'s rows (only read)."""
-    with fresh_mariadb() as url:
-        engine = build_zeroscraper(url)
+    with fresh_mariadb(ZEROSCRAPER) as url:
+        engine = create_engine(url)
         rows = fill(engine)
         engine.dispose()
         yield url, rows
@@ -366,8 +375,9 @@ def test_map_site_keeps_a_site_no_spider_can_crawl_inactive() -> None:
 
 
 def big_zeroscraper(url: str, articles: int = 40, per_article: int = 10) -> None:
-    """A 0archive with enough snapshots for a run to be killed in the middle."""
-    engine = build_zeroscraper(url)
+    """A 0archive with enough snapshots for a run to be killed in the middle, in the
+    database at ``url`` (0archive's schema at its head)."""
+    engine = create_engine(url)
     rows = ZeroArchiveRows()
     pages = [page(name) for name in ("cna_s1", "cna_s2", "ettoday_s1", "tvbs_s1", "udn_s2")]
     add_site(engine, 1)
@@ -397,7 +407,7 @@ def big_source(
     """``big_zeroscraper``'s 0archive (only read by the imports) and what an import left
     undisturbed makes of it (``dump`` of a clean SQLite archive), built once for the
     module: each engine's killed import is compared against it."""
-    with fresh_mariadb() as source:
+    with fresh_mariadb(ZEROSCRAPER) as source:
         big_zeroscraper(source)
         path = tmp_path_factory.mktemp("clean") / "clean.db"
         shutil.copyfile(_migrated_sqlite, path)
@@ -495,8 +505,8 @@ def test_snapshots_the_archive_holds_are_not_read_again(
 
 
 def test_a_month_table_without_the_key_is_read_in_one_pass(archive: str) -> None:
-    with fresh_mariadb() as source:
-        engine = build_zeroscraper(source)
+    with fresh_mariadb(ZEROSCRAPER) as source:
+        engine = create_engine(source)
         rows = ZeroArchiveRows()
         add_site(engine, 1)
         add_article(engine, rows, 1, snapshot_count=3, last_snapshot_at=APRIL_2020)

@@ -1,4 +1,7 @@
-"""The migrations build exactly the schema that zeroarchive/storage/schema.py declares."""
+"""The migrations build exactly the schema that zeroarchive/storage/schema.py declares.
+
+Tests of a migration's upgrade start from a database without a schema (``blank_db_url``),
+those that go down from the newest schema and up again from ``db_url``'s archive."""
 
 from __future__ import annotations
 
@@ -12,17 +15,11 @@ from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
 from zeroarchive.storage.schema import article, metadata, site
 
 
-@pytest.fixture
-def db_url(blank_db_url: str) -> str:
-    """Each migration test starts from a database without a schema."""
-    return blank_db_url
-
-
-def test_migrated_database_matches_the_declared_schema(db_url: str) -> None:
-    engine = make_engine(db_url)
+def test_migrated_database_matches_the_declared_schema(blank_db_url: str) -> None:
+    engine = make_engine(blank_db_url)
     migrate(engine)
     engine.dispose()
-    engine = create_engine(db_url)
+    engine = create_engine(blank_db_url)
     inspector = inspect(engine)
     for table in metadata.sorted_tables:
         columns = {column["name"] for column in inspector.get_columns(table.name)}
@@ -32,8 +29,8 @@ def test_migrated_database_matches_the_declared_schema(db_url: str) -> None:
     engine.dispose()
 
 
-def test_sites_keep_their_rows_and_articles_when_names_stop_being_unique(db_url: str) -> None:
-    engine = make_engine(db_url)
+def test_sites_keep_their_rows_and_articles_when_names_stop_being_unique(blank_db_url: str) -> None:
+    engine = make_engine(blank_db_url)
     config = _alembic_config(engine)
     for revision in ("0002", "0003", "0004", "0005"):
         command.upgrade(config, revision)
@@ -80,8 +77,8 @@ def test_sites_keep_their_rows_and_articles_when_names_stop_being_unique(db_url:
 
 
 def test_reference_frames_migration_goes_down_and_up_again(db_url: str) -> None:
+    """From the newest schema (db_url's archive, migrated once per process)."""
     engine = make_engine(db_url)
-    migrate(engine)
     config = _alembic_config(engine)
     command.downgrade(config, "0008")
     columns = {c["name"] for c in inspect(engine).get_columns("ArticleSnapshot")}
@@ -93,8 +90,8 @@ def test_reference_frames_migration_goes_down_and_up_again(db_url: str) -> None:
 
 
 def test_parse_inbox_migration_goes_down_and_up_again(db_url: str) -> None:
+    """From the newest schema (db_url's archive, migrated once per process)."""
     engine = make_engine(db_url)
-    migrate(engine)
     config = _alembic_config(engine)
     command.downgrade(config, "0010")
     assert not {"parse_inbox", "parse_progress"} & set(inspect(engine).get_table_names())
@@ -112,8 +109,8 @@ def test_parse_inbox_migration_goes_down_and_up_again(db_url: str) -> None:
     engine.dispose()
 
 
-def test_ad_hoc_sites_lose_the_credentials_of_their_saved_urls(db_url: str) -> None:
-    engine = make_engine(db_url)
+def test_ad_hoc_sites_lose_the_credentials_of_their_saved_urls(blank_db_url: str) -> None:
+    engine = make_engine(blank_db_url)
     config = _alembic_config(engine)
     command.upgrade(config, "0022")
     row = {
@@ -154,11 +151,11 @@ def test_ad_hoc_sites_lose_the_credentials_of_their_saved_urls(db_url: str) -> N
 
 
 def test_the_copy_index_of_the_old_band_keys_is_emptied_and_boilerplate_kept(
-    db_url: str,
+    blank_db_url: str,
 ) -> None:
     """0025's band keys (32 bands of 4) can match none of the new ones: the rows made from
     them go, to be rebuilt; each site's learnt boilerplate stays."""
-    engine = make_engine(db_url)
+    engine = make_engine(blank_db_url)
     config = _alembic_config(engine)
     command.upgrade(config, "0027")
     rows = {
@@ -189,11 +186,11 @@ def test_the_copy_index_of_the_old_band_keys_is_emptied_and_boilerplate_kept(
 
 
 def test_tracked_list_pages_count_as_linked_at_their_last_walk_and_go_down_again(
-    db_url: str,
+    blank_db_url: str,
 ) -> None:
     """0032: a page tracked before it was known when pages were linked is not retired for
     that; the columns go down and come up again."""
-    engine = make_engine(db_url)
+    engine = make_engine(blank_db_url)
     config = _alembic_config(engine)
     command.upgrade(config, "0031")
     with engine.begin() as conn:

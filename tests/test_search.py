@@ -24,7 +24,12 @@ from zeroarchive.search.query import QueryError, parse_query
 from zeroarchive.search.reindex import reindex
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
-from zeroarchive.storage.publications import ArticleInfo, PublicationStore, flush_hooks
+from zeroarchive.storage.publications import (
+    ArticleInfo,
+    PublicationStore,
+    VersionHook,
+    flush_hooks,
+)
 from zeroarchive.storage.schema import publication, publication_mapping
 
 NOW = 1_700_000_000
@@ -63,9 +68,13 @@ def make_archive(url: str) -> tuple[Archive, SearchIndex, dict[int, int]]:
     for name in ("news", "farm"):
         sites[name] = add_site(archive, name, f"https://{name}.example/")
     articles = {}
+    hooks = (index_hook(index),)
     for name, number, title, body, days_ago in DOCS:
         published = NOW - days_ago * DAY
-        articles[number] = add(archive, index, sites[name], number, title, body, published)
+        articles[number] = add(
+            archive, index, sites[name], number, title, body, published, hooks=hooks
+        )
+    flush_hooks(hooks)
     return archive, index, articles
 
 
@@ -79,7 +88,11 @@ def add(
     published: int | None,
     at: int = NOW,
     canonical_url: str | None = None,
+    hooks: tuple[VersionHook, ...] | None = None,
 ) -> int:
+    """A version of an article, indexed: its index rows written at once, or with
+    ``hooks`` (a build's) when the caller flushes them, as a parse run writes many
+    versions' at once (each flush cost MariaDB a Mroonga write of its own)."""
     url = f"https://site{site_id}.example/a/{number}"
     archive.articles.add(site_id, "news", [url], NOW)
     article_id = (
@@ -93,6 +106,9 @@ def add(
         canonical_url=canonical_url or url, title=title, text=body, published_at=published
     )
     info = ArticleInfo(article_id, site_id, "news", url)
+    if hooks is not None:
+        store.add_version(info, at, parsed, parsed.digest(), at, hooks)
+        return article_id
     hooks = (index_hook(index),)
     store.add_version(info, at, parsed, parsed.digest(), at, hooks)
     flush_hooks(hooks)  # as a parse run does when it ends
@@ -465,10 +481,14 @@ def test_all_versions_counts_each_article_once_wherever_its_versions_hold_it(
         35: (news.site_id, ["鯨港 藥劑 covid", "雁城 藥劑", "鯨鄉"]),
     }
     ids = {}
+    hooks = (index_hook(index),)
     for number, (site_id, texts) in versions.items():
         for at, body in enumerate(texts):
             published = NOW - (40 - number) * DAY
-            ids[number] = add(archive, index, site_id, number, "t", body, published, NOW + at)
+            ids[number] = add(
+                archive, index, site_id, number, "t", body, published, NOW + at, hooks=hooks
+            )
+    flush_hooks(hooks)
     back = {article_id: number for number, article_id in ids.items()}
 
     def found(raw: str, **options: object) -> tuple[list[int], int]:
@@ -506,12 +526,16 @@ def test_all_versions_pages_read_in_rank_order_are_the_whole_ranking_cut(
     news = archive.sites.get("news")
     assert news is not None
     ids = {}
+    hooks = (index_hook(index),)
     for number in range(60, 80):
         texts = ["quokka " * 6 + f"first{number}", f"quokka and wombat {number}"]
         if number % 2:
             texts.append(f"wombat only {number}")  # the latest no longer holds quokka
         for at, body in enumerate(texts):
-            ids[number] = add(archive, index, news.site_id, number, "t", body, None, NOW + at)
+            ids[number] = add(
+                archive, index, news.site_id, number, "t", body, None, NOW + at, hooks=hooks
+            )
+    flush_hooks(hooks)
     back = {article_id: number for number, article_id in ids.items()}
     for sort in ("relevance", "date"):
         whole = run(index, "quokka", all_versions=True, sort=sort, limit=100)
@@ -673,14 +697,14 @@ def test_snippets_of_long_texts_mark_the_match_where_it_is() -> None:
     assert matcher.snippet("疫苗", "").marked() == "«疫苗»"
 
 
-def test_search_migration_goes_down_and_up_again(blank_db_url: str) -> None:
+def test_search_migration_goes_down_and_up_again(db_url: str) -> None:
+    """From the newest schema (db_url's archive, migrated once per process)."""
     from alembic import command
     from sqlalchemy import inspect
 
-    from zeroarchive.storage.engine import _alembic_config, make_engine, migrate
+    from zeroarchive.storage.engine import _alembic_config, make_engine
 
-    engine = make_engine(blank_db_url)
-    migrate(engine)
+    engine = make_engine(db_url)
     config = _alembic_config(engine)
     command.downgrade(config, "0011")
     tables = set(inspect(engine).get_table_names())
@@ -740,14 +764,14 @@ def test_index_text_cuts_the_runs_as_one_run_at_a_time_would(text: str) -> None:
     assert index_text(folded) == _tokens_run_by_run(folded)
 
 
-def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: str) -> None:
+def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_db_url: str) -> None:
     """reindex ends by rebuilding Groonga's index (keys disabled, then enabled): stopped
     between the two, the next process to open the index enables it again."""
     from sqlalchemy import text
 
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     with archive.engine.begin() as conn:
         conn.execute(text(f"ALTER TABLE {mroonga.TABLE} DISABLE KEYS"))
     mroonga._READY.clear()
@@ -756,7 +780,7 @@ def test_a_compaction_stopped_halfway_is_finished_on_the_next_open(mariadb_url: 
 
 
 def test_a_whole_reindex_builds_groonga_s_index_once_at_its_end(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A whole reindex stops Groonga's index while it loads (keys disabled: building it
     once at the end is a third of the server's work): a search meanwhile says so in one
@@ -765,7 +789,7 @@ def test_a_whole_reindex_builds_groonga_s_index_once_at_its_end(
     import zeroarchive.search.mroonga as mroonga
     from zeroarchive.search.index import IndexUnavailable
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     expected = numbers(run(index, "疫苗"), articles)
     calls = []
     real = index.index_publications
@@ -786,7 +810,7 @@ def test_a_whole_reindex_builds_groonga_s_index_once_at_its_end(
     assert index.available() is None
     with archive.engine.connect() as conn:
         assert mroonga._keys_disabled(conn)
-    found = scrapy("search", "疫苗", db_url=mariadb_url, cwd=tmp_path)
+    found = scrapy("search", "疫苗", db_url=mariadb_db_url, cwd=tmp_path)
     assert found.returncode == 1, found.output
     assert "being rebuilt" in found.output and "Traceback" not in found.output
     done, resumed = reindex(archive.engine, index, PARSER_VERSION, batch=2)
@@ -844,7 +868,7 @@ def _in_mroonga_and_search_doc(archive: Archive) -> tuple[set[int], set[int]]:
 
 
 def test_the_parse_hook_writes_mroonga_after_the_commits_many_versions_at_once(
-    mariadb_url: str,
+    mariadb_db_url: str,
 ) -> None:
     """Each Mroonga statement costs the server about 1 ms of its own: the hook writes
     search_doc in the version's transaction and Mroonga's rows of many versions in one
@@ -853,7 +877,7 @@ def test_the_parse_hook_writes_mroonga_after_the_commits_many_versions_at_once(
 
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     statements: list[str] = []
 
     def writes(statements: list[str]) -> list[str]:
@@ -886,14 +910,14 @@ def test_the_parse_hook_writes_mroonga_after_the_commits_many_versions_at_once(
         assert numbers(run(index, old, all_versions=True), articles) == [2]
 
 
-def test_groonga_counts_and_ranks_a_search_in_one_statement(mariadb_url: str) -> None:
+def test_groonga_counts_and_ranks_a_search_in_one_statement(mariadb_db_url: str) -> None:
     """A MATCH took one statement to count the hits (MariaDB stepping through each) and
     another to rank them, each finding them anew: 100+ ms at 1,000,000 publications
     (bench/README.md). Groonga's own select does both, with the same answers; with
     --all-versions the older versions are read from it too."""
     from sqlalchemy import event
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     hooks = (index_hook(index),)
     info, parsed = _new_version(archive, articles, 2, "指揮中心說明接種順序。")
     PublicationStore(archive.engine, PARSER_VERSION).add_version(
@@ -951,7 +975,7 @@ def test_a_search_finds_its_parser_version_s_publications_only(db_url: str) -> N
 
 
 def test_all_versions_asks_only_about_the_articles_its_page_may_show(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--all-versions on MariaDB: whether an article's latest version also holds the query
     is asked (by article token) only of the older hits that would rank on the page; asking
@@ -960,13 +984,16 @@ def test_all_versions_asks_only_about_the_articles_its_page_may_show(
 
     from zeroarchive.search.mroonga import MroongaIndex
 
-    archive, index, _ = make_archive(mariadb_url)
+    archive, index, _ = make_archive(mariadb_db_url)
     news = archive.sites.get("news")
     assert news is not None
+    hooks = (index_hook(index),)
     for number in range(20, 32):  # the word edited out of 12 articles, kept in 2 of them
-        add(archive, index, news.site_id, number, "標題", f"舊文字{number}號", NOW - number)
+        old = f"舊文字{number}號"
+        add(archive, index, news.site_id, number, "標題", old, NOW - number, hooks=hooks)
         body = f"舊文字{number}號" if number % 6 == 0 else f"新文字{number}號"
-        add(archive, index, news.site_id, number, "標題", body, NOW - number, at=NOW + 10)
+        add(archive, index, news.site_id, number, "標題", body, NOW - number, NOW + 10, hooks=hooks)
+    flush_hooks(hooks)
     asked: list[int] = []
     event.listen(
         archive.engine,
@@ -995,7 +1022,7 @@ def test_all_versions_asks_only_about_the_articles_its_page_may_show(
 
 
 def test_all_versions_past_the_cap_counts_no_further(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With more latest hits than the cap, an --all-versions total on MariaDB is "N+"
     without Groonga's count of articles (a drilldown over every version that holds the
@@ -1005,7 +1032,7 @@ def test_all_versions_past_the_cap_counts_no_further(
     import zeroarchive.search.index as index_module
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     news = archive.sites.get("news")
     assert news is not None
     add(archive, index, news.site_id, 1, "情勢", "國防部說。", NOW - 9 * DAY, at=NOW + 10)
@@ -1027,14 +1054,14 @@ def test_all_versions_past_the_cap_counts_no_further(
 
 
 def test_versions_committed_by_a_run_stopped_before_its_flush_are_written_by_the_next(
-    mariadb_url: str,
+    mariadb_db_url: str,
 ) -> None:
     """A parse run killed between a commit and its flush: the next index to take a version
     writes what search_doc holds beyond Mroonga's newest row, and the other versions of
     those articles (their latest marks changed with them)."""
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     store = PublicationStore(archive.engine, PARSER_VERSION)
     info, parsed = _new_version(archive, articles, 2, "遺失的版本")
     store.add_version(info, NOW + 1, parsed, parsed.digest(), NOW + 1, (index_hook(index),))
@@ -1056,12 +1083,12 @@ def test_versions_committed_by_a_run_stopped_before_its_flush_are_written_by_the
     assert run(later, "백신").total == 0
 
 
-def test_a_parse_run_that_fails_still_writes_what_it_committed(mariadb_url: str) -> None:
+def test_a_parse_run_that_fails_still_writes_what_it_committed(mariadb_db_url: str) -> None:
     """parse_pending flushes its hooks however it ends: a hook failing on the second new
     version (rolled back) leaves the first, committed, in Mroonga."""
     from zeroarchive.parser.run import ParseRunConfig, parse_pending
 
-    archive = open_archive(url=mariadb_url)
+    archive = open_archive(url=mariadb_db_url)
     index = open_index(archive.engine)
     assert index.available() is None
     site_id = add_site(archive, "ltn", "https://news.ltn.com.tw/", "/")
@@ -1171,7 +1198,7 @@ def test_the_hard_cases_give_exactly_the_texts_answers(db_url: str) -> None:
 
 
 def test_dates_are_filtered_in_groonga_as_sql_filters_them(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--since/--until on MariaDB: Groonga's filter on its date column finds what SQL over
     search_doc finds, with and without --all-versions (an article whose latest version
@@ -1179,7 +1206,7 @@ def test_dates_are_filtered_in_groonga_as_sql_filters_them(
     UTC days and other bounds alike."""
     from zeroarchive.search.mroonga import MroongaIndex
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     news = archive.sites.get("news")
     assert news is not None
     # Article 3 holds 疫苗 7 days ago and again now; article 2's newer version dropped it.
@@ -1210,14 +1237,14 @@ def test_dates_are_filtered_in_groonga_as_sql_filters_them(
 
 
 def test_the_parse_hook_writes_mroonga_once_enough_versions_are_due(
-    mariadb_url: str, monkeypatch: pytest.MonkeyPatch
+    mariadb_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A long parse run does not keep its versions out of the index to its end: once
     FLUSH_EVERY committed documents are due, the hook writes them (on a connection of
     its own) before it takes the next version."""
     import zeroarchive.search.mroonga as mroonga
 
-    archive, index, articles = make_archive(mariadb_url)
+    archive, index, articles = make_archive(mariadb_db_url)
     monkeypatch.setattr(mroonga, "FLUSH_EVERY", 2)
     hooks = (index_hook(index),)
     store = PublicationStore(archive.engine, PARSER_VERSION)

@@ -194,14 +194,14 @@ def test_migrate_creates_the_schema_and_is_idempotent(blank_db_url: str) -> None
         engine.dispose()
 
 
-def test_revisions_read_without_alembic_agree_with_alembic(blank_db_url: str) -> None:
+def test_revisions_read_without_alembic_agree_with_alembic(db_url: str) -> None:
+    """On a migrated archive (db_url's)."""
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
     assert head_revision() == "+".join(sorted(ScriptDirectory(str(MIGRATIONS_DIR)).get_heads()))
-    engine = make_engine(blank_db_url)
+    engine = make_engine(db_url)
     try:
-        migrate(engine)
         with engine.connect() as conn:
             by_alembic = MigrationContext.configure(conn).get_current_heads()
         assert current_revision(engine) == "+".join(sorted(by_alembic))
@@ -210,12 +210,12 @@ def test_revisions_read_without_alembic_agree_with_alembic(blank_db_url: str) ->
 
 
 def test_a_database_a_newer_release_migrated_is_run_on_unchanged(
-    blank_db_url: str, caplog: pytest.LogCaptureFixture
+    db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A rolling upgrade's old workers: the schema is past what their code knows."""
-    engine = make_engine(blank_db_url)
+    """A rolling upgrade's old workers: the schema is past what their code knows (db_url's
+    archive, migrated, then marked as a newer release's)."""
+    engine = make_engine(db_url)
     try:
-        migrate(engine)
         newer = "9999"
         with engine.begin() as conn:
             conn.execute(text("DELETE FROM alembic_version"))
@@ -229,10 +229,10 @@ def test_a_database_a_newer_release_migrated_is_run_on_unchanged(
         engine.dispose()
 
 
-def test_pymysql_connections_share_one_tls_context(mariadb_url: str) -> None:
+def test_pymysql_connections_share_one_tls_context(mariadb_db_url: str) -> None:
     """Each new connection built its own (55 ms of CPU, most of a MariaDB connect)."""
-    assert mariadb_url.startswith("mysql+pymysql")
-    engine = make_engine(mariadb_url)
+    assert mariadb_db_url.startswith("mysql+pymysql")
+    engine = make_engine(mariadb_db_url)
     try:
         first, second = engine.raw_connection(), engine.raw_connection()
         try:
@@ -998,11 +998,11 @@ def test_iter_snapshots_filters_by_site_and_since(
     assert exported(archive.engine, site_id=9999) == []
 
 
-def test_a_claim_reads_an_index_in_claim_order_on_mariadb(mariadb_url: str) -> None:
+def test_a_claim_reads_an_index_in_claim_order_on_mariadb(mariadb_db_url: str) -> None:
     """No sort of the due rows, on a table small enough that a scan looks cheaper (USE
     INDEX let MariaDB scan and sort here). The 10M-article case where MariaDB, left to
     choose, sorted 200 sites' due rows for minutes is in bench/due_work.py."""
-    archive = open_archive(url=mariadb_url)
+    archive = open_archive(url=mariadb_db_url)
     sites = [add_site(archive, f"site{n}") for n in range(4)]
     for site_id in sites:
         urls = [f"https://site{site_id}.example/news/{n}" for n in range(50)]

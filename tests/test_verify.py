@@ -18,7 +18,7 @@ import zstandard
 from sqlalchemy import create_engine, delete, select, text, update
 from sqlalchemy.engine import make_url
 
-from tests.conftest import fresh_mariadb, scrapy
+from tests.conftest import ARCHIVE, fresh_mariadb, scrapy
 from tests.replay import tw_news_pages, tw_news_routes
 from tests.test_import_0archive import run_import, zeroscraper  # noqa: F401 (a fixture)
 from tests.zeroscraper_rows import ZeroArchiveRows
@@ -428,7 +428,7 @@ def test_the_documented_restore_brings_a_damaged_snapshot_back(db_url: str, tmp_
             conn.executescript(for_this(sql))
         conn.close()
     else:
-        with fresh_mariadb() as backup_url:
+        with fresh_mariadb(ARCHIVE) as backup_url:
             assert fill(backup_url) == ids
             sql = restore_sql("restore-snapshot-mariadb.sql")
             sql = sql.replace("zeroarchive_restore.", f"{make_url(backup_url).database}.")
