@@ -185,14 +185,8 @@ def test_the_copy_index_of_the_old_band_keys_is_emptied_and_boilerplate_kept(
     engine.dispose()
 
 
-def test_tracked_list_pages_count_as_linked_at_their_last_walk_and_go_down_again(
-    blank_db_url: str,
-) -> None:
-    """0032: a page tracked before it was known when pages were linked is not retired for
-    that; the columns go down and come up again."""
-    engine = make_engine(blank_db_url)
-    config = _alembic_config(engine)
-    command.upgrade(config, "0031")
+def _track_a_list_page(engine: Engine) -> None:
+    """A site and a list page walked three times (last at 900), in the columns of 0031."""
     with engine.begin() as conn:
         conn.execute(
             text(
@@ -210,6 +204,17 @@ def test_tracked_list_pages_count_as_linked_at_their_last_walk_and_go_down_again
             ),
             {"h": b"\x01" * 16},
         )
+
+
+def test_tracked_list_pages_count_as_linked_at_their_last_walk_and_go_down_again(
+    blank_db_url: str,
+) -> None:
+    """0032: a page tracked before it was known when pages were linked is not retired for
+    that; the columns go down and come up again."""
+    engine = make_engine(blank_db_url)
+    config = _alembic_config(engine)
+    command.upgrade(config, "0031")
+    _track_a_list_page(engine)
     migrate(engine)
     with engine.connect() as conn:
         row = conn.execute(text("SELECT linked_at, new_at FROM list_page")).one()
@@ -223,29 +228,14 @@ def test_tracked_list_pages_count_as_linked_at_their_last_walk_and_go_down_again
     engine.dispose()
 
 
-def test_tracked_list_pages_start_with_no_changes_and_go_down_again(db_url: str) -> None:
+def test_tracked_list_pages_start_with_no_changes_and_go_down_again(blank_db_url: str) -> None:
     """0033: pages tracked before changes were counted start with none (judged from their
-    next ones); the columns go down and come up again."""
-    engine = make_engine(db_url)
+    next ones); the columns go down and come up again. From an empty database: in a
+    migrated one the row would be written with the columns already there."""
+    engine = make_engine(blank_db_url)
     config = _alembic_config(engine)
     command.upgrade(config, "0032")
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO Site (site_id, name, url, type, config, is_active, created_at, "
-                "updated_at, next_crawl_at, last_crawl_at) VALUES (1, 's', "
-                "'https://s.example/', 'news', '{}', 1, 0, 0, 0, 0)"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO list_page (site_id, url_hash, url, kind, depth, first_walk_at, "
-                "last_walk_at, next_walk_at, walk_interval, rate_links, rate_seconds, walks, "
-                "new_links, not_modified, postponed, day, walks_today) VALUES (1, :h, "
-                "'https://s.example/', 'page', 0, 10, 900, 1500, 600, 0, 0, 3, 0, 0, 0, 0, 0)"
-            ),
-            {"h": b"\x01" * 16},
-        )
+    _track_a_list_page(engine)
     migrate(engine)
     with engine.connect() as conn:
         row = conn.execute(text("SELECT changes, changed_at, walks FROM list_page")).one()
