@@ -8,7 +8,7 @@ statement building cost more than the database's work on them."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,14 @@ def _ints(values: Collection[int]) -> str:
     return ",".join(str(int(value)) for value in values)
 
 
+def _rows_in(conn: Connection, select: str, column: str, values: Collection[int]) -> Iterator[Any]:
+    """The rows of ``select WHERE column IN values``, asked ``_IN_LIMIT`` values at a time."""
+    ordered = sorted(values)
+    for start in range(0, len(ordered), _IN_LIMIT):
+        chunk = _ints(ordered[start : start + _IN_LIMIT])
+        yield from _run(conn, f"{select} WHERE {column} IN ({chunk})")
+
+
 @dataclass(frozen=True)
 class Doc:
     """One article's fingerprinted body, as ``copy_doc`` has it."""
@@ -110,14 +118,9 @@ def get_doc(conn: Connection, article_id: int) -> Doc | None:
 
 
 def get_docs(conn: Connection, article_ids: Collection[int]) -> dict[int, Doc]:
-    found: dict[int, Doc] = {}
-    ids = sorted(article_ids)
-    for start in range(0, len(ids), _IN_LIMIT):
-        rows = _run(
-            conn, f"{_SELECT_DOC} WHERE article_id IN ({_ints(ids[start : start + _IN_LIMIT])})"
-        )
-        found.update((int(row[0]), _doc(row)) for row in rows)
-    return found
+    return {
+        int(row[0]): _doc(row) for row in _rows_in(conn, _SELECT_DOC, "article_id", article_ids)
+    }
 
 
 def cluster_docs(conn: Connection, cluster_id: int) -> list[Doc]:
@@ -205,14 +208,9 @@ def sharing(conn: Connection, keys: Sequence[int], article_id: int) -> set[int]:
 def sharing_by_key(conn: Connection, keys: Sequence[int]) -> dict[int, list[int]]:
     """The articles under each of ``keys`` (those under none are left out)."""
     found: dict[int, list[int]] = {}
-    for start in range(0, len(keys), _IN_LIMIT):
-        rows = _run(
-            conn,
-            "SELECT band_key, article_id FROM copy_band"
-            f" WHERE band_key IN ({_ints(keys[start : start + _IN_LIMIT])})",
-        )
-        for key, article_id in rows:
-            found.setdefault(int(key), []).append(int(article_id))
+    select = "SELECT band_key, article_id FROM copy_band"
+    for key, article_id in _rows_in(conn, select, "band_key", keys):
+        found.setdefault(int(key), []).append(int(article_id))
     return found
 
 
@@ -283,16 +281,9 @@ def publication_text(conn: Connection, publication_id: int) -> str | None:
 
 def publication_texts(conn: Connection, publication_ids: Collection[int]) -> dict[int, str]:
     """The bodies of publication versions, by id (those not found are left out)."""
-    found: dict[int, str] = {}
-    ids = sorted(publication_ids)
-    for start in range(0, len(ids), _IN_LIMIT):
-        rows = _run(
-            conn,
-            "SELECT publication_id, publication_text FROM publication"
-            f" WHERE publication_id IN ({_ints(ids[start : start + _IN_LIMIT])})",
-        )
-        found.update((int(key), value) for key, value in rows if value is not None)
-    return found
+    select = "SELECT publication_id, publication_text FROM publication"
+    rows = _rows_in(conn, select, "publication_id", publication_ids)
+    return {int(key): value for key, value in rows if value is not None}
 
 
 def new_cluster(conn: Connection, first_article_id: int, now: int) -> int:
@@ -418,16 +409,9 @@ def add_clusters(conn: Connection, firsts: Sequence[int], now: int) -> dict[int,
         "INSERT INTO copy_cluster (first_article_id, created_at)",
         [(int(first), int(now)) for first in firsts],
     )
-    found: dict[int, int] = {}
-    ids = sorted(firsts)
-    for start in range(0, len(ids), _IN_LIMIT):
-        rows = _run(
-            conn,
-            "SELECT first_article_id, cluster_id FROM copy_cluster"
-            f" WHERE first_article_id IN ({_ints(ids[start : start + _IN_LIMIT])})",
-        )
-        found.update((int(first), int(cluster)) for first, cluster in rows)
-    return found
+    select = "SELECT first_article_id, cluster_id FROM copy_cluster"
+    rows = _rows_in(conn, select, "first_article_id", firsts)
+    return {int(first): int(cluster) for first, cluster in rows}
 
 
 def set_memberships(conn: Connection, rows: Sequence[tuple[int, int, float]]) -> None:
