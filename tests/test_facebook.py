@@ -82,13 +82,17 @@ def chromium_pids(tag: str | None = None) -> list[int]:
     ]
 
 
+def load_sites(db_url: str, tmp_path: Path, sites: list[dict[str, object]]) -> None:
+    loaded = scrapy(
+        "load_sites", str(write_sites(tmp_path / "sites.yaml", sites)), db_url=db_url, cwd=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.output
+
+
 def load(db_url: str, tmp_path: Path, fb: FacebookServer, junk: str = "", **config: object) -> None:
     site = {"name": "nintendo", "url": fb.url(fb.page_path + junk), "type": "facebook"}
     site["config"] = {"delay": 0, **config}
-    loaded = scrapy(
-        "load_sites", str(write_sites(tmp_path / "sites.yaml", [site])), db_url=db_url, cwd=tmp_path
-    )
-    assert loaded.returncode == 0, loaded.output
+    load_sites(db_url, tmp_path, [site])
 
 
 def crawl(db_url: str, tmp_path: Path, tag: str, *args: str, code: int = 0) -> Run:
@@ -145,13 +149,7 @@ def crawl_page_and_group(db_url: str, tmp_path: Path) -> Crawled:
         ]
         for site in sites:
             site.update(type="facebook", config={"delay": 0})
-        loaded = scrapy(
-            "load_sites",
-            str(write_sites(tmp_path / "sites.yaml", sites)),
-            db_url=db_url,
-            cwd=tmp_path,
-        )
-        assert loaded.returncode == 0, loaded.output
+        load_sites(db_url, tmp_path, sites)
         run = crawl(db_url, tmp_path, tag, "-s", "BROWSER_CONTEXT_PAGES=3")
         return Crawled(
             db_url=db_url,
@@ -262,10 +260,7 @@ def load_walled(db_url: str, tmp_path: Path, walled: dict[str, FacebookServer]) 
         {"name": name, "url": fb.url(fb.page_path), "type": "facebook", "config": {"delay": 0}}
         for name, fb in walled.items()
     ]
-    loaded = scrapy(
-        "load_sites", str(write_sites(tmp_path / "sites.yaml", sites)), db_url=db_url, cwd=tmp_path
-    )
-    assert loaded.returncode == 0, loaded.output
+    load_sites(db_url, tmp_path, sites)
 
 
 def check_wall(run: Run, db_url: str, name: str, fb: FacebookServer) -> None:
