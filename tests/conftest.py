@@ -43,10 +43,14 @@ os.environ["ZEROARCHIVE_MEDIA_ENABLED"] = "0"
 # tests start. The tests of that default (tests/test_site_refresh.py) take it away.
 os.environ.setdefault("ZEROARCHIVE_SITE_DELAY", "0")
 
+# Scrapy's TLS context factory module makes deprecated aliases that read the whole call
+# stack (inspect.stack), looking each frame's file up among all loaded modules: imported
+# while collection has thousands loaded, that cost each test process 1.2 CPU s more.
+import scrapy.core.downloader.contextfactory  # isort: skip
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tests.forked_cli import ForkedProcess, background_server, fork_server
+from tests.forked_cli import ForkedProcess, background_server
 from zeroarchive.storage.archive import close_archives
 
 REPO = Path(__file__).resolve().parents[1]
@@ -497,12 +501,9 @@ def scrapy(
         "SCRAPY_SETTINGS_MODULE": "settings.base",
         **(extra_env or {}),
     }
-    server = fork_server(REPO) if _forkable(env) else None
-    if server is not None and server.busy.acquire(blocking=False):
-        try:
-            return Run(*server.run(list(args), env, cwd, timeout))
-        finally:
-            server.busy.release()
+    server = background_server(REPO) if _forkable(env) else None
+    if server is not None:
+        return Run(*server.run(list(args), env, cwd, timeout))
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", *args],
         cwd=cwd,

@@ -105,27 +105,8 @@ def answer(line):
     os.write(1, (line + "\n").encode())
 
 
-def serve():
-    answer("ready")
-    while True:
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = requests.read(1)
-            if not chunk:
-                return None
-            line += chunk
-        request = json.loads(line)
-        warm(request)
-        pid = os.fork()
-        if pid == 0:
-            return request
-        answer(str(pid))
-        _, status = os.waitpid(pid, 0)
-        answer(str(os.waitstatus_to_exitcode(status)))
-
-
-# Commands that run beside the test (which may signal them): the pid is answered at once,
-# each child's exit status when it ends.
+# Each command runs beside the test (which may signal or wait for it): its pid is answered
+# at once, its exit status when it ends.
 def serve_background():
     import select
     answer("ready")
@@ -154,7 +135,7 @@ def serve_background():
             answer(f"exit {pid} {os.waitstatus_to_exitcode(status)}")
 
 
-request = serve_background() if sys.argv[4] == "background" else serve()
+request = serve_background()
 if request is not None:
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -204,9 +185,9 @@ if request is not None:
 
 
 class ForkServer:
-    """One warm interpreter that forks a child per command; one command at a time."""
+    """One warm interpreter that forks a child per command."""
 
-    def __init__(self, repo: Path, mode: str = "foreground") -> None:
+    def __init__(self, repo: Path) -> None:
         self._process = subprocess.Popen(
             [
                 sys.executable,
@@ -215,12 +196,10 @@ class ForkServer:
                 str(repo),
                 ",".join(PRELOAD),
                 ",".join(PRELOAD_PACKAGES),
-                mode,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
-        self.busy = threading.Lock()
         if self._read_line(timeout=120) != "ready":
             raise RuntimeError("the fork server did not start")
 
@@ -238,52 +217,6 @@ class ForkServer:
                 raise RuntimeError("the fork server ended")
             line += chunk
         return line.decode().strip()
-
-    def run(
-        self, args: list[str], env: dict[str, str], cwd: Path, timeout: float
-    ) -> tuple[int, str, str]:
-        """(returncode, stdout, stderr) of `python -m scrapy ARGS`, as subprocess.run."""
-        try:
-            return self._run(args, env, cwd, timeout)
-        except subprocess.TimeoutExpired:
-            raise
-        except BaseException:
-            # Cut off mid-answer (a test's timeout, Ctrl-C): the next command gets a new one.
-            self._process.kill()
-            self._process.wait()
-            raise
-
-    def _run(
-        self, args: list[str], env: dict[str, str], cwd: Path, timeout: float
-    ) -> tuple[int, str, str]:
-        assert self._process.stdin is not None
-        with tempfile.TemporaryDirectory(prefix="forked-cli-") as folder:
-            out, err = Path(folder) / "stdout", Path(folder) / "stderr"
-            request = {
-                "args": args,
-                "warm": warm_modules(args),
-                "env": env,
-                "cwd": str(cwd),
-                "stdout": str(out),
-                "stderr": str(err),
-            }
-            self._process.stdin.write(json.dumps(request).encode() + b"\n")
-            self._process.stdin.flush()
-            pid = int(self._read_line(timeout=60) or "0")
-            if not pid:
-                raise RuntimeError("the fork server did not fork")
-            code = self._read_line(timeout=timeout)
-            if code is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                self._read_line(timeout=60)
-                raise subprocess.TimeoutExpired(
-                    [sys.executable, "-m", "scrapy", *args],
-                    timeout,
-                    out.read_text(),
-                    err.read_text(),
-                )
-            return int(code), _text(out), _text(err)
 
     def close(self, reader: threading.Thread | None = None) -> None:
         assert self._process.stdin is not None and self._process.stdout is not None
@@ -307,7 +240,7 @@ class BackgroundServer:
     them."""
 
     def __init__(self, repo: Path) -> None:
-        self._server = ForkServer(repo, mode="background")
+        self._server = ForkServer(repo)
         self._lock = threading.Lock()
         self._changed = threading.Condition()
         self._pids: list[int] = []
@@ -362,6 +295,22 @@ class BackgroundServer:
             self._started.append(pid)
         return ForkedProcess(self, pid, [sys.executable, "-m", "scrapy", *args])
 
+    def run(
+        self, args: list[str], env: dict[str, str], cwd: Path, timeout: float
+    ) -> tuple[int, str, str]:
+        """(returncode, stdout, stderr) of `python -m scrapy ARGS`, as subprocess.run."""
+        with tempfile.TemporaryDirectory(prefix="forked-cli-") as folder:
+            out, err = Path(folder) / "stdout", Path(folder) / "stderr"
+            child = self.start(args, env, cwd, out, err)
+            try:
+                code = child.wait(timeout)
+            except subprocess.TimeoutExpired as late:
+                child.kill()
+                child.wait(60)
+                late.output, late.stderr = _text(out), _text(err)
+                raise
+            return code, _text(out), _text(err)
+
     def exit_code(self, pid: int, timeout: float | None) -> int | None:
         with self._changed:
             self._changed.wait_for(lambda: pid in self._exits, timeout=timeout)
@@ -410,7 +359,6 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
 
-_server: ForkServer | None = None
 _background: BackgroundServer | None = None
 _server_lock = threading.Lock()
 
@@ -429,19 +377,3 @@ def background_server(repo: Path) -> BackgroundServer | None:
                 return None
             atexit.register(_background.close)
         return _background
-
-
-def fork_server(repo: Path) -> ForkServer | None:
-    """This process's fork server for the project at ``repo``, started on first use (None
-    when switched off or when it could not start)."""
-    global _server
-    if os.environ.get("ZEROARCHIVE_TEST_FORK", "1") == "0":
-        return None
-    with _server_lock:
-        if _server is None or _server._process.poll() is not None:
-            try:
-                _server = ForkServer(repo)
-            except RuntimeError:
-                return None
-            atexit.register(_server.close)
-        return _server
