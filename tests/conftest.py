@@ -89,6 +89,7 @@ def require_service(name: str, error: str | None) -> None:
 # CPU, now come right after the distributed runs): collected first, so that they start at
 # once, side by side with the quick tests, instead of one worker ending on them.
 SLOW_FIRST = (
+    "test_types.py",  # mypy, about 20 s of CPU alone in a fresh clone
     "test_distributed.py",
     "test_facebook.py",
     "test_upgrade.py",
