@@ -53,6 +53,7 @@ WARM = {
     "export_warc": ("cdxj_indexer.main",),
     "rotate_snapshots": ("cdxj_indexer.main",),
     "sync_sites": ("pyairtable",),
+    "import_0archive": ("pyairtable",),
 }
 
 
@@ -75,12 +76,24 @@ PRELOAD_PACKAGES = (
 SERVER = r"""
 import importlib, json, os, sys, threading
 sys.path[:1] = [sys.argv[1]]
+PREFILL = (
+    ("zeroarchive.storage.engine", "known_revisions"),
+    ("zeroarchive.storage.pymysql_tls", "preferred_context"),
+)
 modules, packages = sys.argv[2].split(","), sys.argv[3].split(",")
 for name in modules:
     importlib.import_module(name)
 from scrapy.utils.misc import walk_modules_iter
 for name in packages:
     for _ in walk_modules_iter(name): pass
+# What each command otherwise works out on its first connection, the same in every child:
+# the migration scripts' revisions (read from their source) and PyMySQL's TLS context
+# (the system's CA certificates loaded), about 12 ms of CPU a command together.
+for name, function in PREFILL:
+    try:
+        getattr(importlib.import_module(name), function)()
+    except (ImportError, AttributeError):
+        pass  # an older release of the project (tests/test_upgrade.py) without it
 # A fork copies one thread only, and the reactor is chosen by each command's settings.
 assert threading.active_count() == 1, "a preload started a thread"
 assert "twisted.internet.reactor" not in sys.modules, "a preload installed the reactor"

@@ -229,6 +229,7 @@ def test_a_database_a_newer_release_migrated_is_run_on_unchanged(
         engine.dispose()
 
 
+@pytest.mark.usefixtures("tests_tls_sharing_off")
 def test_pymysql_connections_share_one_tls_context(mariadb_db_url: str) -> None:
     """Each new connection built its own (55 ms of CPU, most of a MariaDB connect)."""
     assert mariadb_db_url.startswith("mysql+pymysql")

@@ -11,7 +11,7 @@ from pymysql.connections import Connection
 
 
 @functools.cache
-def _preferred_context() -> ssl.SSLContext:
+def preferred_context() -> ssl.SSLContext:
     """The context PyMySQL builds for its "preferred" TLS (no option given: no CA, no
     certificate check, TLS only if the server offers it), built once for the process.
     A context is not changed by the connections that wrap their sockets with it."""
@@ -21,6 +21,6 @@ def _preferred_context() -> ssl.SSLContext:
 class SharedTlsConnection(Connection):
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         if isinstance(sslp, dict) and not sslp:
-            return _preferred_context()
+            return preferred_context()
         context: ssl.SSLContext = super()._create_ssl_ctx(sslp)
         return context
