@@ -26,7 +26,9 @@ sources issue 41 added; it counts the pages under 0.5 where readability-lxml or 
 alone reaches 0.5. ``--part tune`` scores the tuning part only (what tuning may look at),
 ``--part unseen2`` the third part (build_unseen2.py: pages in neither part, for the issue's
 independent check; tuned on since parser 2026.8), ``--part unseen3`` the fourth
-(build_unseen3.py: publishers in no other part, never tuned on),
+(build_unseen3.py: publishers in no other part; read by class for 2026.9), ``--part unseen4``
+the fifth (build_unseen4.py: pages of repositories no other part used, made before parser
+2026.10 was changed, never tuned on),
 ``--cjk-only`` leaves out the English benchmark, the dates and the speed.
 
 Usage: python bench/extraction.py [--tree DIR] [--json FILE] [--worst 10] [--part both]
@@ -163,8 +165,8 @@ _GOLD: dict[str, dict[str, str]] = json.loads((CJK / "gold.json").read_text(enco
 
 
 def cjk_pages(part: str) -> dict[str, tuple[str, str]]:
-    """{name: (html, gold body)} of one part ("tune", "heldout", "unseen2", "unseen3") of the
-    CJK pages."""
+    """{name: (html, gold body)} of one part ("tune", "heldout", "unseen2", "unseen3",
+    "unseen4") of the CJK pages."""
     gold = json.loads((CJK / "gold.json").read_text(encoding="utf-8"))
     names = [
         line.split()[1]
@@ -330,11 +332,11 @@ def main() -> None:
     parser.add_argument("--worst", type=int, default=10, help="worst CJK pages to list")
     parser.add_argument(
         "--part",
-        choices=("tune", "heldout", "both", "unseen2", "unseen3"),
+        choices=("tune", "heldout", "both", "unseen2", "unseen3", "unseen4"),
         default="both",
         help="the CJK parts scored: while tuning, `tune` only (the held-out part is never "
-        "looked at page by page); `unseen2` and `unseen3` the pages of build_unseen2.py and "
-        "build_unseen3.py, scored apart",
+        "looked at page by page); `unseen2`, `unseen3` and `unseen4` the pages of "
+        "build_unseen2.py, build_unseen3.py and build_unseen4.py, scored apart",
     )
     parser.add_argument(
         "--cjk-only", action="store_true", help="skip the English benchmark, dates and speed"

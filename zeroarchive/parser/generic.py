@@ -65,6 +65,12 @@ _INNER_SECTION = 200
 # ... made of lines each this long: a kicker, a credit or a "More information:" is shorter
 # (captions are told by the page's figure and caption elements, or by being there twice).
 _INNER_LINE = 20
+# Characters (spaces left out) of one line of readability's, between confirmed ones, that ends
+# the sentence the line before it left open and is kept though trafilatura's text leaves it
+# out: the rest of a paragraph after a line break or a code sample (tuning pages: 72 and 102).
+_SENTENCE_REST = 40
+# What a sentence, or a quotation closing one, ends with.
+_SENTENCE_END = tuple('。．！？!?.」』）)”"')
 # Characters (spaces left out) of a run of trafilatura's lines between shared ones that is
 # added to readability's: such runs that were the article's on the tuning and benchmark pages
 # (link lists, footnotes) had 92-596, those that were not (headings such as "DON'T MISS",
@@ -204,6 +210,14 @@ def _combined(
             or len(mine & theirs) / len(mine) >= _LINE_KEPT
             or " ".join(_TOKEN_RE.findall(line)) in joined
         )
+    for i in range(1, len(lines) - 1):
+        if (
+            not confirmed[i]
+            and confirmed[i - 1]
+            and confirmed[i + 1]
+            and _sentence_rest(lines[i - 1], lines[i], evidence)
+        ):
+            confirmed[i] = True
     kept = []
     start = 0
     while start < len(lines):
@@ -252,6 +266,28 @@ def _insert_inner_runs(
             at = max(range(len(kept)), key=lambda k: len(shingles(kept[k]) & before))
             kept[at + 1 : at + 1] = run
         run = []
+
+
+def _sentence_rest(before: str, line: str, evidence: PageEvidence) -> bool:
+    """Whether ``line``, which trafilatura's text leaves out, ends the sentence that the line
+    ``before`` it left open: the second part of a paragraph split by a line break, an
+    inline figure or a code sample, not a caption, a credit or a link.
+
+    >>> rest = "100万，投资回报可能是400万或者更多，从社会的总体效益来看，这个投入是值得的。"
+    >>> _sentence_rest("例如国家财政在粮食生产上投入", rest, _NO_EVIDENCE)
+    True
+    >>> _sentence_rest("这是一件利国利民的好事情。", rest, _NO_EVIDENCE)
+    False
+    """
+    rest = squeeze(line)
+    return (
+        len(rest) >= _SENTENCE_REST
+        and not squeeze(before).endswith(_SENTENCE_END)
+        and rest.endswith(_SENTENCE_END)
+        and rest not in evidence.captions
+        and linked_share([line], evidence.linked) < _LINKED_EXTRA
+        and not is_prompt(line)
+    )
 
 
 def _inner_section(run: list[str], evidence: PageEvidence, inside: bool) -> bool:
