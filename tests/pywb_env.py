@@ -9,6 +9,7 @@ requirements' hash, so a changed pin builds a new one.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -18,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REQUIREMENTS = Path(__file__).with_name("requirements-pywb.txt")
@@ -124,6 +125,21 @@ def running(workdir: Path) -> Iterator[Wayback]:
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+_shared: Wayback | None = None
+
+
+def shared(workdir: Callable[[], Path]) -> Wayback:
+    """One pywb server for the whole test process (``running`` in a folder ``workdir()``
+    makes, the first time), stopped when the process exits: the replay modules
+    (test_warc, test_media_replay) each started one of their own, ~1.5 CPU s a start."""
+    global _shared
+    if _shared is None:
+        stack = contextlib.ExitStack()
+        _shared = stack.enter_context(running(workdir()))
+        atexit.register(stack.close)
+    return _shared
 
 
 if __name__ == "__main__":

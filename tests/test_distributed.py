@@ -10,10 +10,12 @@ import base64
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 import urllib.error
 import urllib.parse
@@ -552,7 +554,7 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
 
     def deploy(environment: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["scrapyd-deploy", *args],
+            [SCRAPYD_DEPLOY, *args],
             cwd=project,
             env=environment,
             capture_output=True,
@@ -620,6 +622,13 @@ def test_scrapyd_refuses_strangers_and_runs_a_deployed_worker(
         finally:
             scrapyd.terminate()
             scrapyd.wait(timeout=30)
+
+
+# scrapyd-deploy from this interpreter's scripts, where pip puts it: found on PATH it may be
+# a version manager's shim (pyenv's: a shell and `pyenv exec` before it, 0.1 CPU s a call).
+SCRAPYD_DEPLOY = shutil.which("scrapyd-deploy", path=sysconfig.get_path("scripts")) or (
+    "scrapyd-deploy"
+)
 
 
 def _answers(port: int) -> bool:

@@ -449,7 +449,10 @@ def kill_when(source: str, db: str, table: str, at_least: int) -> int:
             if count(engine, table) >= at_least:
                 process.send_signal(signal.SIGKILL)
                 break
-            time.sleep(0.01)
+            # Every 50 ms: the import writes two snapshots a batch, so the kill still lands
+            # far before the 400th (at the 60th, both engines, load 30); every 10 ms the
+            # test (and MariaDB) ran a few hundred COUNTs more while the import ran.
+            time.sleep(0.05)
         return process.wait(timeout=60)
     finally:
         engine.dispose()

@@ -108,6 +108,21 @@ def sites_file(crawled: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return next(tmp_path_factory.getbasetemp().glob("crawl*/sites.yaml"))
 
 
+@pytest.fixture(scope="module")
+def crawled_rows(crawled: str, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
+    """``scrapy media --json`` of the crawled archive, asked once per engine: the tests only
+    read the archive, and each forked command cost its test CPU."""
+    return media_json(crawled, tmp_path_factory.mktemp("rows"))
+
+
+@pytest.fixture(scope="module")
+def exported(crawled: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The crawled archive's WARC export with its WACZ (``export_warc --wacz``), made once
+    per engine for the tests that read it back, replay it and import it: the WARC files
+    and their index are the same with or without the package."""
+    return export(crawled, tmp_path_factory.mktemp("export"), "--wacz")
+
+
 def stored_bytes(db_url: str) -> dict[str, bytes]:
     """Every stored item's bytes by hex digest, read through the store."""
     engine = create_engine(db_url)
@@ -124,13 +139,13 @@ def media_of(records: list[Record]) -> list[Record]:
 
 
 def test_export_writes_each_payload_once_and_screenshots_as_urn_view(
-    crawled: str, tmp_path: Path
+    crawled: str, crawled_rows: list[dict[str, object]], exported: Path
 ) -> None:
-    rows = media_json(crawled, tmp_path)
+    rows = crawled_rows
     stored = [row for row in rows if row["stored"]]
     refused = [row for row in rows if not row["stored"]]
     assert refused and {row["kind"] for row in stored} == {"image", "style", "screenshot"}
-    out = export(crawled, tmp_path, "--wacz")
+    out = exported
     files = sorted(out.glob("*.warc.gz"))
     records = media_of(read_records(files))  # every digest checked by warcio
     # One record per (snapshot, item) row, in the rows' order.
@@ -183,16 +198,17 @@ def test_export_writes_each_payload_once_and_screenshots_as_urn_view(
 
 def test_pywb_replays_the_pages_images_with_the_stored_bytes(
     crawled: str,
-    tmp_path: Path,
+    crawled_rows: list[dict[str, object]],
+    exported: Path,
     wayback: pywb_env.Wayback,  # noqa: F811 (the fixture)
 ) -> None:
-    rows = [row for row in media_json(crawled, tmp_path) if row["stored"]]
+    rows = [row for row in crawled_rows if row["stored"]]
     kept = stored_bytes(crawled)
     engine = create_engine(crawled)
     with engine.connect() as conn:
         urls = {row.article_id: row.url for row in conn.execute(select(article))}
     engine.dispose()
-    out = export(crawled, tmp_path)
+    out = exported
     files = sorted(out.glob("*.warc.gz"))
     # The site's server is gone: whatever pywb gives back came from the WARC.
     name = wayback.collection(files, out / "index.cdxj")
@@ -218,15 +234,18 @@ def test_pywb_replays_the_pages_images_with_the_stored_bytes(
     assert PNG in kept.values() and SCREENSHOT in kept.values()
 
 
-def page_facts(db_url: str, tmp_path: Path) -> list[tuple[object, ...]]:
-    """The media rows with the article's URL for its id (ids differ between archives)."""
+def page_facts(
+    db_url: str, tmp_path: Path, rows: list[dict[str, object]] | None = None
+) -> list[tuple[object, ...]]:
+    """The media rows (``rows``, else ``scrapy media --json`` of ``db_url``) with the
+    article's URL for its id (ids differ between archives)."""
     engine = create_engine(db_url)
     with engine.connect() as conn:
         urls = {row.article_id: row.url for row in conn.execute(select(article))}
     engine.dispose()
     return sorted(
         (urls[row["article_id"]], *(v for k, v in row.items() if k != "article_id"))
-        for row in media_json(db_url, tmp_path)
+        for row in (media_json(db_url, tmp_path) if rows is None else rows)
     )
 
 
@@ -242,15 +261,19 @@ def target(module_db_url: str, tmp_path: Path) -> Iterator[str]:
 
 
 def test_import_gives_every_item_back_to_its_snapshot_once(
-    crawled: str, sites_file: Path, target: str, tmp_path: Path
+    crawled: str,
+    crawled_rows: list[dict[str, object]],
+    exported: Path,
+    sites_file: Path,
+    target: str,
+    tmp_path: Path,
 ) -> None:
-    out = export(crawled, tmp_path)
-    files = [str(p) for p in sorted(out.glob("*.warc.gz"))]
+    files = [str(p) for p in sorted(exported.glob("*.warc.gz"))]
     loaded = scrapy("load_sites", str(sites_file), db_url=target, cwd=tmp_path)
     assert loaded.returncode == 0, loaded.output
     run = scrapy("import_warc", *files, "--site", "one", db_url=target, cwd=tmp_path)
     assert run.returncode == 0, run.output
-    source = page_facts(crawled, tmp_path)
+    source = page_facts(crawled, tmp_path, crawled_rows)
     assert page_facts(target, tmp_path) == source
     assert f"{len(source)} media item(s) added (0 already there)" in run.output
     assert stored_bytes(target) == stored_bytes(crawled)
@@ -315,9 +338,9 @@ def test_a_browsertrix_screenshot_joins_its_pages_nearest_snapshot(
 
 
 def test_media_json_parquet_and_the_docs_name_the_same_columns(
-    crawled: str, tmp_path: Path
+    crawled: str, crawled_rows: list[dict[str, object]], tmp_path: Path
 ) -> None:
-    rows = media_json(crawled, tmp_path)
+    rows = crawled_rows
     folder = tmp_path / "media"
     run = scrapy("media", "--parquet", str(folder), db_url=crawled, cwd=tmp_path)
     assert run.returncode == 0, run.output

@@ -5,8 +5,8 @@ page of it.
 
 In process, on both databases and a real redis: `scrapy schedule`'s Dispatcher, workers
 made of the real RedisScheduler, GenericSpider (its list callback and the walk-rounds
-middleware) and HeldWork, stepped by hand through a three-page chain of list pages over the
-34 saved tw-news articles. Killing a worker is what SIGKILL leaves: its heartbeat stops and
+middleware) and HeldWork, stepped by hand through a three-page chain of list pages over 12
+of the saved tw-news articles. Killing a worker is what SIGKILL leaves: its heartbeat stops and
 its key goes, nothing of it is closed."""
 
 from __future__ import annotations
@@ -47,7 +47,10 @@ from zeroarchive.storage.schema import article, site
 NOW = 1_800_000_000
 HEARTBEAT = 30
 HOST = "http://127.0.0.1:8"
-PAGES_PER_LIST = 12  # 34 articles: a chain of three list pages
+# A chain of three list pages: what the walk is about. Over 12 articles, not all 34 (each
+# one more was written, found and counted in each of the 56 tests).
+ARTICLES = 12
+PAGES_PER_LIST = 4
 WALK_KEYS = "zeroarchive:walk:*"
 STEPS = 12  # four per page of the chain of three
 
@@ -71,7 +74,7 @@ def written_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def pages() -> dict[str, bytes]:
-    routes = tw_news_routes(PAGES_PER_LIST)
+    routes = tw_news_routes(PAGES_PER_LIST, count=ARTICLES)
     return {HOST + path: route.body for path, route in routes.items()}
 
 
@@ -232,7 +235,7 @@ def test_an_undisturbed_walk_is_done_at_its_last_page_only(
     for step in one.steps():
         seen.append((step, pages_left(server, walk), walk_row(archive, site_id)["walk_owner"]))
     one.close()
-    lists = [HOST + path for path in list_page_paths(PAGES_PER_LIST)]
+    lists = [HOST + path for path in list_page_paths(PAGES_PER_LIST, count=ARTICLES)]
     assert len(lists) == 3
     assert [s for s, _, _ in seen] == [
         step
@@ -252,7 +255,7 @@ def test_an_undisturbed_walk_is_done_at_its_last_page_only(
     owners = [owner and owner[0] for _, _, owner in seen]
     assert owners == ["w", "w", "w", "q"] * 2 + ["w", "w", "w", None]
     assert walk_row(archive, site_id)["walk_owner"] is None
-    assert articles_found(archive) == 34
+    assert articles_found(archive) == ARTICLES
     assert not list(server.scan_iter(match=WALK_KEYS))
     # Done: not walked again before its interval.
     assert rounds.run_once(NOW + 60)["generic"].list_sites == 0
@@ -291,7 +294,7 @@ def test_a_worker_killed_at_any_step_of_a_walk_loses_no_page(
     survivor = worker(archive, redis_url, pages)
     survivor.run()
     survivor.close()
-    assert articles_found(archive) == 34
+    assert articles_found(archive) == ARTICLES
     assert walk_row(archive, site_id)["walk_owner"] is None
     assert walk_pages_queued(server, rounds) == 0
     assert not list(server.scan_iter(match=WALK_KEYS))
@@ -322,7 +325,7 @@ def test_a_redis_flushed_at_any_step_of_a_walk_makes_it_due_again(
         pass
     live.run()
     live.close()
-    assert articles_found(archive) == 34
+    assert articles_found(archive) == ARTICLES
     assert walk_row(archive, site_id)["walk_owner"] is None
     assert walk_pages_queued(server, rounds) == 0
     assert rounds.run_once(NOW + 120)["generic"].list_sites == 0

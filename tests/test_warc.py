@@ -14,7 +14,6 @@ import re
 import subprocess
 import urllib.request
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,9 +245,9 @@ def wacz_validation(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def wayback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pywb_env.Wayback]:
-    """pywb's server for the module's tests, its virtualenv built on first use (from the
-    package registry)."""
+def wayback(tmp_path_factory: pytest.TempPathFactory) -> pywb_env.Wayback:
+    """pywb's server, its virtualenv built on first use (from the package registry); one
+    for every module of the test process that replays (``pywb_env.shared``)."""
     error = None
     try:
         pywb_env.ensure()
@@ -256,8 +255,7 @@ def wayback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pywb_env.Wayba
         error = f"cannot build its virtualenv: {exc}"
     script = pywb_env.wayback()
     require_service("pywb", error if script is None else None)
-    with pywb_env.running(tmp_path_factory.mktemp("pywb")) as server:
-        yield server
+    return pywb_env.shared(lambda: tmp_path_factory.mktemp("pywb"))
 
 
 def fetch(url: str) -> bytes:
