@@ -21,6 +21,7 @@ from zeroarchive.copies.fingerprint import (
     BINS,
     SIMPLIFIED,
     TRADITIONAL,
+    Folded,
     containment,
     fold,
     shingles,
@@ -376,16 +377,16 @@ def test_the_boilerplate_pass_counts_as_the_hook_and_resumes_where_it_wrote(
     import zeroarchive.copies.rebuild as module
 
     monkeypatch.setattr(module, "BLOCK_ROWS", held)
-    real = module.edge_blocks_many
+    real = module.fold_many
     calls = []
 
-    def stop_on_the_third(texts: list[str]) -> list[set[int]]:
+    def stop_on_the_third(texts: list[str]) -> list[Folded]:
         calls.append(texts)
         if len(calls) == 3:
             raise KeyboardInterrupt
         return real(texts)
 
-    monkeypatch.setattr(module, "edge_blocks_many", stop_on_the_third)
+    monkeypatch.setattr(module, "fold_many", stop_on_the_third)
     with pytest.raises(SystemExit):
         rebuild(engine, CopiesConfig(rebuild_batch=3))
     written = blocks()
@@ -394,7 +395,7 @@ def test_the_boilerplate_pass_counts_as_the_hook_and_resumes_where_it_wrote(
     else:
         # Two batches of three written one by one: the farm's wrapping on its first three.
         assert max(count for _, _, count in written) == 3
-    monkeypatch.setattr(module, "edge_blocks_many", real)
+    monkeypatch.setattr(module, "fold_many", real)
     done, resumed = rebuild(engine, CopiesConfig(rebuild_batch=3))
     assert (done, resumed) == (2 * len(ARTICLES), True)
     assert blocks() == by_hook

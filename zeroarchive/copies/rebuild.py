@@ -37,7 +37,7 @@ from zeroarchive.copies.fingerprint import (
     band_key_rows,
     body,
     containment,
-    edge_blocks_many,
+    edge_blocks,
     fold_many,
     shingles,
     sketch_bytes,
@@ -210,7 +210,9 @@ def _blocks(engine: Engine, parser_version: str, after: int, size: int, progress
     pending: list[np.ndarray] = []
     held = 0
     for rows in _batches(engine, parser_version, after, size):
-        found = edge_blocks_many([row.publication_text or "" for row in rows])
+        found = [
+            edge_blocks(one) for one in fold_many([row.publication_text or "" for row in rows])
+        ]
         sites = np.repeat(
             np.array([row.site_id for row in rows], dtype=np.uint64),
             [len(blocks) for blocks in found],
