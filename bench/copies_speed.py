@@ -480,8 +480,10 @@ def parse_at_scale(url: str, copies: int, rounds: int) -> dict[str, list[float]]
     engine = create_engine(url, pool_size=2, max_overflow=0, pool_timeout=30)
     threads = ServerThread(engine, 2) if url.startswith("mysql") else None
     spent: dict[str, list[float]] = {"without": [], "with": []}
+    # New sites each call: pages stored again on the same articles would be unchanged.
+    run = secrets.token_hex(3)
     for number, (label, hooked) in enumerate([("without", False), ("with", True)] * rounds):
-        _snapshots(archive, f"parse{number}{label}", raws, copies)
+        _snapshots(archive, f"parse{run}{number}{label}", raws, copies)
         hooks = (copies_hook(),) if hooked else ()
         server = threads.cpu() if threads else 0.0
         cpu = time.process_time()
