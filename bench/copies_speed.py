@@ -15,8 +15,12 @@
    transaction each, as the hook adds them: CPU milliseconds per publication.
 6. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) without
    and with the copies hook, on SQLite: what the hook adds to a parse run.
+7. ``--parse-rounds N``: after each size's rebuild, N pairs of parse runs of those pages
+   (``--copies`` times, on new sites) into that archive, without and with the hook: what
+   the hook adds to a parse run at the archive's size.
 
     python bench/copies_speed.py [--publications 20000] [--copies 3] [--skip-mariadb]
+        [--parse-rounds 2]
 """
 
 from __future__ import annotations
