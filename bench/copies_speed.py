@@ -15,8 +15,12 @@
    transaction each, as the hook adds them: CPU milliseconds per publication.
 6. ``parse_pending`` over the extraction benchmark's pages (``--copies`` times) without
    and with the copies hook, on SQLite: what the hook adds to a parse run.
+7. ``--parse-rounds N``: after each size's rebuild, N pairs of parse runs of those pages
+   (``--copies`` times, on new sites) into that archive, without and with the hook: what
+   the hook adds to a parse run at the archive's size.
 
     python bench/copies_speed.py [--publications 20000] [--copies 3] [--skip-mariadb]
+        [--parse-rounds 2]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -45,6 +50,7 @@ from sqlalchemy.engine import Engine  # noqa: E402
 
 from bench.copies_eval import ADS, converted, cut, originals, wrapped  # noqa: E402
 from bench.corpora import CORPORA  # noqa: E402
+from zeroarchive.copies.fingerprint import fold  # noqa: E402
 from zeroarchive.copies.hook import copies_hook  # noqa: E402
 from zeroarchive.copies.index import CopyIndex  # noqa: E402
 from zeroarchive.copies.read import cluster_of  # noqa: E402
@@ -229,25 +235,29 @@ def server_cpu() -> float:
 
 
 class ServerThread:
-    """CPU seconds of the server thread that serves an engine of one pooled connection
-    (``pool_size=1``; the server runs a thread per connection): this run's own queries,
-    not the other clients' of a shared server. InnoDB's background threads (flushing,
-    purge) are not counted; ``server_cpu`` around the same run bounds them from above."""
+    """CPU seconds of the server threads that serve an engine of ``connections`` pooled
+    connections (``pool_size=connections, max_overflow=0``; the server runs a thread per
+    connection): this run's own queries, not the other clients' of a shared server. InnoDB's
+    background threads (flushing, purge) are not counted; ``server_cpu`` around the same
+    run bounds them from above."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, connections: int = 1) -> None:
         pid = _server_pid()
-        self.stat: Path | None = None
+        self.stats: list[Path] = []
         if pid is None:
             return
         tasks = Path(f"/proc/{pid}/task")
-        before = {stat: _cpu_of(stat) for stat in tasks.glob("*/stat")}
-        with engine.connect() as conn:
+        held = [engine.connect() for _ in range(connections)]
+        for conn in held:
+            before = {stat: _cpu_of(stat) for stat in tasks.glob("*/stat")}
             conn.exec_driver_sql("SELECT BENCHMARK(30000000, CRC32('zeroarchive'))").all()
-        after = {stat: _cpu_of(stat) for stat in tasks.glob("*/stat")}
-        self.stat = max(after, key=lambda stat: after[stat] - before.get(stat, 0.0))
+            after = {stat: _cpu_of(stat) for stat in tasks.glob("*/stat")}
+            self.stats.append(max(after, key=lambda stat: after[stat] - before.get(stat, 0.0)))
+        for conn in held:
+            conn.close()
 
     def cpu(self) -> float:
-        return 0.0 if self.stat is None else _cpu_of(self.stat)
+        return sum(_cpu_of(stat) for stat in self.stats)
 
 
 def sizes(url: str) -> tuple[int, int]:
@@ -400,44 +410,56 @@ def hook_cost(url: str, ids: list[int], count: int, pool: str = "pieces") -> flo
     return (cpu + server) * 1000 / len(texts)
 
 
-def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
+def _pages() -> list[bytes]:
     pages = sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz"))
-    raws = [gzip.decompress(path.read_bytes()) for path in pages]
+    return [gzip.decompress(path.read_bytes()) for path in pages]
+
+
+def _snapshots(archive: Any, name: str, raws: list[bytes], copies: int) -> None:
+    """The pages stored as snapshots of ``copies`` articles each on a new site ``name``."""
+    spec = parse_spec(
+        {
+            "name": name,
+            "url": f"https://{name}.example/",
+            "type": "news",
+            "config": {"article": "/a"},
+        }
+    )
+    site_id = archive.sites.upsert(spec, START)[0]
+    urls = [f"https://{name}.example/a/{c}/{n}" for c in range(copies) for n in range(len(raws))]
+    archive.articles.add(site_id, "Article", urls, START)
+    with archive.engine.connect() as conn:
+        ids = dict(
+            conn.execute(
+                select(article.c.url, article.c.article_id).where(article.c.site_id == site_id)
+            ).all()
+        )
+    archive.snapshots.save(
+        [
+            FetchedPage(
+                article_id=ids[f"https://{name}.example/a/{c}/{n}"],
+                site_id=site_id,
+                article_type="Article",
+                fetched_at=START,
+                status=200,
+                final_url=f"https://{name}.example/a/{c}/{n}",
+                headers={"Content-Type": ["text/html"]},
+                encoding=detect_encoding(raw),
+                body=raw,
+            )
+            for c in range(copies)
+            for n, raw in enumerate(raws)
+        ]
+    )
+
+
+def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
+    raws = _pages()
     results: dict[str, float] = {}
     for label, hooked in [("without", False), ("with", True)] * rounds:
         with tempfile.TemporaryDirectory() as folder:
             archive = open_archive(url=f"sqlite:///{folder}/parse.db")
-            spec = parse_spec(
-                {
-                    "name": "b",
-                    "url": "https://news.example/",
-                    "type": "news",
-                    "config": {"article": "/a"},
-                }
-            )
-            site_id = archive.sites.upsert(spec, START)[0]
-            urls = [
-                f"https://news.example/a/{c}/{n}" for c in range(copies) for n in range(len(raws))
-            ]
-            archive.articles.add(site_id, "Article", urls, START)
-            with archive.engine.connect() as conn:
-                ids = dict(conn.execute(select(article.c.url, article.c.article_id)).all())
-            batch = [
-                FetchedPage(
-                    article_id=ids[f"https://news.example/a/{c}/{n}"],
-                    site_id=site_id,
-                    article_type="Article",
-                    fetched_at=START,
-                    status=200,
-                    final_url=f"https://news.example/a/{c}/{n}",
-                    headers={"Content-Type": ["text/html"]},
-                    encoding=detect_encoding(raw),
-                    body=raw,
-                )
-                for c in range(copies)
-                for n, raw in enumerate(raws)
-            ]
-            archive.snapshots.save(batch)
+            _snapshots(archive, "news", raws, copies)
             hooks = (copies_hook(),) if hooked else ()
             cpu = time.process_time()
             started = time.perf_counter()
@@ -448,6 +470,33 @@ def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
                 results[key] = min(results.get(key, 1e9), value)
             close_archives()
     return results
+
+
+def parse_at_scale(url: str, copies: int, rounds: int) -> dict[str, list[float]]:
+    """``parse_pending`` over the extraction benchmark's pages (``copies`` articles each,
+    on a new site per run) on the archive at ``url``, whose copy index the rebuild filled:
+    without and with the hook, alternately. The CPU seconds of each run: this process's
+    plus, on MariaDB, those of the server threads that served its two pooled connections."""
+    raws = _pages()
+    # The fold's tables are built once per process (~0.2 CPU s): not charged to one run.
+    fold("臺灣")
+    archive = open_archive(url=url)
+    engine = create_engine(url, pool_size=2, max_overflow=0, pool_timeout=30)
+    threads = ServerThread(engine, 2) if url.startswith("mysql") else None
+    spent: dict[str, list[float]] = {"without": [], "with": []}
+    # New sites each call: pages stored again on the same articles would be unchanged.
+    run = secrets.token_hex(3)
+    for number, (label, hooked) in enumerate([("without", False), ("with", True)] * rounds):
+        _snapshots(archive, f"parse{run}{number}{label}", raws, copies)
+        hooks = (copies_hook(),) if hooked else ()
+        server = threads.cpu() if threads else 0.0
+        cpu = time.process_time()
+        parse_pending(engine, ParseRunConfig(), now=START, hooks=hooks)
+        cpu = time.process_time() - cpu + ((threads.cpu() - server) if threads else 0.0)
+        spent[label].append(cpu)
+    engine.dispose()
+    close_archives()
+    return spent
 
 
 def timed_rebuild(url: str) -> dict[str, float]:
@@ -526,7 +575,13 @@ def memberships(url: str) -> set[frozenset[int]]:
 
 
 def measure(
-    url: str, count: int, label: str, old: Path | None = None, pool: str = "pieces"
+    url: str,
+    count: int,
+    label: str,
+    old: Path | None = None,
+    pool: str = "pieces",
+    parse_rounds: int = 0,
+    copies: int = 1,
 ) -> None:
     characters, free = load(url, bodies(count, pool_kind=pool), count)
     earlier = None
@@ -573,6 +628,18 @@ def measure(
         f" {hooked:.2f} CPU ms per publication; load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+    if parse_rounds:
+        runs = parse_at_scale(url, copies, parse_rounds)
+        without, with_hook = min(runs["without"]), min(runs["with"])
+        pages = 60 * copies
+        print(
+            f"{label} {count}: parse runs of {pages} pages into this archive, CPU s without"
+            f" the hook {', '.join(f'{v:.2f}' for v in runs['without'])}, with"
+            f" {', '.join(f'{v:.2f}' for v in runs['with'])}: least against least"
+            f" {with_hook / without - 1:+.1%} ({(with_hook - without) * 1000 / pages:.1f} CPU ms"
+            f" a page added, parse {without * 1000 / pages:.1f}); load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -582,6 +649,13 @@ def main() -> None:
     parser.add_argument("--skip-mariadb", action="store_true")
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-parse", action="store_true")
+    parser.add_argument(
+        "--parse-rounds",
+        type=int,
+        default=0,
+        help="after each size's rebuild, this many pairs of parse runs (without and with the"
+        " hook) of the extraction benchmark's pages (--copies times) into that archive",
+    )
     parser.add_argument("--database-prefix", default="bench_copies_", help="MariaDB's")
     parser.add_argument(
         "--pool",
@@ -604,14 +678,30 @@ def main() -> None:
     for count in (int(size) for size in args.publications.split(",")):
         if not args.skip_sqlite:
             with tempfile.TemporaryDirectory() as folder:
-                measure(f"sqlite:///{folder}/copies.db", count, "SQLite", old, args.pool)
+                measure(
+                    f"sqlite:///{folder}/copies.db",
+                    count,
+                    "SQLite",
+                    old,
+                    args.pool,
+                    args.parse_rounds,
+                    args.copies,
+                )
         if not args.skip_mariadb:
             name = args.database_prefix + secrets.token_hex(4)
             server = create_engine(MARIADB)
             with server.begin() as conn:
                 conn.execute(text(f"CREATE DATABASE {name} CHARACTER SET utf8mb4"))
             try:
-                measure(f"{MARIADB}/{name}?charset=utf8mb4", count, "MariaDB", old, args.pool)
+                measure(
+                    f"{MARIADB}/{name}?charset=utf8mb4",
+                    count,
+                    "MariaDB",
+                    old,
+                    args.pool,
+                    args.parse_rounds,
+                    args.copies,
+                )
             finally:
                 with server.begin() as conn:
                     conn.execute(text(f"DROP DATABASE {name}"))

@@ -21,6 +21,7 @@ from zeroarchive.copies.fingerprint import (
     BINS,
     SIMPLIFIED,
     TRADITIONAL,
+    Folded,
     containment,
     fold,
     shingles,
@@ -35,7 +36,7 @@ from zeroarchive.parser import PARSER_VERSION, parse_snapshot
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import ArticleInfo, PublicationStore
-from zeroarchive.storage.schema import article, copy_cluster
+from zeroarchive.storage.schema import article, copy_block, copy_cluster
 
 NOW = 1_700_000_000
 HOUR = 3600
@@ -352,6 +353,52 @@ def test_rebuild_gives_the_same_clusters_and_resumes_where_it_stopped(
     done, resumed = rebuild(engine)
     assert (done, resumed) == (4, False)
     assert found() == expected
+
+
+@pytest.mark.parametrize("held", [1, 2_000_000], ids=["written-each-batch", "written-once"])
+def test_the_boilerplate_pass_counts_as_the_hook_and_resumes_where_it_wrote(
+    archived: Archived, monkeypatch: pytest.MonkeyPatch, held: int
+) -> None:
+    """The rebuild counts each site's edge lines in memory and writes them ``BLOCK_ROWS``
+    at a time: the counts are the hook's, and a stop between two writes goes on from the
+    last one (lines counted after it are counted again, not twice)."""
+    for i, name in enumerate(ARTICLES):
+        archived.publish("farm", wrapped_brief(name), NOW + i)
+        archived.publish("news", text(name), NOW + i)
+    engine = archived.archive.engine
+
+    def blocks() -> list[tuple[int, int, int]]:
+        with engine.connect() as conn:
+            rows = conn.execute(select(copy_block).order_by(copy_block.c.site_id, "block"))
+            return [tuple(row) for row in rows]
+
+    by_hook = blocks()
+    assert max(count for _, _, count in by_hook) == len(ARTICLES)
+    import zeroarchive.copies.rebuild as module
+
+    monkeypatch.setattr(module, "BLOCK_ROWS", held)
+    real = module.fold_many
+    calls = []
+
+    def stop_on_the_third(texts: list[str]) -> list[Folded]:
+        calls.append(texts)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(texts)
+
+    monkeypatch.setattr(module, "fold_many", stop_on_the_third)
+    with pytest.raises(SystemExit):
+        rebuild(engine, CopiesConfig(rebuild_batch=3))
+    written = blocks()
+    if held > 1:
+        assert written == []
+    else:
+        # Two batches of three written one by one: the farm's wrapping on its first three.
+        assert max(count for _, _, count in written) == 3
+    monkeypatch.setattr(module, "fold_many", real)
+    done, resumed = rebuild(engine, CopiesConfig(rebuild_batch=3))
+    assert (done, resumed) == (2 * len(ARTICLES), True)
+    assert blocks() == by_hook
 
 
 def test_a_rebuild_on_mariadb_rewrites_the_tables_it_filled(archived: Archived) -> None:

@@ -285,36 +285,6 @@ def line_blocks(folded: Folded) -> set[int]:
     return {block_hash(line) for line in folded.lines if len(line) <= MAX_BLOCK}
 
 
-def edge_blocks_of(text: str) -> set[int]:
-    """``edge_blocks(fold(text))`` folding only the lines at either end of a long body
-    (what a rebuild counts before it fingerprints)."""
-    return edge_blocks_many([text])[0]
-
-
-def edge_blocks_many(texts: Sequence[str]) -> list[set[int]]:
-    """``edge_blocks_of`` of each text, folded together (``fold_many``)."""
-    pieces: list[str] = []
-    whole: list[bool] = []
-    for text in texts:
-        raw = [line for line in text.split("\n") if line.strip()]
-        # Twice the edge: a line of punctuation alone is no line once folded.
-        if len(raw) <= 4 * EDGE:
-            pieces += [text, ""]
-            whole.append(True)
-        else:
-            pieces += ["\n".join(raw[: 2 * EDGE]), "\n".join(raw[-2 * EDGE :])]
-            whole.append(False)
-    folded = fold_many(pieces)
-    found = []
-    for number, entire in enumerate(whole):
-        head, tail = folded[2 * number], folded[2 * number + 1]
-        if entire:
-            found.append(edge_blocks(head))
-        else:
-            found.append(edge_blocks(Folded(head.lines[:EDGE] + tail.lines[-EDGE:], NO_SCRIPT)))
-    return found
-
-
 def body(folded: Folded, boilerplate: Collection[int] = ()) -> str:
     """The lines that are not boilerplate, joined."""
     if not boilerplate:

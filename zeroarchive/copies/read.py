@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Engine
 
 from zeroarchive.copies.fingerprint import NO_SCRIPT
@@ -60,9 +60,10 @@ class Cluster:
         }
 
 
-def _members(engine: Engine, cluster_ids: Sequence[int]) -> dict[int, list[Any]]:
+def _member_rows() -> Select[Any]:
+    """The members' columns and joins (each member's site, URL and published time)."""
     doc = copy_doc.c
-    query = (
+    return (
         select(
             doc.cluster_id,
             doc.article_id,
@@ -77,6 +78,13 @@ def _members(engine: Engine, cluster_ids: Sequence[int]) -> dict[int, list[Any]]
         .join(article, article.c.article_id == doc.article_id)
         .join(site, site.c.site_id == doc.site_id)
         .join(publication, publication.c.publication_id == doc.publication_id, isouter=True)
+    )
+
+
+def _members(engine: Engine, cluster_ids: Sequence[int]) -> dict[int, list[Any]]:
+    doc = copy_doc.c
+    query = (
+        _member_rows()
         .where(doc.cluster_id.in_(cluster_ids))
         .order_by(doc.cluster_id, doc.first_seen_at, doc.article_id)
     )
@@ -85,6 +93,19 @@ def _members(engine: Engine, cluster_ids: Sequence[int]) -> dict[int, list[Any]]
         for row in conn.execute(query):
             found.setdefault(int(row.cluster_id), []).append(row)
     return found
+
+
+#: The article asked for by ``cluster_of``, joined to its cluster's members.
+_ASKED = copy_doc.alias("asked")
+#: ``cluster_of``'s one statement: on MariaDB each round trip waits for the server thread to
+#: be scheduled, and under load that wait, not the work, was most of the answer's time
+#: (two statements on two pooled connections, six round trips, before: bench/README.md).
+_CLUSTER_OF = (
+    _member_rows()
+    .join(_ASKED, _ASKED.c.cluster_id == copy_doc.c.cluster_id)
+    .where(_ASKED.c.article_id == bindparam("article_id"))
+    .order_by(copy_doc.c.first_seen_at, copy_doc.c.article_id)
+)
 
 
 def _cluster(cluster_id: int, rows: list[Any], min_similarity: float | None) -> Cluster | None:
@@ -117,13 +138,8 @@ def cluster_of(
 ) -> Cluster | None:
     """The cluster the article is in (None: no copy of it is known)."""
     with engine.connect() as conn:
-        cluster_id = conn.execute(
-            select(copy_doc.c.cluster_id).where(copy_doc.c.article_id == article_id)
-        ).scalar()
-    if cluster_id is None:
-        return None
-    rows = _members(engine, [int(cluster_id)]).get(int(cluster_id))
-    return _cluster(int(cluster_id), rows, min_similarity) if rows else None
+        rows = conn.execute(_CLUSTER_OF, {"article_id": int(article_id)}).all()
+    return _cluster(int(rows[0].cluster_id), list(rows), min_similarity) if rows else None
 
 
 def clusters(
