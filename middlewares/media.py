@@ -116,15 +116,24 @@ class MediaBatchDownloaderMiddleware:
     spider middlewares of all but one request per batch: most of what an item cost."""
 
     def __init__(self, crawler: Crawler) -> None:
+        from zeroarchive.media.keepalive import KeepAlivePool
+
         self.crawler = crawler
         self._robots: Any = None
+        # The keep-alive connections of finished batches, for their hosts' next ones.
+        self.pool = KeepAlivePool()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MediaBatchDownloaderMiddleware:
         if not media_enabled(crawler.settings):
             # Without a message: the spider middleware's line already says media are off.
             raise NotConfigured()
-        return cls(crawler)
+        middleware = cls(crawler)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    def spider_closed(self) -> None:
+        self.pool.close()
 
     def _robots_middleware(self) -> Any:
         if self._robots is None:
@@ -156,8 +165,9 @@ class MediaBatchDownloaderMiddleware:
     def _keepalive(self, request: Request) -> KeepAlive | None:
         """The keep-alive client of a batch's host (zeroarchive/media/keepalive.py), when
         its request goes straight to the address the crawl's resolver checked: not
-        through a proxy or from a bound address, over plain HTTP(S)."""
-        from zeroarchive.media.keepalive import KeepAlive, is_literal
+        through a proxy or from a bound address, over plain HTTP(S). A connection an
+        earlier batch of the host left open is taken again."""
+        from zeroarchive.media.keepalive import is_literal
 
         try:
             asyncio.get_running_loop()
@@ -184,7 +194,7 @@ class MediaBatchDownloaderMiddleware:
         ]
         timeout = request.meta.get("download_timeout") or 180.0
         maxsize = request.meta.get("download_maxsize") or 0
-        return KeepAlive(parts.scheme, host, port, address, headers, maxsize, timeout)
+        return self.pool.take(parts.scheme, host, port, address, headers, maxsize, timeout)
 
     async def process_request(self, request: Request) -> Response | None:
         from zeroarchive.media.fetch import RESULTS, Fetched, batch_items, item_meta, single_request
@@ -202,6 +212,8 @@ class MediaBatchDownloaderMiddleware:
         budget = request.meta.get("download_maxsize") or 0
         held = 0
         keepalive = self._keepalive(request)
+        # Kept for the host's next batch only when every answer was read whole.
+        done = False
         try:
             for item, spare in batch_items(request):
                 if not self._plain(request, item.url) or (budget and held >= budget):
@@ -232,9 +244,13 @@ class MediaBatchDownloaderMiddleware:
                 results.append(answer)
                 fetched += 1
                 held += len(answer.body)
+            done = True
         finally:
             if keepalive is not None:
-                keepalive.close()
+                if done:
+                    self.pool.give(keepalive)
+                else:
+                    keepalive.close()
         count(self.crawler.stats, "media/batched", archive_meta(request).get("site_id"), fetched)
         request.meta[RESULTS] = results
         return Response(request.url, status=200, request=request)

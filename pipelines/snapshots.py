@@ -57,6 +57,14 @@ PROCESS_AFTER = 10
 # Full batches waiting for the database before process_item waits too (bounds memory).
 MAX_WAITING_BATCHES = 2
 
+# A batch is full at ``ZEROARCHIVE_SNAPSHOT_BATCH`` snapshots (pages and failed fetches);
+# the media records that come with them ride along, up to this many per snapshot of the
+# batch size (the default ``media_max_items``), and their bytes count towards
+# ``ZEROARCHIVE_SNAPSHOT_BATCH_BYTES``. Counted as items, a page's 17 records made a batch
+# of 50 hold three pages: 16 times the transactions, each with its per-batch queries and
+# commit, on bench/media.py (bench/README.md, issue 42).
+MEDIA_PER_SNAPSHOT = 40
+
 # How long a service worker waits, when it opens, for its writer process to be ready
 # before it takes work all the same (a child waiting for the database is not waited for).
 WRITER_START_WAIT = 60.0
@@ -102,6 +110,9 @@ class SnapshotsPipeline:
         self.config = config
         self.pending: list[FetchedPage | FailedFetch | MediaAnswer] = []
         self.pending_bytes = 0
+        #: Of ``pending``: the pages and failed fetches (what fills a batch), the media.
+        self.pending_snapshots = 0
+        self.pending_media = 0
         self._lock = asyncio.Lock()
         self._timer: asyncio.Task[None] | None = None
         self._writes: list[asyncio.Task[None]] = []
@@ -160,13 +171,18 @@ class SnapshotsPipeline:
         for answer in answers:
             self.pending.append(answer)
             self._answers_seen += 1
+            if isinstance(answer, MediaAnswer):
+                self.pending_media += 1
+            else:
+                self.pending_snapshots += 1
             body = answer.body if isinstance(answer, FetchedPage | MediaAnswer) else None
             if body is not None:
                 self.pending_bytes += len(body)
         if self.writer is None and self._wants_process and self._answers_seen >= PROCESS_AFTER:
             self._start_writer()
         if (
-            len(self.pending) >= self.config.max_items
+            self.pending_snapshots >= self.config.max_items
+            or self.pending_media >= self.config.max_items * MEDIA_PER_SNAPSHOT
             or self.pending_bytes >= self.config.max_bytes
         ):
             self._start_write()
@@ -220,6 +236,7 @@ class SnapshotsPipeline:
 
     def _take_batch(self) -> list[FetchedPage | FailedFetch | MediaAnswer]:
         batch, self.pending, self.pending_bytes = self.pending, [], 0
+        self.pending_snapshots = self.pending_media = 0
         if batch:
             self.batches_taken += 1
         return batch

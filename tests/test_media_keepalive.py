@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from zeroarchive.media.keepalive import KeepAlive, NotPlain
+from zeroarchive.media.keepalive import KeepAlive, KeepAlivePool, NotPlain
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 
@@ -25,6 +25,9 @@ ANSWERS = {
     b"/close.png": b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nConnection: close\r\n\r\n" + PNG,
     b"/garbage": b"ICY 200 OK\r\n\r\n",
 }
+# Answered as /a.png, then the server closes the connection without saying so (as a server
+# closes an idle keep-alive connection).
+ANSWERS[b"/last.png"] = ANSWERS[b"/a.png"]
 
 
 async def _serve(seen: list[bytes], connections: list[int]) -> asyncio.Server:
@@ -36,7 +39,7 @@ async def _serve(seen: list[bytes], connections: list[int]) -> asyncio.Server:
                 target = head.split(b" ")[1]
                 writer.write(ANSWERS[target])
                 await writer.drain()
-                if b"close" in target or b"big" in target:
+                if b"close" in target or b"big" in target or b"last" in target:
                     break
         except asyncio.IncompleteReadError:
             pass
@@ -96,3 +99,72 @@ def test_what_is_not_plain_is_refused(target: str) -> None:
             await asyncio.sleep(0.05)
 
     asyncio.run(run())
+
+
+def test_a_hosts_next_batch_takes_the_connection_its_last_one_left_open() -> None:
+    """Batches of one host share a connection (one TCP and TLS handshake, not one a
+    batch), each asking with its own headers; one the server closed meanwhile, or kept
+    too long, is not taken."""
+    seen: list[bytes] = []
+    connections: list[int] = []
+
+    async def run() -> list[int]:
+        server = await _serve(seen, connections)
+        port = server.sockets[0].getsockname()[1]
+        pool = KeepAlivePool()
+        opened = []
+        for page in ("1", "2", "3"):
+            client = pool.take(
+                "http", "127.0.0.1", port, "127.0.0.1", [(b"Referer", page.encode())]
+            )
+            assert (await client.get("/a.png")).body == PNG
+            pool.give(client)
+            opened.append(len(connections))
+        # The server closes after this one; the pool sees it and connects anew.
+        client = pool.take("http", "127.0.0.1", port, "127.0.0.1", [])
+        assert (await client.get("/last.png")).body == PNG
+        pool.give(client)
+        await asyncio.sleep(0.05)
+        client = pool.take("http", "127.0.0.1", port, "127.0.0.1", [])
+        assert (await client.get("/a.png")).body == PNG
+        opened.append(len(connections))
+        # Kept longer than idle_seconds: not taken.
+        pool.idle_seconds = 0.0
+        pool.give(client)
+        await asyncio.sleep(0.01)
+        client = pool.take("http", "127.0.0.1", port, "127.0.0.1", [])
+        assert (await client.get("/a.png")).body == PNG
+        opened.append(len(connections))
+        client.close()
+        pool.close()
+        server.close()
+        await server.wait_closed()
+        await asyncio.sleep(0.05)
+        return opened
+
+    assert asyncio.run(run()) == [1, 1, 1, 2, 3]
+    referers = [line for head in seen[:3] for line in head.split(b"\r\n") if b"Referer" in line]
+    assert referers == [b"Referer: 1", b"Referer: 2", b"Referer: 3"]
+
+
+def test_a_taken_connection_the_server_closed_is_asked_again_on_a_new_one() -> None:
+    connections: list[int] = []
+
+    async def run() -> bytes:
+        server = await _serve([], connections)
+        port = server.sockets[0].getsockname()[1]
+        pool = KeepAlivePool()
+        client = pool.take("http", "127.0.0.1", port, "127.0.0.1", [])
+        await client.get("/last.png")
+        await asyncio.sleep(0.05)  # the server's close has come
+        client._reused = True  # as the pool leaves a client it hands out again
+        try:
+            return (await client.get("/a.png")).body
+        finally:
+            client.close()
+            server.close()
+            await server.wait_closed()
+            await asyncio.sleep(0.05)
+
+    assert asyncio.run(run()) == PNG
+    assert len(connections) == 2

@@ -17,9 +17,14 @@ from scrapy import signals
 from scrapy.utils.test import get_crawler
 from sqlalchemy.exc import IntegrityError
 
-from pipelines.snapshots import MAX_WAITING_BATCHES, BatchConfig, SnapshotsPipeline
+from pipelines.snapshots import (
+    MAX_WAITING_BATCHES,
+    MEDIA_PER_SNAPSHOT,
+    BatchConfig,
+    SnapshotsPipeline,
+)
 from tests.conftest import project_settings
-from zeroarchive.core.items import FailedFetch, FetchedPage
+from zeroarchive.core.items import FailedFetch, FetchedPage, MediaAnswer, MediaAnswers
 from zeroarchive.crawl import snapshot_batches
 from zeroarchive.events.store import CONFIRM_AFTER, GoneAnswer, record_gone
 from zeroarchive.sites.record import parse_spec
@@ -143,6 +148,48 @@ def test_a_slow_database_holds_the_crawl_back_after_two_waiting_batches(tmp_path
 
     asyncio.run(crawl())
     assert [i for batch in store.batches for i in batch] == list(range(1, 7))
+
+
+def media_records(article_id: int, n: int) -> MediaAnswers:
+    return MediaAnswers(
+        tuple(
+            MediaAnswer(article_id, 1, T0, "image", f"https://i.example/{n}", T0, reason="too-many")
+            for n in range(n)
+        )
+    )
+
+
+def test_a_batch_fills_with_snapshots_not_with_their_media_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's media records ride in its batch without filling it (counted as items, a
+    page's 17 records made a batch of 50 hold three pages); only their own cap, a batch
+    size times ``MEDIA_PER_SNAPSHOT`` of them, or their bytes write it early."""
+    pipeline, store, _ = make_pipeline(tmp_path)
+    media_batches: list[int] = []
+    monkeypatch.setattr(
+        snapshot_batches,
+        "store_media",
+        lambda conn, media, items: media_batches.append(len(items)) or [],
+    )
+    cap = CONFIG.max_items * MEDIA_PER_SNAPSHOT
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        await pipeline.process_item(fetched(1))
+        await pipeline.process_item(media_records(1, 30))
+        assert len(pipeline.pending) == 31, "30 media records must not fill a batch of 2"
+        await pipeline.process_item(fetched(2))
+        assert pipeline.pending == [], "the second page fills it"
+        await pipeline.process_item(media_records(3, cap - 1))
+        assert len(pipeline.pending) == cap - 1
+        await pipeline.process_item(media_records(3, 1))
+        assert pipeline.pending == [], "the media records' own cap fills it"
+        await pipeline.close_spider()
+
+    asyncio.run(crawl())
+    assert store.batches == [[1, 2], []]
+    assert media_batches == [30, cap]
 
 
 def test_pending_pages_are_written_when_the_spider_goes_idle(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from dataclasses import dataclass
 
 #: The longest status line and headers taken.
@@ -94,13 +95,34 @@ class KeepAlive:
         netloc = host if port == default else f"{host}:{port}"
         if ":" in host:  # an IPv6 literal
             netloc = f"[{host}]" if port == default else f"[{host}]:{port}"
-        self._head = b"Host: " + netloc.encode("idna" if not host.isascii() else "ascii")
-        self._head += b"".join(b"\r\n" + name + b": " + value for name, value in headers)
+        self._host = b"Host: " + netloc.encode("idna" if not host.isascii() else "ascii")
+        self._head = b""
+        self.maxsize = maxsize
+        self.timeout = timeout
+        self.ask_with(headers, maxsize, timeout)
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        #: Taken from a pool: its first request may meet the server's close of an idle
+        #: connection, and is asked again on a new one.
+        self._reused = False
+
+    def ask_with(
+        self, headers: list[tuple[bytes, bytes]], maxsize: int = 0, timeout: float = 180.0
+    ) -> None:
+        """The headers and limits of the next requests (another batch of the same host)."""
+        self._head = self._host + b"".join(b"\r\n" + n + b": " + v for n, v in headers)
         self._head += b"\r\n\r\n"
         self.maxsize = maxsize
         self.timeout = timeout
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+
+    @property
+    def key(self) -> tuple[bool, str, int, str]:
+        return self.tls, self.host, self.port, self.address
+
+    def idle_and_open(self) -> bool:
+        """Whether the connection is open, with nothing unread, as the server left it."""
+        reader = self._reader
+        return reader is not None and not reader.at_eof() and not len(reader._buffer)  # type: ignore[attr-defined]
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         global _TLS
@@ -116,8 +138,18 @@ class KeepAlive:
 
     async def get(self, target: str) -> Answer:
         """The answer to ``GET target`` (a path and query), or ``NotPlain``."""
+        reused, self._reused = self._reused, False
         try:
             async with asyncio.timeout(self.timeout):
+                if reused:
+                    try:
+                        return await self._get(target)
+                    except (OSError, asyncio.IncompleteReadError) as exc:
+                        if getattr(exc, "partial", b""):
+                            raise
+                        # The server closed the idle connection before this request came:
+                        # asked again on a new one.
+                        self.close()
                 return await self._get(target)
         except NotPlain:
             self.close()
@@ -177,6 +209,58 @@ class KeepAlive:
         if self._writer is not None:
             self._writer.close()
         self._reader = self._writer = None
+
+
+class KeepAlivePool:
+    """Connections of finished batches kept for the next batch of their host (scheme,
+    name, port and the address the crawl's resolver gave): a host's batches share one TCP
+    (and TLS) handshake while its server keeps the connection, not one a batch. At most
+    ``per_host`` idle connections a host, each kept ``idle_seconds`` (servers close idle
+    ones after a few seconds: Apache's default is 5); one the server closed meanwhile
+    costs its first request a new connection."""
+
+    def __init__(self, per_host: int = 6, idle_seconds: float = 4.0) -> None:
+        self.per_host = per_host
+        self.idle_seconds = idle_seconds
+        self._idle: dict[tuple[bool, str, int, str], list[tuple[float, KeepAlive]]] = {}
+
+    def take(
+        self,
+        scheme: str,
+        host: str,
+        port: int,
+        address: str,
+        headers: list[tuple[bytes, bytes]],
+        maxsize: int = 0,
+        timeout: float = 180.0,
+    ) -> KeepAlive:
+        """A kept connection to the host, asking with ``headers`` from now on, else a new
+        client (which connects at its first request)."""
+        idle = self._idle.get((scheme == "https", host, port, address))
+        now = time.monotonic()
+        while idle:
+            since, client = idle.pop()
+            if now - since <= self.idle_seconds and client.idle_and_open():
+                client.ask_with(headers, maxsize, timeout)
+                client._reused = True
+                return client
+            client.close()
+        return KeepAlive(scheme, host, port, address, headers, maxsize, timeout)
+
+    def give(self, client: KeepAlive) -> None:
+        """Keep ``client`` for its host's next batch, or close it (closed by the server,
+        or the host has enough kept)."""
+        idle = self._idle.setdefault(client.key, [])
+        if client.idle_and_open() and len(idle) < self.per_host:
+            idle.append((time.monotonic(), client))
+        else:
+            client.close()
+
+    def close(self) -> None:
+        for idle in self._idle.values():
+            for _, client in idle:
+                client.close()
+        self._idle.clear()
 
 
 def is_literal(host: str) -> bool:
