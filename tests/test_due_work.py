@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scrapy.utils.test import get_crawler
@@ -22,6 +23,7 @@ from zeroarchive.core.owners import queued_owner
 from zeroarchive.core.urls import url_hash
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.list_walk import WalkedListPage
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.distributed.redis_client import connect
 from zeroarchive.sites.record import parse_spec
@@ -217,3 +219,42 @@ def test_a_list_pages_links_are_stored_and_its_sites_due_work_claimed_in_one_wri
             conn.execute(select(article.c.url).where(article.c.lease_until > NOW)).scalars()
         )
     assert leased == {*(claimed if mode == "all" else []), "https://farm.example/a/1"}
+
+
+def test_a_walk_asks_for_its_next_page_before_the_claim_of_the_page_it_came_from(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain walk (PTT) stores a page's links alone, asks for the next page on
+    articles_stored, and claims with item_scraped; its last page claims with its links."""
+    monkeypatch.setenv(FAKE_NOW_ENV, str(NOW))
+    settings = project_settings(ZEROARCHIVE_DB_URL=archive.url, ZEROARCHIVE_DUE_BATCH=10)
+    crawler = get_crawler(PttSpider, settings)
+    spider = PttSpider.from_crawler(crawler)
+    crawler.spider = spider
+    events: list[str] = []
+    crawler.engine = SimpleNamespace(crawl=lambda request: events.append(request.url))
+    monkeypatch.setattr(spider, "_crawl_due", lambda due: events.append(f"claim {len(due)}"))
+    ptt = archive.sites.get("ptt")
+    assert ptt is not None
+    spider._keep_site(ptt)
+    pipeline = ArticlesPipeline.from_crawler(crawler)
+    page = "https://www.ptt.cc/bbs/LoL/index.html"
+    walked = WalkedListPage(
+        ptt.site_id,
+        "PTT",
+        page,
+        ("https://www.ptt.cc/bbs/LoL/M.2.A.1.html",),
+        next_url="https://www.ptt.cc/bbs/LoL/index9.html",
+        walk={"depth": 0, "stale_run": 0},
+    )
+    asyncio.run(pipeline.process_item(walked))
+    assert events == ["https://www.ptt.cc/bbs/LoL/index9.html"]
+    asyncio.run(spider._on_item_scraped(walked))
+    assert events[1:] == ["claim 2"]  # the post due before and the new one
+
+    last = WalkedListPage(
+        ptt.site_id, "PTT", page, ("https://www.ptt.cc/bbs/LoL/M.3.A.1.html",), walk={"depth": 1}
+    )
+    asyncio.run(pipeline.process_item(last))
+    asyncio.run(spider._on_item_scraped(last))
+    assert events[2:] == ["claim 1"]
