@@ -4,21 +4,26 @@ embedded crawl (the base spider's start and idle batches) and `scrapy schedule`'
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scrapy.utils.test import get_crawler
 from sqlalchemy import select, update
 
+from pipelines.articles import ArticlesPipeline
 from spiders.generic import GenericSpider
 from spiders.ptt import PttSpider
 from tests.conftest import project_settings
 from zeroarchive.core.clock import FAKE_NOW_ENV
+from zeroarchive.core.items import ArticleLinks
 from zeroarchive.core.owners import queued_owner
 from zeroarchive.core.urls import url_hash
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
 from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites
+from zeroarchive.crawl.list_walk import WalkedListPage
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.distributed.redis_client import connect
 from zeroarchive.sites.record import parse_spec
@@ -176,3 +181,80 @@ def test_both_modes_hand_out_the_same_work(
         "https://farm.example/a/0",
         "https://www.ptt.cc/bbs/LoL/M.1.A.1.html",
     }
+
+
+@pytest.mark.parametrize("mode", ["all", "discover"])
+def test_a_list_pages_links_are_stored_and_its_sites_due_work_claimed_in_one_write(
+    archive: Archive, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The links pipeline claims the site's due articles with the links it stores, hands
+    them to the spider, and the spider's item_scraped claims nothing more; a spider that
+    only walks (mode discover) gets its links stored and nothing claimed."""
+    monkeypatch.setenv(FAKE_NOW_ENV, str(NOW))
+    settings = project_settings(ZEROARCHIVE_DB_URL=archive.url, ZEROARCHIVE_DUE_BATCH=10)
+    crawler = get_crawler(GenericSpider, settings)
+    spider = GenericSpider.from_crawler(crawler, mode=mode)
+    crawler.spider = spider
+    handed: list[list[str]] = []
+    monkeypatch.setattr(spider, "_crawl_due", lambda due: handed.append([a.url for a in due]))
+    news = archive.sites.get("news")
+    assert news is not None
+    spider._keep_site(news)
+    links = ArticleLinks(
+        news.site_id, "Article", "https://news.example/", ("https://news.example/a/9",)
+    )
+
+    assert asyncio.run(ArticlesPipeline.from_crawler(crawler).process_item(links)) is links
+    # Handed over by the pipeline, before the item is done: the three due before the new
+    # one first, then it.
+    claimed = [*(f"https://news.example/a/{n}" for n in range(3)), links.urls[0]]
+    assert handed == ([claimed] if mode == "all" else [])
+    asyncio.run(spider._on_item_scraped(links))
+    assert handed == ([claimed] if mode == "all" else [])  # no second claim
+    assert spider._claimed_with_links == {}
+
+    assert archive.articles.ids_of(list(links.urls))
+    with archive.engine.connect() as conn:
+        leased = set(
+            conn.execute(select(article.c.url).where(article.c.lease_until > NOW)).scalars()
+        )
+    assert leased == {*(claimed if mode == "all" else []), "https://farm.example/a/1"}
+
+
+def test_a_walk_asks_for_its_next_page_before_the_claim_of_the_page_it_came_from(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain walk (PTT) stores a page's links alone, asks for the next page on
+    articles_stored, and claims with item_scraped; its last page claims with its links."""
+    monkeypatch.setenv(FAKE_NOW_ENV, str(NOW))
+    settings = project_settings(ZEROARCHIVE_DB_URL=archive.url, ZEROARCHIVE_DUE_BATCH=10)
+    crawler = get_crawler(PttSpider, settings)
+    spider = PttSpider.from_crawler(crawler)
+    crawler.spider = spider
+    events: list[str] = []
+    crawler.engine = SimpleNamespace(crawl=lambda request: events.append(request.url))
+    monkeypatch.setattr(spider, "_crawl_due", lambda due: events.append(f"claim {len(due)}"))
+    ptt = archive.sites.get("ptt")
+    assert ptt is not None
+    spider._keep_site(ptt)
+    pipeline = ArticlesPipeline.from_crawler(crawler)
+    page = "https://www.ptt.cc/bbs/LoL/index.html"
+    walked = WalkedListPage(
+        ptt.site_id,
+        "PTT",
+        page,
+        ("https://www.ptt.cc/bbs/LoL/M.2.A.1.html",),
+        next_url="https://www.ptt.cc/bbs/LoL/index9.html",
+        walk={"depth": 0, "stale_run": 0},
+    )
+    asyncio.run(pipeline.process_item(walked))
+    assert events == ["https://www.ptt.cc/bbs/LoL/index9.html"]
+    asyncio.run(spider._on_item_scraped(walked))
+    assert events[1:] == ["claim 2"]  # the post due before and the new one
+
+    last = WalkedListPage(
+        ptt.site_id, "PTT", page, ("https://www.ptt.cc/bbs/LoL/M.3.A.1.html",), walk={"depth": 1}
+    )
+    asyncio.run(pipeline.process_item(last))
+    asyncio.run(spider._on_item_scraped(last))
+    assert events[2:] == ["claim 1"]

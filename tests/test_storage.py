@@ -445,6 +445,39 @@ def test_add_records_the_publication_times_a_list_gives(archive: Archive) -> Non
     assert dict(rows) == {a: NOW - 60, b: NOW - 30, c: None}
 
 
+def test_add_and_claim_stores_links_and_leases_the_sites_due_articles(archive: Archive) -> None:
+    cna = add_site(archive, "cna")
+    udn = add_site(archive, "udn")
+    [old] = add_articles(archive, cna, ["https://cna.example/news/old"], NOW - 60)
+    [other] = add_articles(archive, udn, ["https://udn.example/news/1"], NOW - 60)
+    a, b = "https://cna.example/news/a", "https://cna.example/news/b"
+
+    new, due = archive.articles.add_and_claim(
+        cna, "news", [a, b, a], NOW, {a: NOW - 5}, 10, 600, "worker-1"
+    )
+    # What add() and then claim_due() give: the new links counted, the site's due
+    # articles (the one due before them first) leased to the owner; not the other site's.
+    assert new == 2
+    assert [(d.article_id, d.url) for d in due] == [
+        (old, "https://cna.example/news/old"),
+        (article_id(archive, a), a),
+        (article_id(archive, b), b),
+    ]
+    for row in (article_row(archive, d.article_id) for d in due):
+        assert (row.lease_until, row.lease_owner, row.site_id) == (NOW + 600, "worker-1", cna)
+    assert article_row(archive, article_id(archive, a)).published_at == NOW - 5
+    assert article_row(archive, other).lease_until == 0
+    # Stored once; nothing left due for the site, and the same links again are not new.
+    assert archive.articles.add_and_claim(cna, "news", [a, b], NOW, None, 10, 600, "w2") == (
+        0,
+        [],
+    )
+    assert count_rows(archive.engine, article) == 4
+    # A retry of a write whose commit went through unseen gets its claim back (same owner).
+    new, again = archive.articles.add_and_claim(cna, "news", [a], NOW, None, 10, 600, "worker-1")
+    assert (new, {d.article_id for d in again}) == (0, {d.article_id for d in due})
+
+
 def test_new_articles_are_due_now(archive: Archive) -> None:
     cna = add_site(archive, "cna")
     url = "https://cna.example/news/1"

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +24,7 @@ from sqlalchemy import func, select
 from pipelines.snapshots import PROCESS_AFTER, SnapshotsPipeline
 from tests.conftest import REPO, project_settings
 from zeroarchive.core.items import FetchedPage
+from zeroarchive.crawl import writer_process
 from zeroarchive.crawl.writer_process import WriterProcess
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
@@ -344,3 +346,52 @@ def test_a_writer_started_while_the_database_is_away_waits_for_it(
     # The writer's log is masked as the crawl's is: a URL's user too (tokens are users).
     assert "Waiting: cannot reach the database at mysql+pymysql://***@127.0.0.1:9" in caplog.text
     assert writer.process.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("shown", [logging.DEBUG, logging.INFO])
+def test_the_writer_process_sends_only_records_the_crawl_shows(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, shown: int
+) -> None:
+    """Pages whose canonical claim names another site: the first such claim of a site is
+    logged at INFO, the rest at DEBUG, which a crawl that shows INFO and up is not sent."""
+    archive, ids = make_archive(tmp_path, 3)
+    monkeypatch.setattr(writer_process, "lowest_shown_level", lambda: shown)
+    claim = b'<html><head><link rel="canonical" href="https://elsewhere.example/a/%d"></head>'
+    batch = [
+        replace(page(i, claim % i + b"<body><p>article</p></body></html>"), unsettled_for=url)
+        for i, url in zip(ids, (f"https://farm.example/a/{i}" for i in ids), strict=True)
+    ]
+    site = archive.sites.get(1)
+    assert site is not None
+    writer = WriterProcess(archive.url, 0)
+    try:
+        while not writer.ready():
+            time.sleep(0.02)
+        with caplog.at_level(logging.DEBUG):
+            writer.write(batch, {1: site})
+    finally:
+        writer.close()
+    ignored = [r for r in caplog.records if "ignoring its canonical claim" in r.getMessage()]
+    assert all(r.process != os.getpid() for r in ignored), "logged in the writer process"
+    assert [r.levelno for r in ignored] == [logging.INFO] + [logging.DEBUG] * (
+        len(ids) - 1 if shown == logging.DEBUG else 0
+    )
+    assert snapshots(archive) == len(ids)
+
+
+def test_the_lowest_level_shown_is_the_lowest_of_the_handlers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = logging.getLogger()
+    monkeypatch.setattr(logging.Logger.manager, "loggerDict", {})
+    monkeypatch.setattr(root, "handlers", [logging.Handler(logging.WARNING)])
+    assert writer_process.lowest_shown_level() == logging.WARNING
+    named = logging.Logger("zeroarchive.example")
+    named.handlers = [logging.Handler(logging.INFO)]
+    monkeypatch.setitem(logging.Logger.manager.loggerDict, "zeroarchive.example", named)
+    assert writer_process.lowest_shown_level() == logging.INFO
+    monkeypatch.setattr(root, "handlers", [logging.Handler()])  # no level: every record
+    assert writer_process.lowest_shown_level() == logging.DEBUG
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(logging.Logger.manager, "loggerDict", {})
+    assert writer_process.lowest_shown_level() == logging.WARNING  # logging's last resort

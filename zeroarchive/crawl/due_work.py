@@ -13,6 +13,7 @@ import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
+from zeroarchive.core.items import ArticleLinks
 from zeroarchive.crawl.list_intervals import WalkPlan
 from zeroarchive.crawl.list_pages import begin_pages, walk_plan
 from zeroarchive.events.watch import promote_watch, validators
@@ -160,7 +161,41 @@ def claim_due(
     """Up to ``limit`` due articles of these sites, oldest due first, leased until
     ``now + lease`` to ``owner`` (default: queued); a watch check carries the conditional
     headers of its last snapshot."""
-    due = archive.articles.claim_due(site_ids, now, limit, lease, owner)
+    return _with_validators(archive, archive.articles.claim_due(site_ids, now, limit, lease, owner))
+
+
+@dataclass(frozen=True)
+class LinksClaim:
+    """How a spider has its site's due articles claimed with a list page's links
+    (pipelines/articles.py)."""
+
+    limit: int
+    lease: int
+    #: The lease owner, the same for every retry of the write (see ``claim_due``).
+    owner: str
+
+
+def store_and_claim(
+    archive: Archive, links: ArticleLinks, now: int, claim: LinksClaim
+) -> tuple[int, list[DueArticle]]:
+    """Store a list page's article links found at ``now`` and claim its site's due
+    articles (``claim_due``) in one transaction: (how many links were new, the claim)."""
+    new, due = archive.articles.add_and_claim(
+        links.site_id,
+        links.article_type,
+        links.urls,
+        now,
+        links.published,
+        claim.limit,
+        claim.lease,
+        claim.owner,
+    )
+    return new, _with_validators(archive, due)
+
+
+def _with_validators(archive: Archive, due: list[DueArticle]) -> list[DueArticle]:
+    """The claimed articles, a watch check's with the conditional headers of its last
+    snapshot."""
     found = validators(archive.engine, {a.article_id: a.last_snapshot_at for a in due if a.watched})
     return [
         replace(a, conditional=tuple(found[a.article_id].items())) if a.article_id in found else a

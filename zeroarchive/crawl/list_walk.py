@@ -20,6 +20,7 @@ from scrapy.http import Request
 
 from zeroarchive.core.items import ArticleLinks
 from zeroarchive.core.signals import articles_stored
+from zeroarchive.crawl.due_work import LinksClaim
 from zeroarchive.crawl.spider import ArchiveSpider
 from zeroarchive.sites.record import Site
 
@@ -128,6 +129,14 @@ class ListWalkSpider(ArchiveSpider):
         return self.list_request(
             site, next_url, {**walk, "depth": walk["depth"] + 1, "stale_run": run}
         )
+
+    def links_claim(self, item: ArticleLinks) -> LinksClaim | None:
+        """A page the walk goes on from has its links stored alone, so that the next page
+        is asked for (``articles_stored``) without waiting for the claim, which comes with
+        ``item_scraped``: the chain of pages is a walk's critical path."""
+        if isinstance(item, WalkedListPage) and item.next_url is not None:
+            return None
+        return super().links_claim(item)
 
     def _on_articles_stored(self, item: Any, new: int) -> None:
         if not isinstance(item, WalkedListPage) or item.next_url is None:

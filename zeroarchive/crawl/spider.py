@@ -35,7 +35,14 @@ from zeroarchive.core.schedule import DAY
 from zeroarchive.core.services import is_unreachable, set_pauses_from
 from zeroarchive.core.signals import articles_stored, walk_pages_done, work_returned, work_taken
 from zeroarchive.core.stats import count, site_metrics
-from zeroarchive.crawl.due_work import begin_walk, claim_due, due_sites, plan_walk_of, skip_walk
+from zeroarchive.crawl.due_work import (
+    LinksClaim,
+    begin_walk,
+    claim_due,
+    due_sites,
+    plan_walk_of,
+    skip_walk,
+)
 from zeroarchive.crawl.list_intervals import RETIRE_AFTER, WalkPlan
 from zeroarchive.crawl.list_pages import ListPages, planned_meta
 from zeroarchive.crawl.recovery import HeldWork, give_back_leftovers, take_up_dead_runs
@@ -110,6 +117,9 @@ class ArchiveSpider(scrapy.Spider):
         self.held: HeldWork | None = None
         #: When this process last asked for each site's soft-404 probe (time.monotonic()).
         self._probed: dict[int, float] = {}
+        #: List pages' links whose due articles the links pipeline claimed, by id, until
+        #: their ``item_scraped`` (kept: an id is not reused while its item lives).
+        self._claimed_with_links: dict[int, ArticleLinks] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -148,6 +158,8 @@ class ArchiveSpider(scrapy.Spider):
         crawler.signals.connect(spider._on_links_stored, articles_stored)
         crawler.signals.connect(spider._on_idle, signals.spider_idle)
         crawler.signals.connect(spider._on_item_scraped, signals.item_scraped)
+        crawler.signals.connect(spider._forget_claimed, signals.item_dropped)
+        crawler.signals.connect(spider._forget_claimed, signals.item_error)
         crawler.signals.connect(spider._on_closed, signals.spider_closed)
         crawler.signals.connect(spider._on_activity, signals.request_reached_downloader)
         if spider.distributed:
@@ -425,12 +437,34 @@ class ArchiveSpider(scrapy.Spider):
     def _on_activity(self) -> None:
         self._idle_since = None
 
-    async def _on_item_scraped(self, item: Any) -> None:
+    def links_claim(self, item: ArticleLinks) -> LinksClaim | None:
         """Snapshot new articles as soon as their list page is stored, while discovery goes
         on, instead of waiting for the engine's idle check (up to 5 s after the last page)
-        or, in distributed mode, for the next round of `scrapy schedule`: the claimed
-        requests go through the scheduler, i.e. into the shared queue, for any worker."""
+        or, in distributed mode, for the next round of `scrapy schedule`: the links
+        pipeline (pipelines/articles.py) claims the site's due articles in the transaction
+        that stores the page's links, and hands them to ``links_claimed``. None: no claim
+        (a mode that only walks, or only snapshots what was due at its start)."""
+        if self.mode != "all":
+            return None
+        # One owner for the retries too (see claim_due).
+        return LinksClaim(self.due_batch, self.lease, self._owner())
+
+    def links_claimed(self, item: ArticleLinks, due: list[DueArticle]) -> None:
+        """The articles claimed with ``item``'s links: their requests go through the
+        scheduler, i.e. into the shared queue, for any worker."""
+        self._claimed_with_links[id(item)] = item
+        self._crawl_due(due)
+
+    def _forget_claimed(self, item: Any) -> None:
+        """An item a later pipeline dropped, or failed on, gets no ``item_scraped``."""
+        self._claimed_with_links.pop(id(item), None)
+
+    async def _on_item_scraped(self, item: Any) -> None:
+        """The claim of ``links_claim`` for list pages whose links were stored otherwise
+        than by the links pipeline (a crawl whose ITEM_PIPELINES leave it out)."""
         if self.mode != "all" or not isinstance(item, ArticleLinks):
+            return
+        if self._claimed_with_links.pop(id(item), None) is item:
             return
         # On MariaDB a claim can deadlock with a batch of snapshot writes; retried like any
         # transient write.

@@ -69,7 +69,9 @@ class WriterProcess:
         theirs.close()
         connection = Connection(ours.detach())
         # The child pauses between tries as this process does.
-        connection.send((self.url, self.retry_seconds, self.media_dir, pauses()))
+        connection.send(
+            (self.url, self.retry_seconds, self.media_dir, pauses(), lowest_shown_level())
+        )
         return process, connection
 
     def ready(self) -> bool:
@@ -142,6 +144,22 @@ class WriterProcess:
             self.process.wait()
 
 
+def lowest_shown_level() -> int:
+    """The lowest level a record handled in this process may be shown at: its loggers'
+    handlers' lowest (a handler without a level shows every record; with no handler at
+    all, logging's last resort shows warnings). The child makes no record below it."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    levels = [
+        handler.level
+        for each in loggers
+        if isinstance(each, logging.Logger)
+        for handler in each.handlers
+    ]
+    if not levels:
+        return logging.lastResort.level if logging.lastResort else logging.WARNING
+    return min(levels) or logging.DEBUG
+
+
 class _ToCrawl:
     """The queue a QueueHandler puts the child's log records in: the crawl's connection."""
 
@@ -159,8 +177,10 @@ def serve(connection: Connection) -> None:
     mask_logs()
     root = logging.getLogger()
     root.handlers = [logging.handlers.QueueHandler(_ToCrawl(connection))]  # type: ignore[arg-type]
-    root.setLevel(logging.DEBUG)
-    url, retry_seconds, media_dir, (first, longest) = connection.recv()
+    url, retry_seconds, media_dir, (first, longest), level = connection.recv()
+    # Records the crawl would not show are not made, nor sent to it: a site whose pages all
+    # make a canonical claim that is ignored logs one at DEBUG per page.
+    root.setLevel(level)
     set_pauses(first, longest)
     # Started while the database is away, it waits for it (the crawl's thread writes
     # meanwhile, and closing the crawl ends a child that is still waiting).

@@ -93,25 +93,38 @@ def insert_new(
     known = {bytes(row.url_hash): row.article_id for row in conn.execute(query)}
     missing = [h for h in by_hash if h not in known]
     if missing:
-        conn.execute(
-            insert_ignore(conn, article),
-            [
-                {
-                    "site_id": site_id,
-                    "url": by_hash[h],
-                    "url_hash": h,
-                    "article_type": article_type,
-                    "created_at": now,
-                    "next_snapshot_at": now,
-                }
-                for h in missing
-            ],
-        )
+        _insert_rows(conn, site_id, article_type, by_hash, missing, now)
         query = select(article.c.url_hash, article.c.article_id).where(
             article.c.url_hash.in_(missing)
         )
         known.update({bytes(row.url_hash): row.article_id for row in conn.execute(query)})
     return {by_hash[h]: article_id for h, article_id in known.items()}
+
+
+def _insert_rows(
+    conn: Connection,
+    site_id: int,
+    article_type: str,
+    by_hash: Mapping[bytes, str],
+    missing: Sequence[bytes],
+    now: int,
+) -> None:
+    """Insert the Article rows of these hashes (their URLs ``by_hash``), due now; a row
+    another writer inserted meanwhile is left as it is."""
+    conn.execute(
+        insert_ignore(conn, article),
+        [
+            {
+                "site_id": site_id,
+                "url": by_hash[h],
+                "url_hash": h,
+                "article_type": article_type,
+                "created_at": now,
+                "next_snapshot_at": now,
+            }
+            for h in missing
+        ],
+    )
 
 
 _SET_PUBLISHED = (
@@ -135,22 +148,29 @@ class ArticleStore:
     ) -> int:
         """Record canonical article URLs found on a list page, and the publication times it
         gave (kept where none was known yet); return how many URLs were new."""
-        unique = list(dict.fromkeys(urls))
         with self.engine.begin() as conn:
-            before = conn.execute(
-                select(article.c.url_hash).where(
-                    article.c.url_hash.in_([url_hash(url) for url in unique])
-                )
-            ).all()
-            insert_new(conn, site_id, article_type, unique, now)
-            dated = [
-                {"p_hash": url_hash(url), "p_at": at}
-                for url, at in (published or {}).items()
-                if url in unique
-            ]
-            if dated:
-                conn.execute(_SET_PUBLISHED, dated)
-        return len(unique) - len(before)
+            return _add(conn, site_id, article_type, urls, now, published)
+
+    def add_and_claim(
+        self,
+        site_id: int,
+        article_type: str,
+        urls: Sequence[str],
+        now: int,
+        published: Mapping[str, int] | None,
+        limit: int,
+        lease: int = DEFAULT_LEASE,
+        owner: str | None = None,
+    ) -> tuple[int, list[DueArticle]]:
+        """``add`` these URLs, then ``claim_due`` the site's due articles (the new ones
+        among them) at ``now``, in one transaction: a list page's links stored and its new
+        articles handed out with one commit and one round trip to the pool, not two (on
+        MariaDB each commit waits for its log flush, on the path from a list page to its
+        first snapshots). (how many URLs were new, the articles claimed)."""
+        with self.engine.begin() as conn:
+            new = _add(conn, site_id, article_type, urls, now, published)
+            due = _claim(conn, [site_id], now, limit, lease, owner)
+        return new, due
 
     def make_due(self, urls: Sequence[str], now: int) -> int:
         """Make these (canonical) articles due now, whatever their schedule (`scrapy save`);
@@ -220,62 +240,8 @@ class ArticleStore:
         its snapshot is recorded, its holder is found dead (zeroarchive/storage/leases.py)
         or the lease runs out.
         """
-        if not site_ids:
-            return []
-        query = claim_query(site_ids, now, limit)
-        token = owner or queued_owner()
         with self.engine.begin() as conn:
-            # Retried with the same owner after a lost connection, a claim whose commit went
-            # through unseen gets its rows back: leased to nobody else, nor fetched.
-            earlier = (
-                conn.execute(
-                    select(*query.selected_columns).where(
-                        article.c.lease_owner == token,
-                        article.c.lease_until > now,
-                        article.c.site_id.in_(list(site_ids)),
-                    )
-                ).all()
-                if owner is not None
-                else []
-            )
-            rows = conn.execute(query).all()
-            if not rows and not earlier:
-                return []
-            # Only the rows this claim's UPDATE actually leased are returned: a concurrent
-            # claim that read the same rows finds its token absent from them.
-            ids = [row.article_id for row in rows]
-            leased = conn.execute(
-                update(article)
-                .where(article.c.article_id.in_(ids), article.c.lease_until <= now)
-                .values(lease_until=now + lease, lease_owner=token)
-            ).rowcount
-            # Every row matched was leased by this UPDATE (the usual case): no need to look.
-            mine = {row.article_id for row in earlier} | (
-                set(ids)
-                if leased == len(ids)
-                else set(
-                    conn.execute(
-                        select(article.c.article_id).where(
-                            article.c.article_id.in_(ids), article.c.lease_owner == token
-                        )
-                    ).scalars()
-                )
-            )
-        return [
-            DueArticle(
-                row.article_id,
-                row.site_id,
-                row.url,
-                row.article_type,
-                watched=bool(row.watch_at) and not row.deleted_at,
-                last_snapshot_at=row.last_snapshot_at,
-                last_hash=None
-                if row.last_content_hash is None
-                else bytes(row.last_content_hash).hex(),
-            )
-            for row in [*earlier, *rows]
-            if row.article_id in mine
-        ]
+            return _claim(conn, site_ids, now, limit, lease, owner)
 
     def count_due(self, site_ids: Sequence[int], now: int) -> int:
         with self.engine.connect() as conn:
@@ -291,3 +257,100 @@ class ArticleStore:
                     )
                 ).scalar_one()
             )
+
+
+def _add(
+    conn: Connection,
+    site_id: int,
+    article_type: str,
+    urls: Sequence[str],
+    now: int,
+    published: Mapping[str, int] | None,
+) -> int:
+    """``ArticleStore.add`` in ``conn``'s transaction: one read of the URLs known and one
+    insert of the others (how many they were)."""
+    unique = dict.fromkeys(urls)
+    by_hash = {url_hash(url): url for url in unique}
+    if not by_hash:
+        return 0
+    known = {
+        bytes(h)
+        for h in conn.execute(
+            select(article.c.url_hash).where(article.c.url_hash.in_(list(by_hash)))
+        ).scalars()
+    }
+    missing = [h for h in by_hash if h not in known]
+    if missing:
+        _insert_rows(conn, site_id, article_type, by_hash, missing, now)
+    dated = [
+        {"p_hash": url_hash(url), "p_at": at}
+        for url, at in (published or {}).items()
+        if url in unique
+    ]
+    if dated:
+        conn.execute(_SET_PUBLISHED, dated)
+    return len(missing)
+
+
+def _claim(
+    conn: Connection,
+    site_ids: Sequence[int],
+    now: int,
+    limit: int,
+    lease: int,
+    owner: str | None,
+) -> list[DueArticle]:
+    """``ArticleStore.claim_due`` in ``conn``'s transaction."""
+    if not site_ids:
+        return []
+    query = claim_query(site_ids, now, limit)
+    token = owner or queued_owner()
+    # Retried with the same owner after a lost connection, a claim whose commit went
+    # through unseen gets its rows back: leased to nobody else, nor fetched.
+    earlier = (
+        conn.execute(
+            select(*query.selected_columns).where(
+                article.c.lease_owner == token,
+                article.c.lease_until > now,
+                article.c.site_id.in_(list(site_ids)),
+            )
+        ).all()
+        if owner is not None
+        else []
+    )
+    rows = conn.execute(query).all()
+    if not rows and not earlier:
+        return []
+    # Only the rows this claim's UPDATE actually leased are returned: a concurrent
+    # claim that read the same rows finds its token absent from them.
+    ids = [row.article_id for row in rows]
+    leased = conn.execute(
+        update(article)
+        .where(article.c.article_id.in_(ids), article.c.lease_until <= now)
+        .values(lease_until=now + lease, lease_owner=token)
+    ).rowcount
+    # Every row matched was leased by this UPDATE (the usual case): no need to look.
+    mine = {row.article_id for row in earlier} | (
+        set(ids)
+        if leased == len(ids)
+        else set(
+            conn.execute(
+                select(article.c.article_id).where(
+                    article.c.article_id.in_(ids), article.c.lease_owner == token
+                )
+            ).scalars()
+        )
+    )
+    return [
+        DueArticle(
+            row.article_id,
+            row.site_id,
+            row.url,
+            row.article_type,
+            watched=bool(row.watch_at) and not row.deleted_at,
+            last_snapshot_at=row.last_snapshot_at,
+            last_hash=None if row.last_content_hash is None else bytes(row.last_content_hash).hex(),
+        )
+        for row in [*earlier, *rows]
+        if row.article_id in mine
+    ]
