@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from zeroarchive.core.items import Parsed
-from zeroarchive.parser import parse_snapshot
+from zeroarchive.parser import DEFAULT_TIMEZONE, parse_snapshot
 
 _directory: Path | None = None
 _parsed: dict[str, Parsed] = {}
@@ -38,10 +38,13 @@ def share_in(factory: pytest.TempPathFactory) -> None:
     _directory.mkdir(exist_ok=True)
 
 
-def parsed(article_type: str, raw: bytes, encoding: str, url: str) -> Parsed:
-    """``parse_snapshot(article_type, raw, encoding, url)``, parsed once per run."""
+def parsed(
+    article_type: str, raw: bytes, encoding: str, url: str, tz: str = DEFAULT_TIMEZONE
+) -> Parsed:
+    """``parse_snapshot(article_type, raw, encoding, url, tz)``, parsed once per run (once
+    per process where no test asked for :func:`share_in`)."""
     digest = hashlib.sha256(raw)
-    digest.update(repr((article_type, encoding, url)).encode())
+    digest.update(repr((article_type, encoding, url, tz)).encode())
     key = digest.hexdigest()
     if key in _parsed:
         return _parsed[key]
@@ -51,7 +54,7 @@ def parsed(article_type: str, raw: bytes, encoding: str, url: str) -> Parsed:
     except FileNotFoundError:
         result = None
     if result is None:
-        result = parse_snapshot(article_type, raw, encoding, url)
+        result = parse_snapshot(article_type, raw, encoding, url, tz)
         if path is not None:
             # Written whole under another name, then renamed: a process reading it at the
             # same time sees the whole result or none.
