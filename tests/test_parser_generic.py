@@ -12,6 +12,7 @@ from functools import cache
 
 import pytest
 
+from tests import parse_once
 from tests.conftest import FIXTURES
 from zeroarchive.core.encoding import detect_encoding
 from zeroarchive.parser import Parsed, ParseError, parse_snapshot
@@ -40,10 +41,16 @@ def raw_page(name: str) -> bytes:
     return TW_NEWS[corpus](path.read_bytes())
 
 
-@cache
+@pytest.fixture(autouse=True, scope="module")
+def _parse_once(tmp_path_factory: pytest.TempPathFactory) -> None:
+    parse_once.share_in(tmp_path_factory)
+
+
 def parsed(name: str) -> Parsed:
+    """The page as the parser reads it: parsed once per run for the tests that assert on
+    it, whichever test processes run them (tests/parse_once.py)."""
     raw = raw_page(name)
-    return parse_snapshot("Article", raw, detect_encoding(raw), str(EXPECTED[name][1]["url"]))
+    return parse_once.parsed("Article", raw, detect_encoding(raw), str(EXPECTED[name][1]["url"]))
 
 
 def fact(name: str, key: str) -> object:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import select
 
+from tests import parse_once
 from tests.conftest import FIXTURES
 from zeroarchive.core.items import Parsed
-from zeroarchive.parser import PARSER_VERSION, parse_snapshot
+from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
 from zeroarchive.search.fold import canonical, chinese_forms, variants
 from zeroarchive.search.index import SearchIndex, SearchRequest, index_hook
@@ -43,10 +44,15 @@ LATIN_WORD = re.compile(r"[a-z]{3,12}")
 WORD_CHAR = f"[^\\W{CJK}]"
 
 
-@functools.cache
+@pytest.fixture(autouse=True, scope="module")
+def _parse_once(tmp_path_factory: pytest.TempPathFactory) -> None:
+    parse_once.share_in(tmp_path_factory)
+
+
 def parsed_pages() -> list[tuple[str, Parsed]]:
-    """Each real page as the parser reads it (parsed once for both engines)."""
-    return [(url, parse_snapshot("Article", raw, enc, url)) for url, raw, enc in real_pages()]
+    """Each real page as the parser reads it: parsed once per run for both engines, whichever
+    test processes run them (tests/parse_once.py)."""
+    return [(url, parse_once.parsed("Article", raw, enc, url)) for url, raw, enc in real_pages()]
 
 
 def real_pages() -> list[tuple[str, bytes, str]]:
