@@ -9,6 +9,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import lxml.html
 import pytest
@@ -308,6 +309,18 @@ MEDIA_QUERY = """query($id: ID!) { snapshots(articleId: $id) { snapshotAt media 
     kind url sha256 bytes contentType fetchedAt stored reason snapshotAt } } }"""
 
 
+def asked_until(page: Any, expression: str, least: float) -> Any:
+    """``expression``'s value in the page once it reaches ``least`` (or after 30 s), asked
+    from the test every 100 ms: an archived item's sandbox runs no script in the page, so
+    no event handler or in-page polling would see a player's state change."""
+    for _ in range(300):
+        value = page.evaluate(expression)
+        if value >= least:
+            return value
+        page.wait_for_timeout(100)
+    return page.evaluate(expression)
+
+
 def test_graphql_gives_each_snapshots_media(client: tuple[TestClient, Built]) -> None:
     test_client, built = client
     data = graphql(test_client, MEDIA_QUERY, id=str(built.article_id))
@@ -394,20 +407,11 @@ def test_chromium_shows_the_archived_pictures_and_asks_no_other_host(
                 for name in videos:
                     page.goto(f"{base}/media/{name}")
                     video = "document.querySelector('video')"
-                    for _ in range(300):
-                        if page.evaluate(f"{video}.readyState") >= 1:
-                            break
-                        page.wait_for_timeout(100)
+                    assert asked_until(page, f"{video}.readyState", 1) >= 1
                     assert page.evaluate(f"{video}.duration") == 1
                     page.evaluate(f"{video}.currentTime = 0.5")
-                    # Asked from here: the item's sandbox runs no script in the page, so no
-                    # event handler or in-page polling sees the seek end.
-                    at = "(v => v.seeking ? -1 : v.currentTime)"
-                    for _ in range(300):
-                        if page.evaluate(f"{at}({video})") >= 0:
-                            break
-                        page.wait_for_timeout(100)
-                    assert page.evaluate(f"{at}({video})") >= 0.5
+                    at = f"(v => v.seeking ? -1 : v.currentTime)({video})"
+                    assert asked_until(page, at, 0) >= 0.5
             finally:
                 browser.close()
     finally:
