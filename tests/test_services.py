@@ -3,18 +3,29 @@ server, its URL without the password, why) and exits with status 3, no traceback
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Run, scrapy
-from tests.tcp_forwarder import free_port
 
 PASSWORD = "s3cret-pw"
 
 
-def away_database() -> str:
-    return f"mysql+pymysql://root:{PASSWORD}@127.0.0.1:{free_port()}/test"
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A port bound and never listened on: a connection to it is refused, and no other
+    process can take it while the test runs (a port found free and let go was taken by a
+    server of a test beside it once, at load 16)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
+def away_database(port: int) -> str:
+    return f"mysql+pymysql://root:{PASSWORD}@127.0.0.1:{port}/test"
 
 
 def assert_one_line(run: Run, service: str) -> None:
@@ -48,11 +59,11 @@ COMMANDS = [
 
 @pytest.mark.parametrize("args", COMMANDS, ids=[args[0] for args in COMMANDS])
 def test_every_command_names_the_database_it_cannot_reach(
-    args: tuple[str, ...], tmp_path: Path
+    args: tuple[str, ...], tmp_path: Path, refused_port: int
 ) -> None:
     (tmp_path / "sites.yaml").write_text("- {name: a, url: 'https://a.example/', type: news}\n")
     (tmp_path / "crawl.warc.gz").write_bytes(b"")
-    assert_one_line(scrapy(*args, db_url=away_database(), cwd=tmp_path), "the database")
+    assert_one_line(scrapy(*args, db_url=away_database(refused_port), cwd=tmp_path), "the database")
 
 
 def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
@@ -64,8 +75,8 @@ def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None
     )
 
 
-def away_redis() -> str:
-    return f"redis://:{PASSWORD}@127.0.0.1:{free_port()}/0"
+def away_redis(port: int) -> str:
+    return f"redis://:{PASSWORD}@127.0.0.1:{port}/0"
 
 
 @pytest.mark.parametrize(
@@ -73,11 +84,13 @@ def away_redis() -> str:
     [("crawl", "generic"), ("schedule", "--once"), ("bloom_stats",)],
     ids=["crawl", "schedule", "bloom_stats"],
 )
-def test_redis_that_does_not_answer_is_one_line(args: tuple[str, ...], tmp_path: Path) -> None:
+def test_redis_that_does_not_answer_is_one_line(
+    args: tuple[str, ...], tmp_path: Path, refused_port: int
+) -> None:
     run = scrapy(
         *args,
         db_url=f"sqlite:///{tmp_path}/archive.db",
         cwd=tmp_path,
-        extra_env={"REDIS_URL": away_redis()},
+        extra_env={"REDIS_URL": away_redis(refused_port)},
     )
     assert_one_line(run, "redis")
