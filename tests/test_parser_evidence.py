@@ -1,6 +1,7 @@
 """The generic parser's body on real CJK pages where the page's own evidence (its
 description, its headline's container, the texts of its links, its pop-ups) decides between
-the extractors' texts: issue 41's failure classes, on pages of the tuning part."""
+the extractors' texts: issue 41's failure classes, on pages of the tuning part (and, since
+parser 2026.11, of the unseen5 part, read by class: koron-*)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import pytest
 
 from bench.extraction import bigram_scores
 from tests.conftest import FIXTURES
-from zeroarchive.core.encoding import detect_encoding
+from zeroarchive.core.encoding import decode_body, detect_encoding
 from zeroarchive.parser import parse_snapshot
+from zeroarchive.parser.evidence import HeadlinePlace, page_evidence
+from zeroarchive.parser.generic import page_tree
+from zeroarchive.parser.metadata import page_metadata
 
 PAGES = FIXTURES / "parser_evidence"
 GOLD = json.loads((PAGES / "gold.json").read_text(encoding="utf-8"))
@@ -119,3 +123,51 @@ def test_the_rest_of_a_sentence_trafilatura_leaves_out_stays(name: str, rest: st
     text, f1 = body(name)
     assert rest in text
     assert f1 >= 0.9
+
+
+@pytest.mark.parametrize(
+    ("name", "headline"),
+    [
+        # AFPBB: the site's <h1> "国際ニュース：AFPBBNews" comes first, and the title names it.
+        ("newspaper4k-japanese_article2", "ナイジェリアで少女らによる自爆攻撃"),
+        # Yahoo! News Japan: the logo's <h1> "Yahoo!ニュース", which every page's title ends with.
+        ("koron-000001", "「10年間で300缶しか売れなかった」"),
+        # Asahi: an empty <h1> (a logo image) before the article's.
+        ("koron-000007", "「ママはがんっていう病気」2人に伝えた"),
+    ],
+)
+def test_the_headline_is_the_h1_that_shares_most_of_the_title(name: str, headline: str) -> None:
+    """The article's headline is the <h1> that shares most of the declared title, not the
+    first <h1> the title holds (a site's logo) nor an empty one."""
+    raw = gzip.decompress((PAGES / "html" / f"{name}.html.gz").read_bytes())
+    tree = page_tree(decode_body(raw, detect_encoding(raw)))
+    found = HeadlinePlace(tree, page_evidence(tree, page_metadata(tree, "")).title).headline
+    assert found is not None
+    assert headline in found.text_content()
+
+
+def test_a_short_body_beside_a_ranking_under_a_logo_headline_is_the_body() -> None:
+    """Yahoo! News Japan: readability takes the access ranking beside the article; with the
+    article's <h1> found, the text that holds the page's description lies nearer it."""
+    text, f1 = body("koron-000001")
+    assert "創業115年の菓子・乾物などを入れる缶" in text
+    assert "アクセスランキング" not in text
+    assert f1 >= 0.9
+
+
+def test_a_paid_articles_lead_beside_a_campaign_box_is_the_body() -> None:
+    """Asahi: a paid article's lead, the "この記事は有料会員記事です" box, a campaign
+    ("今なら2カ月間無料") that readability takes; the page has an empty <h1> first."""
+    text, f1 = body("koron-000007")
+    assert "スキルス胃がんと診断されたみどりさん" in text
+    assert "2カ月間無料" not in text
+    assert f1 >= 0.75
+
+
+def test_a_lead_as_near_the_headline_as_a_notice_box_is_the_body() -> None:
+    """Nikkei: a paid article's two-paragraph lead, and a "日経の記事利用サービスについて" box
+    readability takes, both two levels above the <h1>: the lead holds the description."""
+    text, f1 = body("koron-000024")
+    assert text.startswith("衆院解散・総選挙に臨む岸田文雄首相が")
+    assert "記事利用サービス" not in text
+    assert f1 >= 0.8

@@ -139,9 +139,9 @@ def combine(
     if score is not None and score < _UNDESCRIBED:
         for other in (extracted, readable):
             # A site's own blurb in a footer describes no article: the other text must lie
-            # nearer the headline too.
+            # no farther from the headline (as near: a lead and the box under it, 2 levels).
             if (described(other, evidence) or 0.0) >= _DESCRIBED and (
-                place is None or place.closer(other, chosen)
+                place is None or place.as_close(other, chosen)
             ):
                 return other
     return chosen
