@@ -29,7 +29,9 @@ independent check; tuned on since parser 2026.8), ``--part unseen3`` the fourth
 (build_unseen3.py: publishers in no other part; read by class for 2026.9), ``--part unseen4``
 the fifth (build_unseen4.py: pages of repositories no other part used, made before parser
 2026.10 was changed, never tuned on), ``--part unseen5`` the sixth (build_unseen5.py: Japanese
-dailies' pages of a repository no other part used, made before parser 2026.11 was changed),
+dailies' pages of a repository no other part used, made before parser 2026.11 was changed, read
+by class for it), ``--part unseen6`` the seventh (build_unseen6.py: NetEase Finance pages of a
+repository no other part used, made after 2026.11, never read while tuning),
 ``--cjk-only`` leaves out the English benchmark, the dates and the speed.
 
 Usage: python bench/extraction.py [--tree DIR] [--json FILE] [--worst 10] [--part both]
@@ -167,7 +169,7 @@ _GOLD: dict[str, dict[str, str]] = json.loads((CJK / "gold.json").read_text(enco
 
 def cjk_pages(part: str) -> dict[str, tuple[str, str]]:
     """{name: (html, gold body)} of one part ("tune", "heldout", "unseen2", "unseen3",
-    "unseen4", "unseen5") of the CJK pages."""
+    "unseen4", "unseen5", "unseen6") of the CJK pages."""
     gold = json.loads((CJK / "gold.json").read_text(encoding="utf-8"))
     names = [
         line.split()[1]
@@ -333,11 +335,11 @@ def main() -> None:
     parser.add_argument("--worst", type=int, default=10, help="worst CJK pages to list")
     parser.add_argument(
         "--part",
-        choices=("tune", "heldout", "both", "unseen2", "unseen3", "unseen4", "unseen5"),
+        choices=("tune", "heldout", "both", "unseen2", "unseen3", "unseen4", "unseen5", "unseen6"),
         default="both",
         help="the CJK parts scored: while tuning, `tune` only (the held-out part is never "
-        "looked at page by page); `unseen2` to `unseen5` the pages of "
-        "build_unseen2.py to build_unseen5.py, scored apart",
+        "looked at page by page); `unseen2` to `unseen6` the pages of "
+        "build_unseen2.py to build_unseen6.py, scored apart",
     )
     parser.add_argument(
         "--cjk-only", action="store_true", help="skip the English benchmark, dates and speed"
