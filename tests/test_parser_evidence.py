@@ -1,7 +1,7 @@
 """The generic parser's body on real CJK pages where the page's own evidence (its
 description, its headline's container, the texts of its links, its pop-ups) decides between
 the extractors' texts: issue 41's failure classes, on pages of the tuning part (and, since
-parser 2026.11, of the unseen5 part, read by class: koron-*)."""
+parser 2026.11, of the unseen5 and unseen6 parts, read by class: koron-*, cxnetease-*)."""
 
 from __future__ import annotations
 
@@ -170,4 +170,13 @@ def test_a_lead_as_near_the_headline_as_a_notice_box_is_the_body() -> None:
     text, f1 = body("koron-000024")
     assert text.startswith("衆院解散・総選挙に臨む岸田文雄首相が")
     assert "記事利用サービス" not in text
+    assert f1 >= 0.8
+
+
+def test_a_text_too_short_for_an_article_is_not_the_body() -> None:
+    """NetEase Finance: readability takes the comment box's stub (45 characters, no headline
+    in it), trafilatura the 470-character item under the headline: the item is the body."""
+    text, f1 = body("cxnetease-12")
+    assert "李克强总理2日在法国图卢兹的中法工商峰会上表示" in text
+    assert "手机发跟贴" not in text
     assert f1 >= 0.8

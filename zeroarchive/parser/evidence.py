@@ -215,13 +215,14 @@ class HeadlinePlace:
         return None
 
     def is_header(self, text: str) -> bool:
-        """Whether ``text`` is the article's header: the headline and little else (a
-        byline, a date, a row of tags), no body."""
+        """Whether ``text`` is no body: the article's header (the headline and little else:
+        a byline, a date, a row of tags), or too little text for an article at all without
+        the headline (a comment box's "0人跟贴 | 手机发跟贴 | 注册" stub, a notice)."""
         if self.headline is None:
             return False
         heading = squeeze(self.headline.text_content())
         rest = squeeze(text).replace(heading, "", 1)
-        return bool(heading) and heading in squeeze(text) and len(rest) < _HEADER_REST
+        return bool(heading) and len(rest) < _HEADER_REST
 
     def closer(self, text: str, than: str) -> bool:
         """Whether ``text`` lies nearer the headline than ``than`` does (True without a

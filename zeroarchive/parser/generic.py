@@ -196,8 +196,14 @@ def _combined(
         ):
             return extracted
         # Or where readability's part is the article's header (its headline, byline, date
-        # and tags) and trafilatura's a longer text under the same headline.
-        if place is not None and place.is_header(readable) and place.container(extracted):
+        # and tags) or as short as one (a comment box's stub), and trafilatura's a longer text
+        # under the same headline.
+        if (
+            place is not None
+            and place.is_header(readable)
+            and len(squeeze(extracted)) > len(squeeze(readable))
+            and place.container(extracted)
+        ):
             return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
