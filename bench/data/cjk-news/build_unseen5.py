@@ -1,5 +1,7 @@
-"""Add a sixth part, ``unseen5``, of Japanese news pages from a repository no other part took
-pages from (run once; kept for provenance).
+"""Write a sixth part, ``unseen5``, of Japanese news pages from a repository no other part took
+pages from, to a directory OUTSIDE the repository: koron/java-extractarticle states no licence,
+and the project keeps no page of an unlicensed source (nor its text beyond the gold's source
+lines here). ``python bench/extraction.py --part unseen5 --pages DIR`` scores it.
 
 Issue 41's sixth round asks for a new independent set, built and scored BEFORE the parser is
 changed (unseen4 had been scored twice). koron/java-extractarticle saved 41 pages to test its
@@ -17,12 +19,16 @@ registration box, the lead is the gold (issue 41: "where the page gives only a l
 paywall, the lead is the body"); the box is not. Left out: the two Yomiuri 読者会員限定 pages
 (000013, 000014), whose HTML holds no line of the article, and the 15 blog pages.
 
-Usage: python bench/data/cjk-news/build_unseen5.py EXTRACTARTICLE_GIT (the git directory of a
-clone holding the commit below), then add the printed names to SPLIT.txt.
+Usage: python bench/data/cjk-news/build_unseen5.py EXTRACTARTICLE_GIT DIR, where
+EXTRACTARTICLE_GIT is the git directory of a clone of koron/java-extractarticle holding the
+commit below (``git clone --bare https://github.com/koron/java-extractarticle``) and DIR a
+directory outside the repository: it gets DIR/gold.json ({name: {"body", "lang",
+"publisher", "source", "url"}}) and DIR/html/<name>.html.gz.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -30,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from build_extra import selected, show, tree, write_gold  # noqa: E402
+from build_extra import selected, show, tree  # noqa: E402
 from build_new import language  # noqa: E402
 from lxml.cssselect import CSSSelector  # noqa: E402
 
@@ -73,10 +79,11 @@ PAGES: dict[int, tuple[tuple[str, str, list[str]], str]] = {
 }
 
 
-def main(git_dir: str) -> None:
-    gold = json.loads((HERE / "gold.json").read_text(encoding="utf-8"))
-    added: dict[str, dict[str, str]] = {}
-    pages: dict[str, bytes] = {}
+def main(git_dir: str, out: Path) -> None:
+    if out.resolve().is_relative_to(HERE.parents[2]):
+        raise SystemExit(f"{out}: inside the repository; unseen5's pages may not be kept in it")
+    (out / "html").mkdir(parents=True, exist_ok=True)
+    gold: dict[str, dict[str, str]] = {}
     for number, ((site, selector, dropped), url) in PAGES.items():
         path = f"src/test/resources/{number:06d}.html"
         raw = show(git_dir, REPO[1], path)
@@ -84,9 +91,11 @@ def main(git_dir: str) -> None:
             raise SystemExit(f"{path}: {selector} matches nothing")
         lines = [line.strip() for line in selected(tree(raw), [selector], dropped).splitlines()]
         body = "\n".join(line for line in lines if line)
+        if len(body) < 80:  # as build_extra.write_gold does for the parts in the repository
+            print(f"skipped {number:06d}: gold text only {len(body)} characters")
+            continue
         key = f"koron-{number:06d}"
-        pages[key] = raw
-        added[key] = {
+        gold[key] = {
             "body": body,
             "lang": language(body),
             "publisher": site,
@@ -94,9 +103,12 @@ def main(git_dir: str) -> None:
             "source": f"{REPO[0]} {path} (commit {REPO[1]}, no licence stated); gold annotated "
             f"by hand: text of {selector}" + (f" less {', '.join(dropped)}" if dropped else ""),
         }
-    write_gold(gold, added, pages)
-    print("\n".join(f"unseen5 {key}" for key in added if key in gold))
+        (out / "html" / f"{key}.html.gz").write_bytes(gzip.compress(raw, mtime=0))
+        print(f"{key}: {len(body)} characters, {site}")
+    (out / "gold.json").write_text(
+        json.dumps(gold, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], Path(sys.argv[2]))
