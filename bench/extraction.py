@@ -28,11 +28,17 @@ alone reaches 0.5. ``--part tune`` scores the tuning part only (what tuning may 
 independent check; tuned on since parser 2026.8), ``--part unseen3`` the fourth
 (build_unseen3.py: publishers in no other part; read by class for 2026.9), ``--part unseen4``
 the fifth (build_unseen4.py: pages of repositories no other part used, made before parser
-2026.10 was changed, never tuned on),
+2026.10 was changed, never tuned on), ``--part unseen5 --pages DIR`` the sixth
+(build_unseen5.py: Japanese dailies' pages of a repository with no licence, so not in this
+repository: the script writes them and their gold to DIR; made before parser 2026.11 was
+changed, read by class for it), ``--part unseen6`` the seventh (build_unseen6.py: NetEase
+Finance pages of a repository no other part used, made after 2026.11, read by class for it),
+``--part unseen7`` the eighth (build_unseen7.py: Chinese news pages of a repository no other
+part used, made after 2026.11's last rule change and scored once, never read for a rule),
 ``--cjk-only`` leaves out the English benchmark, the dates and the speed.
 
 Usage: python bench/extraction.py [--tree DIR] [--json FILE] [--worst 10] [--part both]
-    [--cjk-only]
+    [--pages DIR] [--cjk-only]
 """
 
 from __future__ import annotations
@@ -164,9 +170,25 @@ def benchmark_pages() -> dict[str, tuple[str, str]]:
 _GOLD: dict[str, dict[str, str]] = json.loads((CJK / "gold.json").read_text(encoding="utf-8"))
 
 
+# Parts whose pages the repository does not hold (their source states no licence): their
+# build script writes the pages (html/<name>.html.gz) and gold.json to a directory outside it.
+OUTSIDE = ("unseen5",)
+
+
+def outside_pages(where: Path) -> dict[str, tuple[str, str]]:
+    """{name: (html, gold body)} of a part written outside the repository to ``where``."""
+    gold = json.loads((where / "gold.json").read_text(encoding="utf-8"))
+    _GOLD.update(gold)  # the regions and publishers of its pages
+    pages = {}
+    for name, entry in sorted(gold.items()):
+        raw = gzip.decompress((where / "html" / f"{name}.html.gz").read_bytes())
+        pages[name] = (decode_body(raw, detect_encoding(raw)), entry["body"])
+    return pages
+
+
 def cjk_pages(part: str) -> dict[str, tuple[str, str]]:
     """{name: (html, gold body)} of one part ("tune", "heldout", "unseen2", "unseen3",
-    "unseen4") of the CJK pages."""
+    "unseen4", "unseen6", "unseen7") of the CJK pages in the repository."""
     gold = json.loads((CJK / "gold.json").read_text(encoding="utf-8"))
     names = [
         line.split()[1]
@@ -332,11 +354,27 @@ def main() -> None:
     parser.add_argument("--worst", type=int, default=10, help="worst CJK pages to list")
     parser.add_argument(
         "--part",
-        choices=("tune", "heldout", "both", "unseen2", "unseen3", "unseen4"),
+        choices=(
+            "tune",
+            "heldout",
+            "both",
+            "unseen2",
+            "unseen3",
+            "unseen4",
+            "unseen5",
+            "unseen6",
+            "unseen7",
+        ),
         default="both",
         help="the CJK parts scored: while tuning, `tune` only (the held-out part is never "
-        "looked at page by page); `unseen2`, `unseen3` and `unseen4` the pages of "
-        "build_unseen2.py, build_unseen3.py and build_unseen4.py, scored apart",
+        "looked at page by page); `unseen2` to `unseen7` the pages of "
+        "build_unseen2.py to build_unseen7.py, scored apart (`unseen5` with --pages)",
+    )
+    parser.add_argument(
+        "--pages",
+        type=Path,
+        help="the directory build_unseen5.py wrote unseen5's pages and gold to (they are not "
+        "in the repository: their source states no licence)",
     )
     parser.add_argument(
         "--cjk-only", action="store_true", help="skip the English benchmark, dates and speed"
@@ -351,7 +389,11 @@ def main() -> None:
         sets["CJK tuning part"] = cjk_pages("tune")
     if args.part in ("heldout", "both"):
         sets["CJK held-out part"] = cjk_pages("heldout")
-    if args.part.startswith("unseen"):
+    if args.part in OUTSIDE:
+        if args.pages is None:
+            parser.error(f"--part {args.part} needs --pages DIR (see bench/README.md)")
+        sets[f"CJK {args.part} part"] = outside_pages(args.pages)
+    elif args.part.startswith("unseen"):
         sets[f"CJK {args.part} part"] = cjk_pages(args.part)
     for title, pages in sets.items():
         texts = extracted(pages)

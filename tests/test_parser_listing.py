@@ -80,3 +80,13 @@ def test_a_short_item_under_many_headline_links_is_not_a_listing() -> None:
     parsed = parse(name, "https://news.example/a")
     assert "listing" not in parsed.metadata
     assert bigram_scores(GOLD[name]["body"], parsed.text)[2] >= 0.6
+
+
+def test_a_brief_of_two_sentences_under_many_headline_links_is_not_a_listing() -> None:
+    """NetEase Finance, 2015: a 98-character brief (two sentences ending in 。) beside the
+    site's headline lists, no declaration: its sentences are its own, not items' lines."""
+    name = "cxnetease-70"
+    parsed = parse(name, "https://news.example/a")
+    assert "listing" not in parsed.metadata
+    assert "保监会也就股市相关问题召开会议" in parsed.text
+    assert bigram_scores(GOLD[name]["body"], parsed.text)[2] >= 0.9

@@ -178,9 +178,15 @@ class HeadlinePlace:
 
     @cached_property
     def headline(self) -> HtmlElement | None:
-        headlines = list(self.tree.iter("h1"))
-        named = [h for h in headlines if (text := squeeze(h.text_content())) and text in self.title]
-        return (named or headlines or [None])[0]
+        # The <h1> that shares most of the declared title, not the first one the title holds:
+        # a site's logo in an <h1> is in its own pages' titles too ("... - Yahoo!ニュース"),
+        # and an empty <h1> (a logo image) names nothing.
+        wanted = bigrams(self.title)
+        best, shared = None, -1
+        for h1 in self.tree.iter("h1"):
+            if (text := squeeze(h1.text_content())) and (n := len(bigrams(text) & wanted)) > shared:
+                best, shared = h1, n
+        return best
 
     def container(self, text: str) -> str | None:
         """The squeezed text of the nearest ancestor of the headline that holds ``text``
@@ -209,13 +215,14 @@ class HeadlinePlace:
         return None
 
     def is_header(self, text: str) -> bool:
-        """Whether ``text`` is the article's header: the headline and little else (a
-        byline, a date, a row of tags), no body."""
+        """Whether ``text`` is no body: the article's header (the headline and little else:
+        a byline, a date, a row of tags), or too little text for an article at all without
+        the headline (a comment box's "0人跟贴 | 手机发跟贴 | 注册" stub, a notice)."""
         if self.headline is None:
             return False
         heading = squeeze(self.headline.text_content())
         rest = squeeze(text).replace(heading, "", 1)
-        return bool(heading) and heading in squeeze(text) and len(rest) < _HEADER_REST
+        return bool(heading) and len(rest) < _HEADER_REST
 
     def closer(self, text: str, than: str) -> bool:
         """Whether ``text`` lies nearer the headline than ``than`` does (True without a
@@ -224,6 +231,14 @@ class HeadlinePlace:
             return True
         mine, theirs = self.distance(text), self.distance(than)
         return mine is not None and (theirs is None or mine < theirs)
+
+    def as_close(self, text: str, than: str) -> bool:
+        """Whether ``text`` lies as near the headline as ``than`` does, or nearer (True
+        without a headline)."""
+        if self.headline is None:
+            return True
+        mine, theirs = self.distance(text), self.distance(than)
+        return mine is not None and (theirs is None or mine <= theirs)
 
     def in_other_items(self, lines: Iterable[str]) -> float:
         """The share of the characters of ``lines`` inside list items or ``<article>``s that

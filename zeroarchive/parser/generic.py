@@ -139,9 +139,9 @@ def combine(
     if score is not None and score < _UNDESCRIBED:
         for other in (extracted, readable):
             # A site's own blurb in a footer describes no article: the other text must lie
-            # nearer the headline too.
+            # no farther from the headline (as near: a lead and the box under it, 2 levels).
             if (described(other, evidence) or 0.0) >= _DESCRIBED and (
-                place is None or place.closer(other, chosen)
+                place is None or place.as_close(other, chosen)
             ):
                 return other
     return chosen
@@ -196,8 +196,14 @@ def _combined(
         ):
             return extracted
         # Or where readability's part is the article's header (its headline, byline, date
-        # and tags) and trafilatura's a longer text under the same headline.
-        if place is not None and place.is_header(readable) and place.container(extracted):
+        # and tags) or as short as one (a comment box's stub), and trafilatura's a longer text
+        # under the same headline.
+        if (
+            place is not None
+            and place.is_header(readable)
+            and len(squeeze(extracted)) > len(squeeze(readable))
+            and place.container(extracted)
+        ):
             return extracted
         return readable
     joined = " ".join(_TOKEN_RE.findall(extracted))
