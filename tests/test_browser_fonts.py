@@ -5,12 +5,14 @@ pointed at no font at all is the control: there every character is the same box.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from playwright.sync_api import Browser, Playwright, sync_playwright
 
 from tests.conftest import require_service
@@ -21,6 +23,12 @@ from zeroarchive.crawl.browser import CJK_LANGUAGES, missing_cjk_fonts, warn_wit
 CHARACTERS = "中文報導新闻ひらカナ한국어"
 # A private-use character no font has: what a box looks like in this browser.
 NO_GLYPH = "\U000f0000"
+FAMILIES = ("sans-serif", "serif", "'Noto Sans CJK TC'")
+#: Each character's box in the window (left, top, right, bottom; CSS px are pixels here).
+BOXES_JS = """n => Array.from({length: n}, (_, i) => {
+  const r = document.getElementById("c" + i).getBoundingClientRect();
+  return [r.left, r.top, r.right, r.bottom];
+})"""
 NO_FONTS = """<?xml version="1.0"?>
 <!DOCTYPE fontconfig SYSTEM "fonts.dtd">
 <fontconfig><dir>{empty}</dir><cachedir>{empty}/cache</cachedir></fontconfig>
@@ -63,22 +71,27 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 
 def glyphs(browser: Browser, characters: str, family: str) -> list[bytes]:
-    """A PNG of each character as Chromium draws it in ``family``."""
+    """The pixels of each character as Chromium draws it in ``family``: one shot of the
+    window, cut along each character's box (a shot per character cost as much again)."""
     page = browser.new_page()
     try:
         page.set_content(page_of(characters, family))
-        return [page.locator(f"#c{i}").screenshot() for i in range(len(characters))]
+        boxes = page.evaluate(BOXES_JS, len(characters))
+        window = Image.open(io.BytesIO(page.screenshot()))
     finally:
         page.close()
+    return [window.crop(tuple(round(edge) for edge in box)).tobytes() for box in boxes]
 
 
-@pytest.mark.parametrize("family", ["sans-serif", "serif", "'Noto Sans CJK TC'"])
-def test_cjk_characters_are_drawn_as_glyphs(browser: Browser, family: str) -> None:
-    drawn = glyphs(browser, CHARACTERS + NO_GLYPH, family)
-    box = drawn.pop()
-    # Each character its own shape: boxes would all be one picture.
-    assert len(set(drawn)) == len(CHARACTERS)
-    assert box not in drawn
+def test_cjk_characters_are_drawn_as_glyphs(browser: Browser) -> None:
+    # Every family in one test: pytest-xdist hands out tests one at a time, and a test for
+    # each launched a browser on each process that drew one.
+    for family in FAMILIES:
+        drawn = glyphs(browser, CHARACTERS + NO_GLYPH, family)
+        box = drawn.pop()
+        # Each character its own shape: boxes would all be one picture.
+        assert len(set(drawn)) == len(CHARACTERS), family
+        assert box not in drawn, family
 
 
 def test_without_fonts_the_same_characters_are_boxes(

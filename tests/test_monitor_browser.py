@@ -110,10 +110,16 @@ def browser() -> Iterator[Browser]:
             launched.close()
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280px", "phone"])
-def test_monitor_in_chromium(
-    served: tuple[str, Built], browser: Browser, viewport: dict[str, int]
-) -> None:
+def test_monitor_in_chromium(served: tuple[str, Built], browser: Browser) -> None:
+    # Both windows in one test: pytest-xdist hands out tests one at a time, and a test each
+    # built the archive and launched the browser on each process that ran one.
+    for viewport in (DESKTOP, PHONE):
+        walk(served, browser, viewport)
+
+
+def walk(served: tuple[str, Built], browser: Browser, viewport: dict[str, int]) -> None:
+    """The dashboard, a site, an article, a snapshot and a comparison in a window of
+    ``viewport``, each checked and shot."""
     base, built = served
     requested: list[str] = []
     page = browser.new_page(viewport=viewport)  # type: ignore[arg-type]
