@@ -2,10 +2,13 @@
 dashboard, opens a site, an article and a snapshot, and compares two versions, at 1280 px
 and at a phone's width. Each step's screenshot is checked (a PNG of the window's size, not
 blank) after the page's DOM was checked for what it must show, and kept as the docs'
-picture of that page: docs/images/monitor-<page>[-phone].png."""
+picture of that page: docs/images/monitor-<page>[-phone].png when
+ZEROARCHIVE_WRITE_DOCS_IMAGES=1 (otherwise under the test's temporary directory, so that a
+run of the tests leaves the clone as it found it)."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import struct
@@ -25,7 +28,7 @@ from zeroarchive.monitor.config import MonitorConfig
 from zeroarchive.storage.archive import close_archives, open_archive
 from zeroarchive.storage.site_stats import SiteStatsConfig
 
-IMAGES = REPO / "docs" / "images"
+DOCS_IMAGES = REPO / "docs" / "images"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
@@ -77,15 +80,15 @@ def png_size_and_values(data: bytes) -> tuple[int, int, int]:
     return width, height, len(set(zlib.decompress(b"".join(chunks))))
 
 
-def shoot(page: Page, name: str) -> None:
-    """The window as docs/images/monitor-<name>.png, after checking the page fits it."""
+def shoot(page: Page, name: str, folder: Path) -> None:
+    """The window as <folder>/monitor-<name>.png, after checking the page fits it."""
     viewport = page.viewport_size
     assert viewport is not None
     # Readable means no sideways scrolling: the page is as wide as the window.
     assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"], name
-    IMAGES.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     suffix = "-phone" if viewport["width"] < 720 else ""
-    path = IMAGES / f"monitor-{name}{suffix}.png"
+    path = folder / f"monitor-{name}{suffix}.png"
     page.screenshot(path=str(path))
     width, height, values = png_size_and_values(path.read_bytes())
     assert (width, height) == (viewport["width"], viewport["height"])
@@ -110,14 +113,17 @@ def browser() -> Iterator[Browser]:
             launched.close()
 
 
-def test_monitor_in_chromium(served: tuple[str, Built], browser: Browser) -> None:
+def test_monitor_in_chromium(served: tuple[str, Built], browser: Browser, tmp_path: Path) -> None:
     # Both windows in one test: pytest-xdist hands out tests one at a time, and a test each
     # built the archive and launched the browser on each process that ran one.
+    folder = DOCS_IMAGES if os.environ.get("ZEROARCHIVE_WRITE_DOCS_IMAGES") == "1" else tmp_path
     for viewport in (DESKTOP, PHONE):
-        walk(served, browser, viewport)
+        walk(served, browser, viewport, folder)
 
 
-def walk(served: tuple[str, Built], browser: Browser, viewport: dict[str, int]) -> None:
+def walk(
+    served: tuple[str, Built], browser: Browser, viewport: dict[str, int], folder: Path
+) -> None:
     """The dashboard, a site, an article, a snapshot and a comparison in a window of
     ``viewport``, each checked and shot."""
     base, built = served
@@ -142,7 +148,7 @@ def walk(served: tuple[str, Built], browser: Browser, viewport: dict[str, int]) 
         ltn.locator("summary").click()
         expect(ltn.locator("dl.more")).to_be_visible()
         expect(ltn.locator("dl.more")).to_contain_text("overdue")
-        shoot(page, "dashboard")
+        shoot(page, "dashboard", folder)
 
         page.select_option("select[name=type]", "content_farm")
         page.click("form.filters button")
@@ -157,7 +163,7 @@ def walk(served: tuple[str, Built], browser: Browser, viewport: dict[str, int]) 
         expect(page.locator("pre.config")).to_contain_text("http://***@proxy.example:3128")
         assert PROXY_PASSWORD not in page.content()
         expect(page.locator("#articles tr.article")).to_have_count(9)
-        shoot(page, "site")
+        shoot(page, "site", folder)
 
         page.click(f"#articles td[data-label=id] a[href='/articles/{built.article_id}']")
         expect(page.locator("h1")).to_contain_text("林義雄宣布結束禁食")
@@ -165,7 +171,7 @@ def walk(served: tuple[str, Built], browser: Browser, viewport: dict[str, int]) 
         expect(page.locator("#timeline li")).to_have_count(5)
         expect(page.locator("#timeline li.version")).to_have_count(2)
         expect(page.locator("#versions tr.version")).to_have_count(2)
-        shoot(page, "article")
+        shoot(page, "article", folder)
 
         page.locator("#timeline li.snapshot a").first.click()
         expect(page).to_have_url(re.compile(rf"/snapshots/{built.snapshots[0]}$"))
@@ -175,7 +181,7 @@ def walk(served: tuple[str, Built], browser: Browser, viewport: dict[str, int]) 
         expect(page.locator("nav.crumbs a")).to_have_text(
             ["Sites", "ltn", f"article {built.article_id}"]
         )
-        shoot(page, "snapshot")
+        shoot(page, "snapshot", folder)
 
         page.click(f"nav.crumbs a:has(bdi:text-is('article {built.article_id}'))")
         versions = page.locator("#compare select[name=a] option")
@@ -187,7 +193,7 @@ def walk(served: tuple[str, Built], browser: Browser, viewport: dict[str, int]) 
         expect(changed.first.locator("td.old mark").first).to_have_text("停止")
         expect(changed.first.locator("td.new mark").first).to_have_text("結束")
         changed.first.scroll_into_view_if_needed()
-        shoot(page, "diff")
+        shoot(page, "diff", folder)
     finally:
         page.close()
     # The archived page's pictures, stylesheets and scripts were never fetched.
