@@ -242,6 +242,9 @@ class SharedMariadb:
         self.name: str | None = None
         self.shape: tuple[object, ...] = ()
         self.tables: list[str] = []
+        # One pooled connection for the checks after each test: a new engine and TLS
+        # connection each time cost the test process 4 ms of CPU and MariaDB 1-2 ms more.
+        self.engine: Engine | None = None
 
     def url(self) -> str:
         assert self.name is not None
@@ -252,22 +255,19 @@ class SharedMariadb:
         if self.name is None:
             self.name = ARCHIVE.new_database()
             self.shape = ARCHIVE.shape
-            engine = create_engine(self.url())
-            try:
-                self.tables = [
-                    t for t in inspect(engine).get_table_names() if t != "alembic_version"
-                ]
-            finally:
-                engine.dispose()
+            # Pinged before each use: a test may have cut or killed the server's connections.
+            self.engine = create_engine(self.url(), pool_size=1, pool_pre_ping=True)
+            self.tables = [
+                t for t in inspect(self.engine).get_table_names() if t != "alembic_version"
+            ]
         return self.url()
 
     def give_back(self) -> None:
         close_archives()
-        if self.name is None:
+        if self.name is None or self.engine is None:
             return
-        engine = create_engine(self.url())
         try:
-            with engine.connect() as conn:
+            with self.engine.connect() as conn:
                 # A test's own connection left in a transaction would hold TRUNCATE for ever.
                 conn.execute(text("SET SESSION lock_wait_timeout = 10"))
                 if _schema_shape(conn) == self.shape:
@@ -277,11 +277,12 @@ class SharedMariadb:
                     return
         except Exception:
             pass
-        finally:
-            engine.dispose()
         self.drop()
 
     def drop(self) -> None:
+        if self.engine is not None:
+            self.engine.dispose()
+            self.engine = None
         if self.name is None:
             return
         name, self.name = self.name, None
