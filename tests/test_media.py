@@ -140,6 +140,7 @@ TRUNCATED_BY_LXML = {
     "gerapy-netease_international_news.html.gz",
     "gerapy-rtfund_xxpl.html.gz",
     "cwced-a6e8b739.html.gz",
+    "magichtml-39dd62c5ba88.html.gz",  # declares gb2312, holds UTF-8
 }
 
 
