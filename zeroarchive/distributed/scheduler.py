@@ -94,7 +94,7 @@ def _answers_pipeline(engine: Any) -> Any:
 
 class RedisScheduler(Scheduler):
     crawler: Crawler
-    poll_seconds: float = 0.25
+    poll_seconds: float = 0.1
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
