@@ -129,6 +129,7 @@ class SnapshotsPipeline:
             crawler, open_archive(crawler.settings), BatchConfig.from_settings(crawler.settings)
         )
         crawler.signals.connect(pipeline._on_idle, signal=signals.spider_idle)
+        crawler.signals.connect(pipeline._on_scheduler_empty, signal=signals.scheduler_empty)
         return pipeline
 
     async def open_spider(self) -> None:
@@ -221,6 +222,16 @@ class SnapshotsPipeline:
         """Nothing is being crawled: write what is pending now, not at the next timer tick
         (a distributed worker may stay idle for hours with pages in its batch)."""
         if self.pending:
+            self._start_write()
+
+    def _on_scheduler_empty(self) -> None:
+        """The engine has room and nothing to download: what is pending is written now
+        when the writer process has nothing to do, not once the batch fills or the last
+        downloads are answered. The last pages of a crawl or of a list page's snapshots
+        were stored a batch's write after the rest (0.3-0.8 s of a 4-7 s crawl at load 10,
+        bench/README.md); while a write is under way pages gather for the next one, so
+        batches stay large when the writer is the slower."""
+        if self.pending and not self._writes and self.writer is not None and self.writer.ready():
             self._start_write()
 
     async def _flush_periodically(self) -> None:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from scrapy.utils.test import get_crawler
-from sqlalchemy import select, update
+from sqlalchemy import create_engine, select, update
 
 from pipelines.articles import ArticlesPipeline
 from spiders.generic import GenericSpider
@@ -258,3 +258,33 @@ def test_a_walk_asks_for_its_next_page_before_the_claim_of_the_page_it_came_from
     asyncio.run(pipeline.process_item(last))
     asyncio.run(spider._on_item_scraped(last))
     assert events[2:] == ["claim 1"]
+
+
+def test_a_list_page_answers_although_its_sites_note_for_the_monitor_cannot_be_written(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Noting that a site's list pages answer (the monitor's "last list ok") is one UPDATE
+    of the site's row from the list callback: when it fails as a later try may not (a
+    deadlock with another worker's write of the row, as the distributed bench saw, or the
+    database away), the page's links and its walk go on, and the next list page notes it."""
+    monkeypatch.setenv(FAKE_NOW_ENV, str(NOW))
+    settings = project_settings(ZEROARCHIVE_DB_URL=archive.url)
+    crawler = get_crawler(GenericSpider, settings)
+    spider = GenericSpider.from_crawler(crawler)
+    crawler.spider = spider
+    crawler.stats.open_spider()
+    news = archive.sites.get("news")
+    assert news is not None
+    working = spider.archive
+    # A real engine of a server that does not answer (nothing listens on port 9).
+    away = create_engine("mysql+pymysql://root@127.0.0.1:9/nowhere")
+    spider.archive = SimpleNamespace(engine=away)  # type: ignore[assignment]
+    spider.list_page_answered(news)  # the database does not answer: no error raised
+    assert crawler.stats.get_value(f"zeroarchive/site/{news.site_id}/errors/db_write") == 1
+    spider.archive = working
+    spider.list_page_answered(news)
+    with archive.engine.connect() as conn:
+        noted = conn.execute(
+            select(site.c.last_list_ok_at).where(site.c.site_id == news.site_id)
+        ).scalar_one()
+    assert noted == NOW

@@ -20,8 +20,10 @@ from scrapy.utils.test import get_crawler
 
 from tests.conftest import REPO, project_settings
 from zeroarchive.core.request_meta import META_KEY
-from zeroarchive.distributed.queue import push_requests
+from zeroarchive.core.signals import work_taken
+from zeroarchive.distributed.queue import held_key, push_requests, requeue_held
 from zeroarchive.distributed.scheduler import MAX_PENDING, RedisScheduler
+from zeroarchive.distributed.walks import pages_left
 
 
 class _Spider(Spider):
@@ -355,3 +357,63 @@ def test_an_answered_media_request_is_held_until_its_items_batch_is_written(
     pipeline.batches_written = 1
     scheduler._release_finished()
     assert scheduler.server.hlen(held) == 0
+
+
+def walk_page(url: str, priority: int = 10) -> Request:
+    """A list page of site 3's walk of round 1800000000, as a worker finds one."""
+    meta = {META_KEY: {"site_id": 3, "kind": "list", "round": 1_800_000_000}}
+    return Request(url, meta=meta, priority=priority)
+
+
+def test_a_walk_page_a_worker_finds_is_its_own_next_request_held_in_redis(
+    crawler: Crawler, scheduler: RedisScheduler, redis_url: str
+) -> None:
+    taken: list[list[str]] = []
+
+    def on_taken(requests: list[Request], owner: str, confirm: object) -> None:
+        taken.append([r.url for r in requests])
+
+    crawler.signals.connect(on_taken, signal=work_taken)
+    server = scheduler.server
+    server.set("zeroarchive:walk:3:1800000000", 1)  # the walk `scrapy schedule` began
+    push_requests(server, crawler.spider, [Request(f"https://example.com/s/{i}") for i in range(3)])
+    first = scheduler.next_request()  # takes all three (prefetch 8), hands out one
+    assert first is not None and first.url.startswith("https://example.com/s/")
+    # Found while answering: queued at once, not at the end of the reactor's turn, and kept.
+    scheduler.enqueue_request(walk_page("https://example.com/list/2"))
+    assert not scheduler._pending
+    assert taken == [["https://example.com/list/2"]]
+    held = held_key(scheduler.queue.key, scheduler.owner)
+    held_urls = {scheduler.queue.decode(e).url for e in server.hkeys(held)}
+    assert held_urls == {"https://example.com/list/2"} | {
+        f"https://example.com/s/{i}" for i in range(3)
+    }
+    assert len(scheduler.queue) == 0, "not in the shared queue: no other worker takes it"
+    assert pages_left(server, (3, 1_800_000_000)) == 2
+    # Handed out before what the worker had taken from the queue.
+    following = scheduler.next_request()
+    assert following is not None and following.url == "https://example.com/list/2"
+    # A worker killed now: what it held (the kept page, the two not handed out yet; the
+    # first is answered, the engine holding it no more) goes back to the queue.
+    assert requeue_held(server, held) == 3
+    urls = {scheduler.queue.decode(e).url for e in server.zrange(scheduler.queue.key, 0, -1)}
+    assert urls == {
+        "https://example.com/list/2",
+        "https://example.com/s/1",
+        "https://example.com/s/2",
+    }
+
+
+def test_walk_pages_beyond_the_prefetch_go_to_the_shared_queue(
+    crawler: Crawler, scheduler: RedisScheduler
+) -> None:
+    pages = [walk_page(f"https://example.com/list/{i}") for i in range(12)]
+    for page in pages:
+        scheduler._pending.append(page)  # found in one turn, as a page linking to twelve
+    assert scheduler.flush_pending() == 12
+    stats = crawler.stats
+    assert stats is not None
+    assert stats.get_value("scheduler/kept/redis") == 8
+    assert len(scheduler.queue) == 4
+    handed = [scheduler.next_request() for _ in range(12)]
+    assert [r.url for r in handed if r is not None] == [p.url for p in pages]

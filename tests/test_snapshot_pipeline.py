@@ -210,6 +210,60 @@ def test_pending_pages_are_written_when_the_spider_goes_idle(tmp_path: Path) -> 
     asyncio.run(crawl())
 
 
+class ReadyWriter:
+    """Stands in for a writer process that is ready (tests/test_writer_process.py tests the
+    process): writes each batch it is given in the calling thread, into the gated store."""
+
+    def __init__(self, pipeline: SnapshotsPipeline) -> None:
+        self.pipeline = pipeline
+
+    def ready(self) -> bool:
+        return True
+
+    def write(self, batch: list[Any], sites: dict[int, Any]) -> list[Any]:
+        return snapshot_batches.write_batch(self.pipeline.archive, batch, sites, 0, None)
+
+
+async def written(store: GatedStore, n: int) -> None:
+    for _ in range(250):
+        if len(store.batches) >= n:
+            return
+        await asyncio.sleep(0.02)
+
+
+def test_pending_pages_are_written_when_there_is_nothing_to_download(tmp_path: Path) -> None:
+    """The engine has room and its scheduler nothing to hand out (the end of a crawl, a
+    list page's snapshots all asked for): what is pending is written then, when the writer
+    process has nothing under way; while it writes, pages gather for the next batch."""
+    pipeline, store, crawler = make_pipeline(tmp_path)
+
+    def nothing_to_download() -> None:
+        crawler.signals.send_catch_log(signals.scheduler_empty)
+
+    async def crawl() -> None:
+        await pipeline.open_spider()
+        await pipeline.process_item(fetched(1))
+        nothing_to_download()
+        await asyncio.sleep(0.1)
+        assert store.batches == [], "no writer process ready: the batch fills or times out"
+        pipeline.writer = ReadyWriter(pipeline)  # type: ignore[assignment]
+        store.gate.clear()
+        nothing_to_download()
+        await pipeline.process_item(fetched(2))
+        nothing_to_download()  # a write is under way: 2 waits for the next one
+        assert pipeline.pending == [fetched(2)]
+        store.gate.set()
+        await written(store, 1)
+        assert store.batches == [[1]]
+        nothing_to_download()
+        await written(store, 2)
+        assert store.batches == [[1], [2]]
+        pipeline.writer = None
+        await pipeline.close_spider()
+
+    asyncio.run(crawl())
+
+
 def test_a_batch_that_cannot_be_written_is_counted_and_later_ones_still_land(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -36,7 +36,7 @@ from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.crawl.dispatch import MARKER_KEY, DispatchConfig, Dispatcher
 from zeroarchive.crawl.recovery import HeldWork, give_back_leftovers
 from zeroarchive.distributed.heartbeat import heartbeat_key
-from zeroarchive.distributed.queue import push_requests, request_queue
+from zeroarchive.distributed.queue import held_key, push_requests, request_queue
 from zeroarchive.distributed.redis_client import connect
 from zeroarchive.distributed.scheduler import RedisScheduler
 from zeroarchive.distributed.walks import pages_left, walk_of
@@ -131,6 +131,11 @@ class Worker:
     @property
     def owner(self) -> str:
         return self.scheduler.owner
+
+    @property
+    def held_key(self) -> str:
+        """Its held hash in redis: what `scrapy schedule` puts back if it dies."""
+        return held_key(self.scheduler.queue.key, self.owner)
 
     def steps(self) -> Iterator[str]:
         engine = self.crawler.engine
@@ -248,12 +253,14 @@ def test_an_undisturbed_walk_is_done_at_its_last_page_only(
         )
     ]
     assert len(seen) == STEPS
-    # Counted: the next page queued before the one that found it is let go of; the
-    # counter goes at the last page.
-    assert [left for _, left, _ in seen] == [1, 1, 2, 1] * 2 + [1, 1, 1, None]
-    # Held by the worker while it holds a page, queued between pages, done at the end.
+    # Counted: the next page queued as soon as it is found (not at the end of the turn),
+    # before the one that found it is let go of; the counter goes at the last page.
+    assert [left for _, left, _ in seen] == [1, 2, 2, 1] * 2 + [1, 1, 1, None]
+    # Held by the worker from its first page to its last: the next page it found is its
+    # own (kept in its held hash, not queued for any worker); done at the end.
     owners = [owner and owner[0] for _, _, owner in seen]
-    assert owners == ["w", "w", "w", "q"] * 2 + ["w", "w", "w", None]
+    assert owners == ["w"] * 11 + [None]
+    assert walk_pages_queued(server, rounds) == 0
     assert walk_row(archive, site_id)["walk_owner"] is None
     assert articles_found(archive) == ARTICLES
     assert not list(server.scan_iter(match=WALK_KEYS))
@@ -276,21 +283,19 @@ def test_a_worker_killed_at_any_step_of_a_walk_loses_no_page(
     steps = doomed.steps()
     for _ in range(killed_after + 1):
         next(steps)
-    held_a_page = bool(doomed.holding)
+    # A page it took, or the next one it found and kept (in its held hash).
+    held_a_page = bool(doomed.holding) or bool(server.hlen(doomed.held_key))
     doomed.kill()
     report = rounds.run_once(NOW + 60)["generic"]
     if walk_row(archive, site_id)["walk_owner"] is None:
         assert killed_after == STEPS - 1 and report.list_sites == 0
-    elif held_a_page:
-        # The walk it held is due again at once, and the page it held is back in the queue.
+    else:
+        # At every step before the last it held a page of the walk: the walk is due again
+        # at once, and the page it held is back in the queue.
+        assert held_a_page
         assert report.list_sites == 1
         assert walk_row(archive, site_id)["next_crawl_at"] >= NOW + 60
         assert rounds.recovered.walks == 1
-    else:
-        # Between two pages it held nothing: the walk's next page waits in the queue.
-        assert report.list_sites == 0
-        assert walk_pages_queued(server, rounds) == 1
-        assert str(walk_row(archive, site_id)["walk_owner"])[0] == "q"
     survivor = worker(archive, redis_url, pages)
     survivor.run()
     survivor.close()

@@ -155,6 +155,10 @@ class SharedQueue(PriorityQueue):
         if mapping:
             self.server.zadd(self.key, mapping)
 
+    def encode(self, request: Request) -> bytes:
+        """The entry of ``request`` in this queue."""
+        return self._encode_request(request)
+
     def decode(self, entry: bytes) -> Request:
         request: Request = self._decode_request(entry)
         return request
@@ -231,14 +235,36 @@ def push_requests(
     pushing = list(requests)
     if not pushing:
         return 0
+    push_and_hold(server, spider, pushing, (), "", begin_walks=begin_walks)
+    return len(pushing)
+
+
+def push_and_hold(
+    server: redis.Redis,
+    spider: Spider,
+    shared: Iterable[Request],
+    held: Iterable[Request],
+    owner: str,
+    *,
+    begin_walks: bool = False,
+) -> list[tuple[bytes, float]]:
+    """Queue ``shared`` for any worker (as ``push_requests``) and put ``held`` straight
+    into ``owner``'s held hash, as if it had pushed and taken them back, in one
+    transaction that counts the walk pages of both; return the entries held, with their
+    scores, in their order. A held entry is ``owner``'s to answer: put back in the queue
+    by `scrapy schedule` if ``owner`` dies first, like any entry it took."""
+    sharing, holding = list(shared), list(held)
     pipe = server.pipeline(transaction=True)
     queue = request_queue(pipe, spider)
     of_site: Counter[object] = Counter()
-    for request in pushing:
+    for request in sharing:
         meta = request.meta.get(META_KEY)
         site = meta.get("site_id") if isinstance(meta, dict) else None
         queue.push_nth_of_site(request, of_site[site])
         of_site[site] += 1
-    add_pages(pipe, walk_pages(pushing), begin=begin_walks)
+    entries = [(queue.encode(request), float(-request.priority)) for request in holding]
+    if entries:
+        pipe.hset(held_key(queue.key, owner), mapping=dict(entries))
+    add_pages(pipe, walk_pages([*sharing, *holding]), begin=begin_walks)
     pipe.execute()
-    return len(pushing)
+    return entries

@@ -52,7 +52,7 @@ from zeroarchive.distributed.heartbeat import Heartbeat
 from zeroarchive.distributed.queue import (
     QUEUE_KEY,
     JsonSerializer,
-    push_requests,
+    push_and_hold,
     request_queue,
 )
 from zeroarchive.distributed.redis_client import connect
@@ -94,7 +94,7 @@ def _answers_pipeline(engine: Any) -> Any:
 
 class RedisScheduler(Scheduler):
     crawler: Crawler
-    poll_seconds: float = 0.25
+    poll_seconds: float = 0.1
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -213,9 +213,13 @@ class RedisScheduler(Scheduler):
 
     def enqueue_request(self, request: Request) -> bool:
         """Accept ``request`` into the pending batch; True even for a duplicate, which is
-        dropped (with ``request_dropped``) when the batch is checked."""
+        dropped (with ``request_dropped``) when the batch is checked. A walk's page is
+        queued at once, not at the end of the reactor's turn: the next page of a walk is
+        found only when this one is answered, so the walk's pages are its critical path."""
         self._pending.append(request)
-        if len(self._pending) >= MAX_PENDING and self._redis_may_answer():
+        if (
+            len(self._pending) >= MAX_PENDING or walk_of(request) is not None
+        ) and self._redis_may_answer():
             self.flush_pending()
         else:
             self._flush_later.schedule()
@@ -248,11 +252,47 @@ class RedisScheduler(Scheduler):
                     self._checked.append(request)
         if not self._checked:
             return 0
-        pushed = push_requests(self.server, self.spider, self._checked)
+        shared, held = self._keep_walk_pages(self._checked)
+        entries = push_and_hold(self.server, self.spider, shared, held, self.owner)
+        pushed = len(self._checked)
         self._checked = []
         if self.stats:
             self.stats.inc_value("scheduler/enqueued/redis", pushed)
+            if entries:
+                self.stats.inc_value("scheduler/kept/redis", len(entries))
+        self._hand_out_first(entries, held)
         return pushed
+
+    def _keep_walk_pages(self, requests: list[Request]) -> tuple[list[Request], list[Request]]:
+        """(to queue for any worker, to keep): the walk pages this worker found, up to its
+        prefetch, are its own next requests, handed out before what it took from the
+        queue. A walk's next page is known only once this one is answered: through the
+        shared queue it waited for the end of the reactor's turn, for a worker to take it
+        and for that worker's prefetched requests to go first (0.05-0.2 s a page of a
+        walk at load 10, where each page brings 50 snapshots)."""
+        room = self.prefetch
+        shared: list[Request] = []
+        held: list[Request] = []
+        for request in requests:
+            if room and walk_of(request) is not None:
+                held.append(request)
+                room -= 1
+            else:
+                shared.append(request)
+        return shared, held
+
+    def _hand_out_first(self, entries: list[tuple[bytes, float]], held: list[Request]) -> None:
+        """Put the requests this worker kept (held in redis as ``entries``) at the head of
+        what it hands out, and say that it holds them, as for what it takes."""
+        if not held:
+            return
+        for (entry, score), request in zip(reversed(entries), reversed(held), strict=True):
+            self._taken.appendleft((entry, score))
+            self._decoded[entry] = request
+            self._unrecorded.add(entry)
+        self.crawler.signals.send_catch_log(
+            work_taken, requests=held, owner=self.owner, confirm=lambda: None
+        )
 
     # --- Redis away ---------------------------------------------------------------------
 
