@@ -328,3 +328,52 @@ def test_a_batch_past_one_items_limit_of_bytes_leaves_the_rest_to_go_alone() -> 
     assert fetched == [f"{BASE}/a.png", f"{BASE}/big.png"]
     assert [type(r).__name__ for r in results] == ["Fetched", "Fetched", "Request"]
     assert results[2].url == f"{BASE}/c.png" and not archive_meta(results[2]).get("batch")
+
+
+def test_a_hosts_lone_item_is_a_batch_of_one_and_a_video_goes_alone() -> None:
+    page = FetchedPage(
+        1,
+        1,
+        "news",
+        5,
+        200,
+        f"{BASE}/a/1",
+        {},
+        "utf-8",
+        b'<html><body><img src="/a.png"><video src="/v.mp4"></video><img src="/b.png">'
+        b'<img src="https://cdn.example/c.png"></body></html>',
+    )
+    site = _site({"article": "/a/", "media": ["images", "video"]})
+    requests = [r for r in media_outputs(page, site, None, _Spider()) if isinstance(r, Request)]
+    batches = {r.url: archive_meta(r).get("batch") for r in requests}
+    assert batches == {
+        # yt-dlp's (middlewares/video.py), never fetched as bytes inside a batch.
+        f"{BASE}/v.mp4": None,
+        f"{BASE}/a.png": [["image", f"{BASE}/a.png", 0], ["image", f"{BASE}/b.png", 0]],
+        "https://cdn.example/c.png": [["image", "https://cdn.example/c.png", 0]],
+    }
+
+
+def test_a_lone_item_of_another_host_is_fetched_inside_its_batch(
+    db_url: str, tmp_path: Path
+) -> None:
+    png = (("Content-Type", "image/png"),)
+    with ReplayServer({"/lone.png": Route(200, png, PNG2 + b"lone")}) as cdn:
+        page = f"""<!doctype html><html><head><title>One</title></head><body><h1>One</h1>
+<p>An article long enough to be one, with its pictures.</p>
+<img src="/img/a.png"><img src="/img/b.png"><img src="{cdn.url("/lone.png")}"></body></html>"""
+        routes = {
+            "/s0/": Route(200, (("Content-Type", HTML),), b'<a href="/s0/news/1">1</a>'),
+            "/s0/news/1": Route(200, (("Content-Type", HTML),), page.encode()),
+            "/img/a.png": Route(200, png, PNG),
+            "/img/b.png": Route(200, png, PNG2),
+        }
+        with ReplayServer(routes) as server:
+            run = load_and_crawl(db_url, tmp_path, sites_of(server, one={}))
+        hits = dict(cdn.hits)
+    rows = {str(r["url"]).rsplit("/", 1)[1]: r for r in media_json(db_url, tmp_path)}
+    assert rows["lone.png"]["stored"] is True
+    assert rows["lone.png"]["sha256"] == hashlib.sha256(PNG2 + b"lone").hexdigest()
+    assert hits["/lone.png"] == 1
+    # a and b in their host's batch, the lone one in a batch of its own: none went alone.
+    assert stat(run, "zeroarchive/media/batched") == 3

@@ -249,18 +249,24 @@ def batched(
     """The requests of a snapshot's items to fetch: the items of one host, up to
     ``BATCH_ITEMS`` of them, share one request (``batch`` in its meta), which rides the
     scheduler, the queue and every downloader middleware once for all of them; the last
-    middleware (``middlewares/media.py``) fetches them one after the other in its slot."""
+    middleware (``middlewares/media.py``) fetches them one after the other in its slot.
+    A host's lone item is a batch of one too: the batch's client fetches it for a tenth
+    of the CPU of Scrapy's own handler (a page names 2.7 hosts for its images, a tracker's
+    pixel or a CDN's one picture among them). A video goes alone, to yt-dlp
+    (middlewares/video.py), never inside a batch."""
     article_id, _, snapshot_at = snapshot
     by_host: dict[str, list[tuple[Found, int]]] = {}
     for item, spare in items:
+        if item.kind == "video":
+            yield media_request(spider, site, article_id, snapshot_at, item, referer, spare)
+            continue
         by_host.setdefault(urlsplit(item.url).netloc, []).append((item, spare))
     for group in by_host.values():
         for start in range(0, len(group), BATCH_ITEMS):
             part = group[start : start + BATCH_ITEMS]
             item, spare = part[0]
             request = media_request(spider, site, article_id, snapshot_at, item, referer, spare)
-            if len(part) > 1:
-                request.meta[META_KEY]["batch"] = [[i.kind, i.url, n] for i, n in part]
+            request.meta[META_KEY]["batch"] = [[i.kind, i.url, n] for i, n in part]
             yield request
 
 
