@@ -377,3 +377,14 @@ def test_a_lone_item_of_another_host_is_fetched_inside_its_batch(
     assert hits["/lone.png"] == 1
     # a and b in their host's batch, the lone one in a batch of its own: none went alone.
     assert stat(run, "zeroarchive/media/batched") == 3
+
+
+def test_a_hosts_items_go_sixteen_a_request() -> None:
+    images = "".join(f'<img src="/i/{n}.png">' for n in range(20))
+    body = f"<html><body>{images}</body></html>".encode()
+    page = FetchedPage(1, 1, "news", 5, 200, f"{BASE}/a/1", {}, "utf-8", body)
+    requests = list(media_outputs(page, _site({"article": "/a/"}), None, _Spider()))
+    assert [len(batch_items(r)) for r in requests] == [16, 4]
+    assert [item.url for r in requests for item, _ in batch_items(r)] == [
+        f"{BASE}/i/{n}.png" for n in range(20)
+    ]
