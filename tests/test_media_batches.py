@@ -330,7 +330,7 @@ def test_a_batch_past_one_items_limit_of_bytes_leaves_the_rest_to_go_alone() -> 
     assert results[2].url == f"{BASE}/c.png" and not archive_meta(results[2]).get("batch")
 
 
-def test_a_hosts_lone_item_is_a_batch_of_one_and_a_video_goes_alone() -> None:
+def test_a_video_goes_alone_never_inside_its_hosts_batch() -> None:
     page = FetchedPage(
         1,
         1,
@@ -350,33 +350,9 @@ def test_a_hosts_lone_item_is_a_batch_of_one_and_a_video_goes_alone() -> None:
         # yt-dlp's (middlewares/video.py), never fetched as bytes inside a batch.
         f"{BASE}/v.mp4": None,
         f"{BASE}/a.png": [["image", f"{BASE}/a.png", 0], ["image", f"{BASE}/b.png", 0]],
-        "https://cdn.example/c.png": [["image", "https://cdn.example/c.png", 0]],
+        # A host's lone item as a request of its own (not asked for twice when it fails).
+        "https://cdn.example/c.png": None,
     }
-
-
-def test_a_lone_item_of_another_host_is_fetched_inside_its_batch(
-    db_url: str, tmp_path: Path
-) -> None:
-    png = (("Content-Type", "image/png"),)
-    with ReplayServer({"/lone.png": Route(200, png, PNG2 + b"lone")}) as cdn:
-        page = f"""<!doctype html><html><head><title>One</title></head><body><h1>One</h1>
-<p>An article long enough to be one, with its pictures.</p>
-<img src="/img/a.png"><img src="/img/b.png"><img src="{cdn.url("/lone.png")}"></body></html>"""
-        routes = {
-            "/s0/": Route(200, (("Content-Type", HTML),), b'<a href="/s0/news/1">1</a>'),
-            "/s0/news/1": Route(200, (("Content-Type", HTML),), page.encode()),
-            "/img/a.png": Route(200, png, PNG),
-            "/img/b.png": Route(200, png, PNG2),
-        }
-        with ReplayServer(routes) as server:
-            run = load_and_crawl(db_url, tmp_path, sites_of(server, one={}))
-        hits = dict(cdn.hits)
-    rows = {str(r["url"]).rsplit("/", 1)[1]: r for r in media_json(db_url, tmp_path)}
-    assert rows["lone.png"]["stored"] is True
-    assert rows["lone.png"]["sha256"] == hashlib.sha256(PNG2 + b"lone").hexdigest()
-    assert hits["/lone.png"] == 1
-    # a and b in their host's batch, the lone one in a batch of its own: none went alone.
-    assert stat(run, "zeroarchive/media/batched") == 3
 
 
 def test_a_hosts_items_go_sixteen_a_request() -> None:

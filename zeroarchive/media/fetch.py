@@ -252,10 +252,10 @@ def batched(
     ``BATCH_ITEMS`` of them, share one request (``batch`` in its meta), which rides the
     scheduler, the queue and every downloader middleware once for all of them; the last
     middleware (``middlewares/media.py``) fetches them one after the other in its slot.
-    A host's lone item is a batch of one too: the batch's client fetches it for a tenth
-    of the CPU of Scrapy's own handler (a page names 2.7 hosts for its images, a tracker's
-    pixel or a CDN's one picture among them). A video goes alone, to yt-dlp
-    (middlewares/video.py), never inside a batch."""
+    A host's lone item goes as a request of its own, as Scrapy fetches a page: a batch
+    that is not answered 2xx (a tracker's pixel redirected, a missing picture) asks for
+    its item again alone, so a lone one would be asked for twice. A video goes alone, to
+    yt-dlp (middlewares/video.py), never inside a batch."""
     article_id, _, snapshot_at = snapshot
     by_host: dict[str, list[tuple[Found, int]]] = {}
     for item, spare in items:
@@ -268,7 +268,8 @@ def batched(
             part = group[start : start + BATCH_ITEMS]
             item, spare = part[0]
             request = media_request(spider, site, article_id, snapshot_at, item, referer, spare)
-            request.meta[META_KEY]["batch"] = [[i.kind, i.url, n] for i, n in part]
+            if len(part) > 1:
+                request.meta[META_KEY]["batch"] = [[i.kind, i.url, n] for i, n in part]
             yield request
 
 
