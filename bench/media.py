@@ -11,16 +11,23 @@ Then, for each round, ``scrapy crawl generic`` into a fresh SQLite file with
 ``ZEROARCHIVE_MEDIA_ENABLED=0``, with ``=1`` and the site's ``media: [images]``, and with
 ``=1`` and the default kinds (images and styles), one after the other.
 
+With ``--hosts``, each host a page names for its images or stylesheets (its site, its CDN,
+a tracker's pixel: 2.7 hosts a page, 107 in all) is served on a port of its own, as on the
+web: a page's items then take one media request per host (``BATCH_ITEMS`` a request at
+most), where the default mode serves every host on one port and so puts all of a page's
+items into one or two requests (kept runnable: its figures are the earlier sections').
+
 Prints pages/s and CPU seconds (user + system, whole process and its writer process) per
 stored page of each, their ratios to media off (median of rounds), and the media stored:
 items, bytes fetched against bytes stored (what storing once saved).
 
-    python bench/media.py [--copies 3] [--rounds 2]
+    python bench/media.py [--copies 3] [--rounds 2] [--hosts]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
 import json
@@ -30,6 +37,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -60,13 +68,39 @@ class ItemRoutes(dict[str, Route]):
         return Route(200, (("Content-Type", "image/png"),), PNG + tag)
 
 
-def build(base: str, copies: int, per_list: int = 50) -> tuple[ItemRoutes, list[str]]:
-    pages = []
-    for html in sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz")):
-        body = ABSOLUTE.sub(
-            lambda m: f"{base}/h/".encode() + m.group(1) + b"/", gzip.decompress(html.read_bytes())
-        )
-        pages.append((html.name[:16], body))
+def saved_pages() -> list[tuple[str, bytes]]:
+    """The extraction benchmark's pages as saved: (name, bytes)."""
+    found = sorted((CORPORA / "extraction-benchmark-dev" / "html").glob("*.html.gz"))
+    return [(html.name[:16], gzip.decompress(html.read_bytes())) for html in found]
+
+
+def item_hosts(pages: list[tuple[str, bytes]]) -> set[str]:
+    """The hosts whose URLs the pages name for images or stylesheets (as the pages were
+    published, before their URLs are pointed at the local servers)."""
+    from zeroarchive.media.find import find_media
+
+    hosts = set()
+    for _, body in pages:
+        url = "https://page.invalid/"
+        for item in find_media(body, url, ["image", "style"]):
+            host = urlsplit(item.url).hostname or ""
+            if host and ABSOLUTE.match(f"//{host}/".encode()):
+                hosts.add(host.lower())
+    return hosts
+
+
+def build(
+    base: str, copies: int, per_list: int = 50, hosts: dict[str, str] | None = None
+) -> tuple[ItemRoutes, list[str]]:
+    """The routes of the pages (``copies`` times) and their list pages; every absolute URL
+    pointed at ``base``, or at the base ``hosts`` gives its host."""
+    served = hosts or {}
+
+    def local(match: re.Match[bytes]) -> bytes:
+        host = match.group(1)
+        return f"{served.get(host.decode().lower(), base)}/h/".encode() + host + b"/"
+
+    pages = [(name, ABSOLUTE.sub(local, body)) for name, body in saved_pages()]
     routes = ItemRoutes()
     articles = []
     for copy in range(copies):
@@ -87,14 +121,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--hosts", action="store_true", help="each host of the pages' items on a port of its own"
+    )
     options = parser.parse_args()
     arms = {"off": None, "images": ["images"], "on": None}
     rates: dict[str, list[float]] = {arm: [] for arm in arms}
     cpu: dict[str, list[float]] = {arm: [] for arm in arms}
     media: dict[str, int] = {}
-    with ReplayServer({}) as server, tempfile.TemporaryDirectory() as tmp:
-        routes, articles = build(server.base_url, options.copies)
-        server.routes = routes
+    with (
+        ReplayServer({}) as server,
+        contextlib.ExitStack() as stack,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        servers = [server]
+        hosts: dict[str, str] = {}
+        if options.hosts:
+            for host in sorted(item_hosts(saved_pages())):
+                servers.append(stack.enter_context(ReplayServer({})))
+                hosts[host] = servers[-1].base_url
+        routes, articles = build(server.base_url, options.copies, hosts=hosts)
+        for each in servers:
+            each.routes = routes
         work = Path(tmp)
         for round_number in range(options.rounds):
             for arm, kinds in arms.items():
@@ -152,7 +200,16 @@ def main() -> None:
                     }
                     media["requests"] = stat(log, "downloader/request_count")
                     media["refused_too_many"] = stat(log, "zeroarchive/media/refused/too-many")
-    print(json.dumps({"articles": len(articles), "pages_per_s": rates, "cpu_s_per_page": cpu}))
+    print(
+        json.dumps(
+            {
+                "articles": len(articles),
+                "item_hosts": len(hosts) or 1,
+                "pages_per_s": rates,
+                "cpu_s_per_page": cpu,
+            }
+        )
+    )
     print(f"media: {json.dumps(media)}")
     print(
         f"items per page: {media['items'] / len(articles):.1f} stored, "

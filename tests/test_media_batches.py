@@ -328,3 +328,39 @@ def test_a_batch_past_one_items_limit_of_bytes_leaves_the_rest_to_go_alone() -> 
     assert fetched == [f"{BASE}/a.png", f"{BASE}/big.png"]
     assert [type(r).__name__ for r in results] == ["Fetched", "Fetched", "Request"]
     assert results[2].url == f"{BASE}/c.png" and not archive_meta(results[2]).get("batch")
+
+
+def test_a_video_goes_alone_never_inside_its_hosts_batch() -> None:
+    page = FetchedPage(
+        1,
+        1,
+        "news",
+        5,
+        200,
+        f"{BASE}/a/1",
+        {},
+        "utf-8",
+        b'<html><body><img src="/a.png"><video src="/v.mp4"></video><img src="/b.png">'
+        b'<img src="https://cdn.example/c.png"></body></html>',
+    )
+    site = _site({"article": "/a/", "media": ["images", "video"]})
+    requests = [r for r in media_outputs(page, site, None, _Spider()) if isinstance(r, Request)]
+    batches = {r.url: archive_meta(r).get("batch") for r in requests}
+    assert batches == {
+        # yt-dlp's (middlewares/video.py), never fetched as bytes inside a batch.
+        f"{BASE}/v.mp4": None,
+        f"{BASE}/a.png": [["image", f"{BASE}/a.png", 0], ["image", f"{BASE}/b.png", 0]],
+        # A host's lone item as a request of its own (not asked for twice when it fails).
+        "https://cdn.example/c.png": None,
+    }
+
+
+def test_a_hosts_items_go_sixteen_a_request() -> None:
+    images = "".join(f'<img src="/i/{n}.png">' for n in range(20))
+    body = f"<html><body>{images}</body></html>".encode()
+    page = FetchedPage(1, 1, "news", 5, 200, f"{BASE}/a/1", {}, "utf-8", body)
+    requests = list(media_outputs(page, _site({"article": "/a/"}), None, _Spider()))
+    assert [len(batch_items(r)) for r in requests] == [16, 4]
+    assert [item.url for r in requests for item, _ in batch_items(r)] == [
+        f"{BASE}/i/{n}.png" for n in range(20)
+    ]
