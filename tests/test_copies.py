@@ -9,6 +9,7 @@ import functools
 import gzip
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -257,6 +258,59 @@ def test_merged_clusters_keep_the_older_id(archived: Archived) -> None:
     assert members(cluster) == [joined, *older, *newer]
     with archived.archive.engine.connect() as conn:
         assert conn.execute(select(copy_cluster.c.cluster_id)).scalars().all() == [min(ids)]
+
+
+def _bodies_read(engine: object, statements: list[str]) -> int:
+    """How many publication bodies the recorded statements asked for."""
+    return sum(
+        len(found.split(","))
+        for statement in statements
+        if "publication_text FROM publication" in statement
+        for found in re.findall(r"publication_id IN \(([^)]*)\)", statement)
+    )
+
+
+def test_a_copy_of_a_later_member_that_is_no_copy_of_the_first_joins_its_cluster(
+    archived: Archived,
+) -> None:
+    """The hook checks a cluster's near members one after another, first seen first, until
+    one is a copy: a body that copies a later member but not the first still joins."""
+    original = text("now_news_s1")
+    aside = cut(text("tvbs_s1"), 0.1 * len(original) / len(text("tvbs_s1")))
+    member = cut(original, 0.8) + "\n" + aside
+    newcomer = aside + "\n" + cut(original, 0.45)
+    pieces = [shingles("".join(fold(body).lines)) for body in (original, member, newcomer)]
+    assert containment(pieces[1], pieces[0]) >= 0.8
+    assert containment(pieces[2], pieces[0]) < 0.8 <= containment(pieces[2], pieces[1])
+    first = archived.publish("news", original, NOW)
+    second = archived.publish("farm", member, NOW + HOUR)
+    assert members(archived.cluster(second)) == [first, second]
+    third = archived.publish("farm2", newcomer, NOW + 2 * HOUR)
+    cluster = archived.cluster(third)
+    assert members(cluster) == [first, second, third] and cluster is not None
+    assert cluster.members[2].similarity < 0.8
+
+
+def test_a_copy_of_a_cluster_reads_one_member_s_body_not_each(archived: Archived) -> None:
+    """A new copy of a story with several copies clustered already reads the body of one of
+    them (the first: its similarity is computed against it), not of every near member."""
+    original = text("cna_s1")
+    ids = [archived.publish(f"farm{n}", original, NOW + n * HOUR) for n in range(5)]
+    assert members(archived.cluster(ids[-1])) == ids
+    archived.hooks = (copies_hook(),)  # nothing kept from the publishing above
+    engine = archived.archive.engine
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        newest = archived.publish("farm9", cut(original, 0.9), NOW + 9 * HOUR)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert members(archived.cluster(newest)) == [*ids, newest]
+    assert _bodies_read(engine, statements) == 1
 
 
 def test_a_new_version_that_is_no_longer_a_copy_leaves_its_cluster(archived: Archived) -> None:
