@@ -93,6 +93,9 @@ class CopyIndex:
     def __init__(self, config: CopiesConfig | None = None) -> None:
         self.config = config or CopiesConfig()
         self._shingles: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        # The short lines' hashes of the bodies this object folded (they do not depend on
+        # the boilerplate): a site's recheck reads only the bodies it has not folded.
+        self._lines: OrderedDict[tuple[int, int], frozenset[int]] = OrderedDict()
         # Each site's boilerplate as last read; a line that becomes boilerplate through this
         # object's learning drops its site's (other writers' lines show on a new object).
         self._boilerplate: dict[int, frozenset[int]] = {}
@@ -121,14 +124,23 @@ class CopyIndex:
         with it: each body after them is fingerprinted without it.)"""
         self._shingles.clear()
         docs = store.clustered(conn, site_id)
-        # Their bodies read and folded a batch at a time (one statement, one fold_many).
+        # Their bodies read and folded a batch at a time (one statement, one fold_many);
+        # of those whose lines are known, only the ones that hold such a line.
         for start in range(0, len(docs), _RECHECK_BATCH):
-            batch = docs[start : start + _RECHECK_BATCH]
+            batch = [
+                doc
+                for doc in docs[start : start + _RECHECK_BATCH]
+                if not blocks.isdisjoint(
+                    self._lines.get((doc.article_id, doc.publication_id), blocks)
+                )
+            ]
             texts = store.publication_texts(conn, [doc.publication_id for doc in batch])
             folded = fold_many([texts.get(doc.publication_id, "") for doc in batch])
             for doc, one in zip(batch, folded, strict=True):
                 text = texts.get(doc.publication_id)
-                if text is not None and not blocks.isdisjoint(line_blocks(one)):
+                if text is not None and not blocks.isdisjoint(
+                    self._note_lines(doc.article_id, doc.publication_id, one)
+                ):
                     self.add(
                         conn,
                         doc.article_id,
@@ -161,6 +173,7 @@ class CopyIndex:
         rebuild counts them first). A body too short to compare is left out."""
         old, first_snapshot = store.doc_and_first_snapshot(conn, article_id)
         folded = fold(text)
+        self._note_lines(article_id, publication_id, folded)
         if learn and old is None:
             reached = self.learn(conn, site_id, folded)
             if reached:
@@ -230,6 +243,15 @@ class CopyIndex:
             ]
         return copies
 
+    def _note_lines(self, article_id: int, publication_id: int, folded: Folded) -> frozenset[int]:
+        """The body's short lines' hashes (``line_blocks``), kept for a site's recheck."""
+        key = (article_id, publication_id)
+        found = self._lines[key] = frozenset(line_blocks(folded))
+        self._lines.move_to_end(key)
+        while len(self._lines) > _CACHE:
+            self._lines.popitem(last=False)
+        return found
+
     def _remember(self, article_id: int, publication_id: int, value: np.ndarray) -> None:
         self._shingles[(article_id, publication_id)] = value
         self._shingles.move_to_end((article_id, publication_id))
@@ -247,6 +269,7 @@ class CopyIndex:
         texts = store.publication_texts(conn, [doc.publication_id for doc in missing])
         folded = fold_many([texts.get(doc.publication_id, "") for doc in missing])
         for doc, one in zip(missing, folded, strict=True):
+            self._note_lines(doc.article_id, doc.publication_id, one)
             value = (
                 np.empty(0, np.uint32)
                 if doc.publication_id not in texts
@@ -261,11 +284,11 @@ class CopyIndex:
             self._shingles.move_to_end(key)
             return found
         text = store.publication_text(conn, doc.publication_id)
-        value = (
-            np.empty(0, np.uint32)
-            if text is None
-            else self.shingles_of(conn, doc.site_id, fold(text))
-        )
+        value = np.empty(0, np.uint32)
+        if text is not None:
+            folded = fold(text)
+            self._note_lines(doc.article_id, doc.publication_id, folded)
+            value = self.shingles_of(conn, doc.site_id, folded)
         self._remember(doc.article_id, doc.publication_id, value)
         return value
 
