@@ -41,9 +41,8 @@ from zeroarchive.copies.fingerprint import (
     band_key_rows,
     body,
     containment,
-    edge_blocks,
+    edge_and_line_blocks,
     fold_many,
-    line_blocks,
     shingles,
     sketch_bytes,
     sketch_many,
@@ -239,9 +238,9 @@ class _Kept:
     lines: np.ndarray
 
 
-def _keep(rows: Sequence[Any], folded: Sequence[Folded]) -> _Kept:
+def _keep(rows: Sequence[Any], folded: Sequence[Folded], lines: Sequence[set[int]]) -> _Kept:
     sketches = sketch_many(["".join(one.lines) for one in folded])
-    hashes = [sorted(line_blocks(one)) for one in folded]
+    hashes = [sorted(found) for found in lines]
     return _Kept(
         np.array([row.article_id for row in rows], dtype=np.int64),
         np.array([row.publication_id for row in rows], dtype=np.int64),
@@ -275,9 +274,10 @@ def _blocks(
     held = 0
     for rows in _batches(engine, parser_version, after, size):
         folded = fold_many([row.publication_text or "" for row in rows])
+        both = [edge_and_line_blocks(one) for one in folded]
         if kept is not None:
-            kept.append(_keep(rows, folded))
-        found = [edge_blocks(one) for one in folded]
+            kept.append(_keep(rows, folded, [lines for _, lines in both]))
+        found = [edges for edges, _ in both]
         sites = np.repeat(
             np.array([row.site_id for row in rows], dtype=np.uint64),
             [len(blocks) for blocks in found],
