@@ -472,28 +472,47 @@ def parse_overhead(copies: int, rounds: int = 2) -> dict[str, float]:
     return results
 
 
+class TimedHook:
+    """A version hook with its own CPU seconds summed: this process's and, on MariaDB,
+    the serving server threads' (a less noisy figure than two parse runs' difference)."""
+
+    def __init__(self, hook: Any, threads: ServerThread | None) -> None:
+        self.hook, self.threads, self.spent = hook, threads, 0.0
+
+    def _server(self) -> float:
+        return self.threads.cpu() if self.threads else 0.0
+
+    def __call__(self, conn: Any, added: Any) -> None:
+        cpu, server = time.process_time(), self._server()
+        self.hook(conn, added)
+        self.spent += time.process_time() - cpu + self._server() - server
+
+
 def parse_at_scale(url: str, copies: int, rounds: int) -> dict[str, list[float]]:
     """``parse_pending`` over the extraction benchmark's pages (``copies`` articles each,
     on a new site per run) on the archive at ``url``, whose copy index the rebuild filled:
     without and with the hook, alternately. The CPU seconds of each run: this process's
-    plus, on MariaDB, those of the server threads that served its two pooled connections."""
+    plus, on MariaDB, those of the server threads that served its two pooled connections;
+    ``hook``: the hook's own share of each run with it."""
     raws = _pages()
     # The fold's tables are built once per process (~0.2 CPU s): not charged to one run.
     fold("臺灣")
     archive = open_archive(url=url)
     engine = create_engine(url, pool_size=2, max_overflow=0, pool_timeout=30)
     threads = ServerThread(engine, 2) if url.startswith("mysql") else None
-    spent: dict[str, list[float]] = {"without": [], "with": []}
+    spent: dict[str, list[float]] = {"without": [], "with": [], "hook": []}
     # New sites each call: pages stored again on the same articles would be unchanged.
     run = secrets.token_hex(3)
     for number, (label, hooked) in enumerate([("without", False), ("with", True)] * rounds):
         _snapshots(archive, f"parse{run}{number}{label}", raws, copies)
-        hooks = (copies_hook(),) if hooked else ()
+        timed = TimedHook(copies_hook(), threads)
         server = threads.cpu() if threads else 0.0
         cpu = time.process_time()
-        parse_pending(engine, ParseRunConfig(), now=START, hooks=hooks)
+        parse_pending(engine, ParseRunConfig(), now=START, hooks=(timed,) if hooked else ())
         cpu = time.process_time() - cpu + ((threads.cpu() - server) if threads else 0.0)
         spent[label].append(cpu)
+        if hooked:
+            spent["hook"].append(timed.spent)
     engine.dispose()
     close_archives()
     return spent
@@ -631,13 +650,17 @@ def measure(
     if parse_rounds:
         runs = parse_at_scale(url, copies, parse_rounds)
         without, with_hook = min(runs["without"]), min(runs["with"])
+        shares = list(zip(runs["hook"], runs["with"], strict=True))
         pages = 60 * copies
         print(
             f"{label} {count}: parse runs of {pages} pages into this archive, CPU s without"
             f" the hook {', '.join(f'{v:.2f}' for v in runs['without'])}, with"
             f" {', '.join(f'{v:.2f}' for v in runs['with'])}: least against least"
             f" {with_hook / without - 1:+.1%} ({(with_hook - without) * 1000 / pages:.1f} CPU ms"
-            f" a page added, parse {without * 1000 / pages:.1f}); load {os.getloadavg()[0]:.1f}",
+            f" a page added, parse {without * 1000 / pages:.1f}); the hook's own CPU in each run"
+            f" with it {', '.join(f'{v:.2f}' for v in runs['hook'])} s ="
+            f" {', '.join(f'{h / (w - h):+.1%}' for h, w in shares)} of"
+            f" the rest of its run; load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
 

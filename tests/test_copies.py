@@ -9,6 +9,7 @@ import functools
 import gzip
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,7 @@ from zeroarchive.parser import PARSER_VERSION, parse_snapshot
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import ArticleInfo, PublicationStore
-from zeroarchive.storage.schema import article, copy_block, copy_cluster
+from zeroarchive.storage.schema import article, copy_block, copy_cluster, copy_doc, publication
 
 NOW = 1_700_000_000
 HOUR = 3600
@@ -259,6 +260,59 @@ def test_merged_clusters_keep_the_older_id(archived: Archived) -> None:
         assert conn.execute(select(copy_cluster.c.cluster_id)).scalars().all() == [min(ids)]
 
 
+def _bodies_read(engine: object, statements: list[str]) -> int:
+    """How many publication bodies the recorded statements asked for."""
+    return sum(
+        len(found.split(","))
+        for statement in statements
+        if "publication_text FROM publication" in statement
+        for found in re.findall(r"publication_id IN \(([^)]*)\)", statement)
+    )
+
+
+def test_a_copy_of_a_later_member_that_is_no_copy_of_the_first_joins_its_cluster(
+    archived: Archived,
+) -> None:
+    """The hook checks a cluster's near members one after another, first seen first, until
+    one is a copy: a body that copies a later member but not the first still joins."""
+    original = text("now_news_s1")
+    aside = cut(text("tvbs_s1"), 0.1 * len(original) / len(text("tvbs_s1")))
+    member = cut(original, 0.8) + "\n" + aside
+    newcomer = aside + "\n" + cut(original, 0.45)
+    pieces = [shingles("".join(fold(body).lines)) for body in (original, member, newcomer)]
+    assert containment(pieces[1], pieces[0]) >= 0.8
+    assert containment(pieces[2], pieces[0]) < 0.8 <= containment(pieces[2], pieces[1])
+    first = archived.publish("news", original, NOW)
+    second = archived.publish("farm", member, NOW + HOUR)
+    assert members(archived.cluster(second)) == [first, second]
+    third = archived.publish("farm2", newcomer, NOW + 2 * HOUR)
+    cluster = archived.cluster(third)
+    assert members(cluster) == [first, second, third] and cluster is not None
+    assert cluster.members[2].similarity < 0.8
+
+
+def test_a_copy_of_a_cluster_reads_one_member_s_body_not_each(archived: Archived) -> None:
+    """A new copy of a story with several copies clustered already reads the body of one of
+    them (the first: its similarity is computed against it), not of every near member."""
+    original = text("cna_s1")
+    ids = [archived.publish(f"farm{n}", original, NOW + n * HOUR) for n in range(5)]
+    assert members(archived.cluster(ids[-1])) == ids
+    archived.hooks = (copies_hook(),)  # nothing kept from the publishing above
+    engine = archived.archive.engine
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        newest = archived.publish("farm9", cut(original, 0.9), NOW + 9 * HOUR)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert members(archived.cluster(newest)) == [*ids, newest]
+    assert _bodies_read(engine, statements) == 1
+
+
 def test_a_new_version_that_is_no_longer_a_copy_leaves_its_cluster(archived: Archived) -> None:
     original = archived.publish("ltn", text("cts_s1"), NOW)
     copy = archived.publish("farm", text("cts_s1"), NOW + HOUR)
@@ -399,6 +453,74 @@ def test_the_boilerplate_pass_counts_as_the_hook_and_resumes_where_it_wrote(
     done, resumed = rebuild(engine, CopiesConfig(rebuild_batch=3))
     assert (done, resumed) == (2 * len(ARTICLES), True)
     assert blocks() == by_hook
+
+
+def test_a_rebuild_reads_again_only_the_bodies_holding_boilerplate_and_fingerprints_alike(
+    archived: Archived, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole rebuild keeps each body's sketch from its boilerplate pass and reads again
+    only the bodies that hold a line of their site's boilerplate (the farm's); a rebuild
+    resumed in its fingerprints pass reads every body again: the same ``copy_doc``."""
+    for i, name in enumerate(ARTICLES):
+        archived.publish("farm", wrapped_brief(name), NOW + i)
+        archived.publish("news", text(name), NOW + i)
+    archived.publish("farm2", to_simplified(text("cna_s1")), NOW + HOUR)
+    engine = archived.archive.engine
+    import zeroarchive.copies.rebuild as module
+
+    def docs() -> list[tuple[object, ...]]:
+        """``copy_doc`` but the cluster ids (each rebuild makes its clusters anew)."""
+        columns = [column for column in copy_doc.c if column.name != "cluster_id"]
+        with engine.connect() as conn:
+            rows = conn.execute(select(*columns).order_by(copy_doc.c.article_id))
+            return [tuple(row) for row in rows]
+
+    real_batch, real_texts = module.fingerprint_batch, module.store.publication_texts
+    read: list[int] = []
+    inside: list[bool] = []
+
+    def counted(conn: object, ids: list[int]) -> dict[int, str]:
+        if inside:
+            read.extend(ids)
+        return real_texts(conn, ids)  # type: ignore[arg-type]
+
+    def fingerprinting(*args: object) -> None:
+        if not isinstance(args[2], module._Kept):
+            read.extend(row.publication_id for row in args[2])  # type: ignore[attr-defined]
+        inside.append(True)
+        try:
+            real_batch(*args)  # type: ignore[arg-type]
+        finally:
+            inside.clear()
+
+    monkeypatch.setattr(module.store, "publication_texts", counted)
+    monkeypatch.setattr(module, "fingerprint_batch", fingerprinting)
+    done, _ = rebuild(engine, CopiesConfig(rebuild_batch=4))
+    assert done == 2 * len(ARTICLES) + 1
+    with engine.connect() as conn:
+        farm = set(
+            conn.execute(
+                select(publication.c.publication_id).where(
+                    publication.c.site_id == archived.sites["farm"]
+                )
+            ).scalars()
+        )
+    # Wrapped briefs: the farm's boilerplate is most of each, what is left too short.
+    assert len(read) == len(ARTICLES) and set(read) == farm
+    kept = docs()
+
+    def stop(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "fingerprint_batch", stop)
+    with pytest.raises(SystemExit):
+        rebuild(engine, CopiesConfig(rebuild_batch=4))
+    monkeypatch.setattr(module, "fingerprint_batch", fingerprinting)
+    read.clear()
+    done, resumed = rebuild(engine, CopiesConfig(rebuild_batch=4))
+    assert (done, resumed) == (2 * len(ARTICLES) + 1, True)
+    assert len(read) == 2 * len(ARTICLES) + 1
+    assert docs() == kept
 
 
 def test_a_rebuild_on_mariadb_rewrites_the_tables_it_filled(archived: Archived) -> None:

@@ -285,6 +285,23 @@ def line_blocks(folded: Folded) -> set[int]:
     return {block_hash(line) for line in folded.lines if len(line) <= MAX_BLOCK}
 
 
+def edge_and_line_blocks(folded: Folded) -> tuple[set[int], set[int]]:
+    """``edge_blocks`` and ``line_blocks`` at once, each line hashed once (a rebuild's
+    boilerplate pass needs both of every body).
+
+    >>> folded = fold("本文轉載自網路\\n第一段\\n第二段\\n第三段\\n" + "長" * 400 + "\\n完")
+    >>> edge_and_line_blocks(folded) == (edge_blocks(folded), line_blocks(folded))
+    True
+    """
+    lines = folded.lines
+    hashes = [block_hash(line) if len(line) <= MAX_BLOCK else None for line in lines]
+    edges = hashes[:EDGE] + hashes[max(EDGE, len(lines) - EDGE) :]
+    return (
+        {value for value in edges if value is not None},
+        {value for value in hashes if value is not None},
+    )
+
+
 def body(folded: Folded, boilerplate: Collection[int] = ()) -> str:
     """The lines that are not boilerplate, joined."""
     if not boilerplate:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 
 from zeroarchive.copies import store
 from zeroarchive.copies.fingerprint import (
+    BINS,
     MIN_SHINGLES,
     Folded,
     agreement,
@@ -30,11 +31,13 @@ from zeroarchive.copies.fingerprint import (
     containment,
     edge_blocks,
     fold,
+    fold_many,
     keys_from_bytes,
     line_blocks,
     shingles,
     sketch,
     sketch_bytes,
+    sketch_from_bytes,
 )
 from zeroarchive.copies.store import Doc
 
@@ -43,6 +46,8 @@ from zeroarchive.copies.store import Doc
 #: of them on average, and one a fifth as long as the other on 10 (fewer than 4 once in 50);
 #: two articles that share a sentence on 1 or 2: most such candidates cost no body read.
 MIN_AGREEMENT = 7
+#: Clustered articles of a site read and folded at once when its boilerplate grows.
+_RECHECK_BATCH = 500
 #: Shingle sets kept per index object (a cluster's first is checked against each newcomer).
 _CACHE = 4096
 
@@ -88,6 +93,9 @@ class CopyIndex:
     def __init__(self, config: CopiesConfig | None = None) -> None:
         self.config = config or CopiesConfig()
         self._shingles: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        # The short lines' hashes of the bodies this object folded (they do not depend on
+        # the boilerplate): a site's recheck reads only the bodies it has not folded.
+        self._lines: OrderedDict[tuple[int, int], frozenset[int]] = OrderedDict()
         # Each site's boilerplate as last read; a line that becomes boilerplate through this
         # object's learning drops its site's (other writers' lines show on a new object).
         self._boilerplate: dict[int, frozenset[int]] = {}
@@ -115,18 +123,33 @@ class CopyIndex:
         (Only the few articles that counted a line towards boilerplate were fingerprinted
         with it: each body after them is fingerprinted without it.)"""
         self._shingles.clear()
-        for doc in store.clustered(conn, site_id):
-            text = store.publication_text(conn, doc.publication_id)
-            if text is not None and not blocks.isdisjoint(line_blocks(fold(text))):
-                self.add(
-                    conn,
-                    doc.article_id,
-                    site_id,
-                    doc.publication_id,
-                    text,
-                    doc.first_seen_at,
-                    learn=False,
+        docs = store.clustered(conn, site_id)
+        # Their bodies read and folded a batch at a time (one statement, one fold_many);
+        # of those whose lines are known, only the ones that hold such a line.
+        for start in range(0, len(docs), _RECHECK_BATCH):
+            batch = [
+                doc
+                for doc in docs[start : start + _RECHECK_BATCH]
+                if not blocks.isdisjoint(
+                    self._lines.get((doc.article_id, doc.publication_id), blocks)
                 )
+            ]
+            texts = store.publication_texts(conn, [doc.publication_id for doc in batch])
+            folded = fold_many([texts.get(doc.publication_id, "") for doc in batch])
+            for doc, one in zip(batch, folded, strict=True):
+                text = texts.get(doc.publication_id)
+                if text is not None and not blocks.isdisjoint(
+                    self._note_lines(doc.article_id, doc.publication_id, one)
+                ):
+                    self.add(
+                        conn,
+                        doc.article_id,
+                        site_id,
+                        doc.publication_id,
+                        text,
+                        doc.first_seen_at,
+                        learn=False,
+                    )
 
     def shingles_of(self, conn: Connection, site_id: int, folded: Folded) -> np.ndarray:
         """The body's shingles without the lines its site has as boilerplate."""
@@ -148,8 +171,9 @@ class CopyIndex:
         ``seen_at``; ``first_seen``: when the article was first seen, if the caller knows).
         ``learn``: count its edge lines towards the site's boilerplate, once per article (a
         rebuild counts them first). A body too short to compare is left out."""
-        old = store.get_doc(conn, article_id)
+        old, first_snapshot = store.doc_and_first_snapshot(conn, article_id)
         folded = fold(text)
+        self._note_lines(article_id, publication_id, folded)
         if learn and old is None:
             reached = self.learn(conn, site_id, folded)
             if reached:
@@ -165,10 +189,10 @@ class CopyIndex:
         self._remember(article_id, publication_id, mine)
         values = sketch(mine)
         keys = band_keys(values).tolist()
-        candidates = store.sharing(conn, keys, article_id)
+        candidates = store.sharing_docs(conn, keys, article_id)
         store.add_bands(conn, article_id, keys)
         if first_seen is None:
-            first_seen = store.first_seen(conn, article_id, seen_at)
+            first_seen = min(first_snapshot, seen_at) if first_snapshot else seen_at
         if old is not None:
             first_seen = min(first_seen, old.first_seen_at)
         doc = Doc(
@@ -185,23 +209,48 @@ class CopyIndex:
         self._place(conn, doc, mine, candidates, int(time.time()) if now is None else now)
 
     def _place(
-        self, conn: Connection, doc: Doc, mine: np.ndarray, candidates: set[int], now: int
+        self, conn: Connection, doc: Doc, mine: np.ndarray, candidates: Mapping[int, Doc], now: int
     ) -> None:
         """Check the candidates exactly, then put the article in its cluster."""
-        others = store.get_docs(conn, candidates)
-        near = [other for other in others.values() if self._near(doc, other)]
-        self._read(conn, near)
-        copies = [
-            other
-            for other in near
-            if containment(mine, self._doc_shingles(conn, other)) >= self.config.min_similarity
-        ]
-        self._cluster(conn, doc, copies, now)
+        self._cluster(conn, doc, self._copies(conn, mine, _near(doc, candidates)), now)
 
-    @staticmethod
-    def _near(doc: Doc, other: Doc) -> bool:
-        """Whether a candidate agrees on enough bins to be worth the exact check."""
-        return agreement(doc.bands, other.bands) >= MIN_AGREEMENT
+    def _copies(self, conn: Connection, mine: np.ndarray, near: Sequence[Doc]) -> list[Doc]:
+        """Those of the near candidates that are copies: every one in no cluster, and of
+        each cluster's only as many as it takes to find one copy (the body joins that
+        cluster whichever member it copies: checking the others changes nothing), the
+        member first seen first (the cluster's first, if near: its shingles are needed
+        next). Each round's bodies are read in one statement."""
+        least = self.config.min_similarity
+        alone: list[Doc] = []
+        queues: dict[int, list[Doc]] = {}
+        for other in sorted(near, key=lambda one: (one.first_seen_at, one.article_id)):
+            if other.cluster_id is None:
+                alone.append(other)
+            else:
+                queues.setdefault(other.cluster_id, []).append(other)
+        copies: list[Doc] = []
+        found: set[int] = set()
+        step = alone + [queue.pop(0) for queue in queues.values()]
+        while step:
+            self._read(conn, step)
+            for other in step:
+                if containment(mine, self._doc_shingles(conn, other)) >= least:
+                    copies.append(other)
+                    if other.cluster_id is not None:
+                        found.add(other.cluster_id)
+            step = [
+                queue.pop(0) for cluster, queue in queues.items() if queue and cluster not in found
+            ]
+        return copies
+
+    def _note_lines(self, article_id: int, publication_id: int, folded: Folded) -> frozenset[int]:
+        """The body's short lines' hashes (``line_blocks``), kept for a site's recheck."""
+        key = (article_id, publication_id)
+        found = self._lines[key] = frozenset(line_blocks(folded))
+        self._lines.move_to_end(key)
+        while len(self._lines) > _CACHE:
+            self._lines.popitem(last=False)
+        return found
 
     def _remember(self, article_id: int, publication_id: int, value: np.ndarray) -> None:
         self._shingles[(article_id, publication_id)] = value
@@ -218,12 +267,13 @@ class CopyIndex:
         if len(missing) < 2:
             return
         texts = store.publication_texts(conn, [doc.publication_id for doc in missing])
-        for doc in missing:
-            text = texts.get(doc.publication_id)
+        folded = fold_many([texts.get(doc.publication_id, "") for doc in missing])
+        for doc, one in zip(missing, folded, strict=True):
+            self._note_lines(doc.article_id, doc.publication_id, one)
             value = (
                 np.empty(0, np.uint32)
-                if text is None
-                else self.shingles_of(conn, doc.site_id, fold(text))
+                if doc.publication_id not in texts
+                else self.shingles_of(conn, doc.site_id, one)
             )
             self._remember(doc.article_id, doc.publication_id, value)
 
@@ -234,11 +284,11 @@ class CopyIndex:
             self._shingles.move_to_end(key)
             return found
         text = store.publication_text(conn, doc.publication_id)
-        value = (
-            np.empty(0, np.uint32)
-            if text is None
-            else self.shingles_of(conn, doc.site_id, fold(text))
-        )
+        value = np.empty(0, np.uint32)
+        if text is not None:
+            folded = fold(text)
+            self._note_lines(doc.article_id, doc.publication_id, folded)
+            value = self.shingles_of(conn, doc.site_id, folded)
         self._remember(doc.article_id, doc.publication_id, value)
         return value
 
@@ -251,21 +301,37 @@ class CopyIndex:
         if doc.cluster_id is not None and doc.cluster_id not in clusters:
             self._leave(conn, doc)
         if clusters:
-            keep = min(clusters)
+            keep, named = min(clusters), None
             store.move_members(conn, clusters - {keep}, keep)
         else:
-            keep = store.new_cluster(conn, doc.article_id, now)
+            keep, named = store.new_cluster(conn, doc.article_id, now), doc.article_id
         joining = [doc] + [other for other in copies if other.cluster_id is None]
-        for member in joining:
-            store.set_membership(conn, member.article_id, keep, None)
-        self._settle(conn, keep, full=len(clusters) > 1)
+        self._settle(conn, keep, full=len(clusters) > 1, joining=joining, named=named)
 
-    def _settle(self, conn: Connection, cluster_id: int, full: bool) -> None:
+    def _settle(
+        self,
+        conn: Connection,
+        cluster_id: int,
+        full: bool,
+        joining: Sequence[Doc] = (),
+        named: int | None = None,
+    ) -> None:
         """Name the cluster's first and fill in its members' similarity to it: every
-        member's when the first changed (or clusters merged), else the new members'."""
-        members = store.cluster_docs(conn, cluster_id)
+        member's when the first changed (or clusters merged), else the new members'.
+        ``joining``: members that join it now, written with their similarity in one
+        statement each (their cluster, then their similarity, were two); ``named``: the
+        first of a cluster just made by them (none of its members is written yet)."""
+        if named is None:
+            present, named = store.cluster_docs(conn, cluster_id)
+        else:
+            present = []
+        new = {member.article_id: replace(member, similarity=None) for member in joining}
+        members = sorted(
+            [member for member in present if member.article_id not in new] + list(new.values()),
+            key=lambda member: (member.first_seen_at, member.article_id),
+        )
         first = members[0]
-        if store.cluster_first(conn, cluster_id) != first.article_id:
+        if named != first.article_id:
             store.set_first(conn, cluster_id, first.article_id)
             full = True
         self._read(
@@ -277,6 +343,7 @@ class CopyIndex:
             ],
         )
         reference = self._doc_shingles(conn, first)
+        changed = []
         for member in members:
             if member.article_id == first.article_id:
                 similarity = 1.0
@@ -284,8 +351,12 @@ class CopyIndex:
                 similarity = round(containment(reference, self._doc_shingles(conn, member)), 4)
             else:
                 continue
-            if similarity != member.similarity:
-                store.set_membership(conn, member.article_id, cluster_id, similarity)
+            if similarity != member.similarity or member.cluster_id != cluster_id:
+                changed.append((member.article_id, cluster_id, similarity))
+        if len(changed) == 1:
+            store.set_membership(conn, *changed[0])
+        else:
+            store.set_memberships(conn, changed)
 
     def _leave(self, conn: Connection, doc: Doc) -> None:
         """Take the article out of its cluster; a cluster left with one member is gone."""
@@ -297,3 +368,16 @@ class CopyIndex:
             store.drop_cluster(conn, cluster_id)
         else:
             self._settle(conn, cluster_id, full=False)
+
+
+def _near(doc: Doc, candidates: Mapping[int, Doc]) -> list[Doc]:
+    """The candidates that agree with the body on enough bins (``MIN_AGREEMENT``) to be
+    worth the exact check, all compared in one numpy step (a page may have hundreds)."""
+    others = list(candidates.values())
+    if not others:
+        return []
+    if any(len(other.bands) != 2 * BINS for other in others):
+        return [other for other in others if agreement(doc.bands, other.bands) >= MIN_AGREEMENT]
+    values = sketch_from_bytes(b"".join(other.bands for other in others)).reshape(-1, BINS)
+    agreeing = np.count_nonzero(values == sketch_from_bytes(doc.bands), axis=1) >= MIN_AGREEMENT
+    return [other for other, near in zip(others, agreeing.tolist(), strict=True) if near]

@@ -5,10 +5,12 @@ finished run leaves no state behind):
 
 1. ``blocks``: every site's edge lines counted over each article's latest version (of the
    newest parser version), so that the next pass drops all of a site's boilerplate from its
-   first article on (the parse run's hook learns it as articles come);
-2. ``fingerprints``: each body folded, its boilerplate dropped, its sketch kept in
-   ``copy_doc`` (a batch of articles per transaction, the fold and the sketches computed
-   for the whole batch at once);
+   first article on (the parse run's hook learns it as articles come); each body's sketch
+   as if its site had no boilerplate, and its short lines' hashes, kept in memory;
+2. ``fingerprints``: each body's sketch without its site's boilerplate kept in
+   ``copy_doc`` (a batch of articles per transaction): the one the blocks pass kept for a
+   body that holds none of it, else the body read, folded and sketched again (all of them
+   when the blocks pass did not run whole in this process: a resumed rebuild);
 3. ``clusters``: every sketch read back, the pairs under a common band key found by one
    sort (``pairs``), those that agree enough checked exactly, and the clusters their
    copies make written (a stopped pass starts again);
@@ -25,6 +27,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
@@ -34,10 +37,11 @@ from sqlalchemy.engine import Connection, Engine
 from zeroarchive.copies import store
 from zeroarchive.copies.fingerprint import (
     BINS,
+    Folded,
     band_key_rows,
     body,
     containment,
-    edge_blocks,
+    edge_and_line_blocks,
     fold_many,
     shingles,
     sketch_bytes,
@@ -153,9 +157,11 @@ def rebuild(
     stamp = int(time.time()) if now is None else now
     done = 0
     docs = None
+    # The blocks pass's sketches, if it runs whole here (a resumed one leaves them unknown).
+    kept: list[_Kept] | None = [] if phase == "blocks" and last == 0 else None
     for name in PHASES[PHASES.index(phase) :]:
         if name in ("blocks", "fingerprints"):
-            done += _articles(engine, index, name, parser_version, last, stream)
+            done += _articles(engine, index, name, parser_version, last, stream, kept)
         elif name == "clusters":
             docs = _clusters(engine, index, stamp, stream)
         else:
@@ -183,16 +189,27 @@ def _articles(
     parser_version: str,
     after: int,
     stream: TextIO | None,
+    kept: list[_Kept] | None = None,
 ) -> int:
     """The ``blocks`` or ``fingerprints`` pass over the articles after ``after``; returns
-    how many were fingerprinted."""
+    how many were fingerprinted. ``kept``: the blocks pass's sketches (it fills the list,
+    the fingerprints pass uses and empties it)."""
     total = _count(engine, parser_version, after)
     what = "copies: boilerplate" if name == "blocks" else "copies: fingerprints"
     done = 0
     with Progress(what, total=total, unit="article", resume=RESUME, stream=stream) as progress:
         if name == "blocks":
-            _blocks(engine, parser_version, after, index.config.rebuild_batch, progress)
+            _blocks(engine, parser_version, after, index.config.rebuild_batch, progress, kept)
             return 0
+        if kept:
+            while kept:
+                batch = kept.pop(0)
+                with engine.begin() as conn:
+                    fingerprint_batch(conn, index, batch)
+                    _mark(conn, name, int(batch.article_ids[-1]))
+                done += len(batch.article_ids)
+                progress.advance(len(batch.article_ids))
+            return done
         for rows in _batches(engine, parser_version, after, index.config.rebuild_batch):
             with engine.begin() as conn:
                 fingerprint_batch(conn, index, rows)
@@ -202,17 +219,65 @@ def _articles(
     return done
 
 
-def _blocks(engine: Engine, parser_version: str, after: int, size: int, progress: Progress) -> None:
+@dataclass(frozen=True)
+class _Kept:
+    """What the blocks pass computed of a batch's bodies, for the fingerprints pass: each
+    body's sketch as if its site had no boilerplate (the one it gets when it holds none of
+    it) and its short lines' hashes (whether it holds any), ~300 bytes a body."""
+
+    article_ids: np.ndarray
+    publication_ids: np.ndarray
+    site_ids: np.ndarray
+    seen: np.ndarray
+    scripts: np.ndarray
+    #: One row per body; ``present``: False for a body too short to compare.
+    sketches: np.ndarray
+    present: np.ndarray
+    #: Body ``n``'s line hashes are ``lines[ends[n - 1]:ends[n]]``.
+    ends: np.ndarray
+    lines: np.ndarray
+
+
+def _keep(rows: Sequence[Any], folded: Sequence[Folded], lines: Sequence[set[int]]) -> _Kept:
+    sketches = sketch_many(["".join(one.lines) for one in folded])
+    hashes = [sorted(found) for found in lines]
+    return _Kept(
+        np.array([row.article_id for row in rows], dtype=np.int64),
+        np.array([row.publication_id for row in rows], dtype=np.int64),
+        np.array([row.site_id for row in rows], dtype=np.int64),
+        np.array([_seen(row) for row in rows], dtype=np.int64),
+        np.array([one.script for one in folded], dtype=np.int8),
+        np.array(
+            [np.zeros(BINS, np.uint16) if values is None else values for values in sketches],
+            dtype=np.uint16,
+        ).reshape(len(rows), BINS),
+        np.array([values is not None for values in sketches], dtype=bool),
+        np.cumsum([len(found) for found in hashes], dtype=np.int64),
+        np.fromiter((line for found in hashes for line in found), dtype=np.int32),
+    )
+
+
+def _blocks(
+    engine: Engine,
+    parser_version: str,
+    after: int,
+    size: int,
+    progress: Progress,
+    kept: list[_Kept] | None = None,
+) -> None:
     """The ``blocks`` pass: each article's edge lines counted in memory (a number per
     site and line) and written in the table's key order ``BLOCK_ROWS`` at a time, its place
     marked with them (upserts a batch at a time hit random pages: on MariaDB's compressed
-    ``copy_block`` each recompressed a page again and again)."""
+    ``copy_block`` each recompressed a page again and again). ``kept``: each batch's
+    sketches and lines added to it (``_Kept``)."""
     pending: list[np.ndarray] = []
     held = 0
     for rows in _batches(engine, parser_version, after, size):
-        found = [
-            edge_blocks(one) for one in fold_many([row.publication_text or "" for row in rows])
-        ]
+        folded = fold_many([row.publication_text or "" for row in rows])
+        both = [edge_and_line_blocks(one) for one in folded]
+        if kept is not None:
+            kept.append(_keep(rows, folded, [lines for _, lines in both]))
+        found = [edges for edges, _ in both]
         sites = np.repeat(
             np.array([row.site_id for row in rows], dtype=np.uint64),
             [len(blocks) for blocks in found],
@@ -240,9 +305,13 @@ def _write_blocks(engine: Engine, pending: list[np.ndarray], last: int) -> None:
         _mark(conn, "blocks", last)
 
 
-def fingerprint_batch(conn: Connection, index: CopyIndex, rows: Sequence[Any]) -> None:
+def fingerprint_batch(conn: Connection, index: CopyIndex, rows: Sequence[Any] | _Kept) -> None:
     """``copy_doc`` rows (in no cluster yet) for a batch of articles' latest versions; a
-    body too short to compare gets none."""
+    body too short to compare gets none. ``rows``: the versions read, or what the blocks
+    pass kept of them."""
+    if isinstance(rows, _Kept):
+        store.add_docs(conn, _kept_docs(conn, index, rows), [])
+        return
     folded = fold_many([row.publication_text or "" for row in rows])
     sketches = sketch_many(
         [
@@ -268,6 +337,51 @@ def fingerprint_batch(conn: Connection, index: CopyIndex, rows: Sequence[Any]) -
         ],
         [],
     )
+
+
+def _kept_docs(conn: Connection, index: CopyIndex, batch: _Kept) -> list[Doc]:
+    """The batch's ``copy_doc`` rows: the kept sketch of each body that holds no line of
+    its site's boilerplate (dropping none, its sketch is the same), the others' bodies
+    read, folded and sketched again without it."""
+    sites = batch.site_ids.tolist()
+    boilerplate = {site: index.boilerplate(conn, site) for site in set(sites)}
+    starts = np.concatenate(([0], batch.ends[:-1])).tolist()
+    ends = batch.ends.tolist()
+    again = [
+        number
+        for number, site in enumerate(sites)
+        if boilerplate[site]
+        and not boilerplate[site].isdisjoint(batch.lines[starts[number] : ends[number]].tolist())
+    ]
+    sketches: list[np.ndarray | None] = [
+        values if present else None
+        for values, present in zip(batch.sketches, batch.present.tolist(), strict=True)
+    ]
+    if again:
+        ids = batch.publication_ids[again].tolist()
+        texts = store.publication_texts(conn, ids)
+        folded = fold_many([texts.get(publication_id, "") for publication_id in ids])
+        fresh = sketch_many(
+            [
+                body(one, boilerplate[sites[number]])
+                for number, one in zip(again, folded, strict=True)
+            ]
+        )
+        for number, values in zip(again, fresh, strict=True):
+            sketches[number] = values
+    return [
+        Doc(article_id, publication_id, site, seen, script, sketch_bytes(values), None, None)
+        for article_id, publication_id, site, seen, script, values in zip(
+            batch.article_ids.tolist(),
+            batch.publication_ids.tolist(),
+            sites,
+            batch.seen.tolist(),
+            batch.scripts.tolist(),
+            sketches,
+            strict=True,
+        )
+        if values is not None
+    ]
 
 
 class _Shingles:

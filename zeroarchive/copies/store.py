@@ -127,25 +127,52 @@ _DOC_COLUMNS = (
 _SELECT_DOC = "SELECT " + ", ".join(column.name for column in _DOC_COLUMNS) + " FROM copy_doc"
 
 
-def get_doc(conn: Connection, article_id: int) -> Doc | None:
-    row = _run(conn, _SELECT_DOC + " WHERE article_id = ?", (int(article_id),)).first()
-    return None if row is None else _doc(row)
+_DOC_OF_D = ", ".join("d." + column.name for column in _DOC_COLUMNS)
 
 
-def get_docs(conn: Connection, article_ids: Collection[int]) -> dict[int, Doc]:
-    return {
-        int(row[0]): _doc(row) for row in _rows_in(conn, _SELECT_DOC, "article_id", article_ids)
-    }
+def doc_and_first_snapshot(conn: Connection, article_id: int) -> tuple[Doc | None, int | None]:
+    """The article's ``copy_doc`` row (None: not fingerprinted) and when it was first
+    snapshotted (None: not known), in one statement (two were two round trips a body)."""
+    number = int(article_id)
+    row = _run(
+        conn,
+        f"SELECT (SELECT first_snapshot_at FROM Article WHERE article_id = {number}), {_DOC_OF_D}"
+        f" FROM (SELECT 1 AS one) AS one LEFT JOIN copy_doc d ON d.article_id = {number}",
+    ).one()
+    first = None if row[0] is None else int(row[0])
+    return (None if row[1] is None else _doc(row[1:])), first
 
 
-def cluster_docs(conn: Connection, cluster_id: int) -> list[Doc]:
-    """A cluster's members, first seen first."""
+def sharing_docs(conn: Connection, keys: Sequence[int], article_id: int) -> dict[int, Doc]:
+    """The other articles with a band key among ``keys``, as their ``copy_doc`` rows, by
+    article id: one statement, each article once (a join gave a verbatim copy's row once
+    per band, 18 times, and a story with 20 copies 360 rows for PyMySQL to decode)."""
+    found: dict[int, Doc] = {}
+    ordered = sorted({int(key) for key in keys})
+    for start in range(0, len(ordered), _IN_LIMIT):
+        rows = _run(
+            conn,
+            f"SELECT {_DOC_OF_D} FROM copy_doc d WHERE d.article_id IN (SELECT b.article_id"
+            f" FROM copy_band b WHERE b.band_key IN ({_ints(ordered[start : start + _IN_LIMIT])}))"
+            " AND d.article_id <> ?",
+            (int(article_id),),
+        )
+        found.update((int(row[0]), _doc(row)) for row in rows)
+    return found
+
+
+def cluster_docs(conn: Connection, cluster_id: int) -> tuple[list[Doc], int | None]:
+    """A cluster's members, first seen first, and the first it names (None: no such
+    cluster), in one statement."""
     rows = _run(
         conn,
-        _SELECT_DOC + " WHERE cluster_id = ? ORDER BY first_seen_at, article_id",
+        f"SELECT {_DOC_OF_D}, c.first_article_id FROM copy_doc d"
+        " JOIN copy_cluster c ON c.cluster_id = d.cluster_id"
+        " WHERE d.cluster_id = ? ORDER BY d.first_seen_at, d.article_id",
         (int(cluster_id),),
-    )
-    return [_doc(row) for row in rows]
+    ).all()
+    first = int(rows[0][-1]) if rows else None
+    return [_doc(row[:-1]) for row in rows], first
 
 
 def put_doc(conn: Connection, doc: Doc, replace: bool) -> None:
@@ -213,22 +240,6 @@ def drop_bands(conn: Connection, article_id: int, keys: Sequence[int]) -> None:
         )
 
 
-def sharing(conn: Connection, keys: Sequence[int], article_id: int) -> set[int]:
-    """The other articles with a band key among ``keys``."""
-    found = {holder for holders in sharing_by_key(conn, keys).values() for holder in holders}
-    found.discard(article_id)
-    return found
-
-
-def sharing_by_key(conn: Connection, keys: Sequence[int]) -> dict[int, list[int]]:
-    """The articles under each of ``keys`` (those under none are left out)."""
-    found: dict[int, list[int]] = {}
-    select = "SELECT band_key, article_id FROM copy_band"
-    for key, article_id in _rows_in(conn, select, "band_key", keys):
-        found.setdefault(int(key), []).append(int(article_id))
-    return found
-
-
 def _block_upsert(conn: Connection) -> str:
     if conn.dialect.name == "sqlite":
         return " ON CONFLICT (site_id, block) DO UPDATE SET articles = articles + excluded.articles"
@@ -293,15 +304,6 @@ def boilerplate(conn: Connection, site_id: int, least: int) -> frozenset[int]:
     )
 
 
-def first_seen(conn: Connection, article_id: int, seen: int) -> int:
-    """When the article was first snapshotted (``seen`` if no earlier snapshot is known)."""
-    row = _run(
-        conn, "SELECT first_snapshot_at FROM Article WHERE article_id = ?", (int(article_id),)
-    ).first()
-    first = None if row is None else row[0]
-    return min(int(first), seen) if first else seen
-
-
 def publication_text(conn: Connection, publication_id: int) -> str | None:
     return publication_texts(conn, [publication_id]).get(publication_id)
 
@@ -328,13 +330,6 @@ def set_first(conn: Connection, cluster_id: int, first_article_id: int) -> None:
         "UPDATE copy_cluster SET first_article_id = ? WHERE cluster_id = ?",
         (int(first_article_id), int(cluster_id)),
     )
-
-
-def cluster_first(conn: Connection, cluster_id: int) -> int | None:
-    row = _run(
-        conn, "SELECT first_article_id FROM copy_cluster WHERE cluster_id = ?", (int(cluster_id),)
-    ).first()
-    return None if row is None else int(row[0])
 
 
 def move_members(conn: Connection, from_ids: Collection[int], to_id: int) -> None:
