@@ -80,6 +80,11 @@ def png_size_and_values(data: bytes) -> tuple[int, int, int]:
     return width, height, len(set(zlib.decompress(b"".join(chunks))))
 
 
+def pictures_folder(tmp_path: Path) -> Path:
+    """docs/images with ZEROARCHIVE_WRITE_DOCS_IMAGES=1, else the test's own directory."""
+    return DOCS_IMAGES if os.environ.get("ZEROARCHIVE_WRITE_DOCS_IMAGES") == "1" else tmp_path
+
+
 def shoot(page: Page, name: str, folder: Path) -> None:
     """The window as <folder>/monitor-<name>.png, after checking the page fits it."""
     viewport = page.viewport_size
@@ -116,9 +121,8 @@ def browser() -> Iterator[Browser]:
 def test_monitor_in_chromium(served: tuple[str, Built], browser: Browser, tmp_path: Path) -> None:
     # Both windows in one test: pytest-xdist hands out tests one at a time, and a test each
     # built the archive and launched the browser on each process that ran one.
-    folder = DOCS_IMAGES if os.environ.get("ZEROARCHIVE_WRITE_DOCS_IMAGES") == "1" else tmp_path
     for viewport in (DESKTOP, PHONE):
-        walk(served, browser, viewport, folder)
+        walk(served, browser, viewport, pictures_folder(tmp_path))
 
 
 def walk(

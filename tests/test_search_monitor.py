@@ -17,7 +17,13 @@ from starlette.testclient import TestClient
 from tests.conftest import scrapy
 from tests.monitor_archive import NOW, URL, Built, build, serving
 from tests.test_monitor import config, graphql
-from tests.test_monitor_browser import DESKTOP, browser_config, free_port, shoot
+from tests.test_monitor_browser import (
+    DESKTOP,
+    browser_config,
+    free_port,
+    pictures_folder,
+    shoot,
+)
 from zeroarchive.monitor.app import create_app
 from zeroarchive.parser import PARSER_VERSION
 from zeroarchive.search import open_index
@@ -146,7 +152,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Built]]:
         close_archives()
 
 
-def test_search_page_in_chromium(served: tuple[str, Built]) -> None:
+def test_search_page_in_chromium(served: tuple[str, Built], tmp_path: Path) -> None:
     base, _ = served
     chromium = browser_config()
     with sync_playwright() as playwright:
@@ -162,7 +168,7 @@ def test_search_page_in_chromium(served: tuple[str, Built]) -> None:
             expect(page.locator("#hits li.hit")).to_have_count(1)
             expect(page.locator("#hits mark").first).to_have_text("禁食")
             expect(page.locator("#total")).to_have_text("1 hits")
-            shoot(page, "search")
+            shoot(page, "search", pictures_folder(tmp_path))
             page.fill("input[name=q]", "停止禁食")
             page.click("#search button")
             expect(page.locator("#total")).to_have_text("0 hits")
@@ -170,7 +176,7 @@ def test_search_page_in_chromium(served: tuple[str, Built]) -> None:
             page.click("#search button")
             expect(page.locator("#hits li.hit")).to_have_count(1)
             expect(page.locator("#hits .spans")).to_contain_text("held the query")
-            shoot(page, "search-all-versions")
+            shoot(page, "search-all-versions", pictures_folder(tmp_path))
             page.click("#hits a.versions")
             expect(page.locator("h1#title")).to_contain_text("結束禁食")
             expect(page.locator("#versions tr.version")).to_have_count(2)
