@@ -29,6 +29,9 @@ BOXES_JS = """n => Array.from({length: n}, (_, i) => {
   const r = document.getElementById("c" + i).getBoundingClientRect();
   return [r.left, r.top, r.right, r.bottom];
 })"""
+FRAME_DRAWN_JS = (
+    "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+)
 NO_FONTS = """<?xml version="1.0"?>
 <!DOCTYPE fontconfig SYSTEM "fonts.dtd">
 <fontconfig><dir>{empty}</dir><cachedir>{empty}/cache</cachedir></fontconfig>
@@ -77,6 +80,9 @@ def glyphs(browser: Browser, characters: str, family: str) -> list[bytes]:
     try:
         page.set_content(page_of(characters, family))
         boxes = page.evaluate(BOXES_JS, len(characters))
+        # A frame drawn before the shot: on a loaded machine Chromium once had none yet
+        # ("Unable to capture screenshot"), which an element's shot waited out.
+        page.evaluate(FRAME_DRAWN_JS)
         window = Image.open(io.BytesIO(page.screenshot()))
     finally:
         page.close()
