@@ -10,12 +10,14 @@ import gzip
 import itertools
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import opencc
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import Engine, event, select
 
 from tests.conftest import FIXTURES, scrapy
 from zeroarchive.copies.fingerprint import (
@@ -260,6 +262,21 @@ def test_merged_clusters_keep_the_older_id(archived: Archived) -> None:
         assert conn.execute(select(copy_cluster.c.cluster_id)).scalars().all() == [min(ids)]
 
 
+@contextmanager
+def recorded_statements(engine: Engine) -> Iterator[list[str]]:
+    """The SQL statements ``engine`` runs inside the block, in order."""
+    statements: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+
+
 def _bodies_read(engine: object, statements: list[str]) -> int:
     """How many publication bodies the recorded statements asked for."""
     return sum(
@@ -299,16 +316,8 @@ def test_a_copy_of_a_cluster_reads_one_member_s_body_not_each(archived: Archived
     assert members(archived.cluster(ids[-1])) == ids
     archived.hooks = (copies_hook(),)  # nothing kept from the publishing above
     engine = archived.archive.engine
-    statements: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with recorded_statements(engine) as statements:
         newest = archived.publish("farm9", cut(original, 0.9), NOW + 9 * HOUR)
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
     assert members(archived.cluster(newest)) == [*ids, newest]
     assert _bodies_read(engine, statements) == 1
 
@@ -532,16 +541,8 @@ def test_a_rebuild_on_mariadb_rewrites_the_tables_it_filled(archived: Archived) 
     archived.publish("news", original, NOW)
     archived.publish("farm", to_simplified(original), NOW + HOUR)
     engine = archived.archive.engine
-    statements: list[str] = []
-
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with recorded_statements(engine) as statements:
         done, _ = rebuild(engine)
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
     assert done == 2 and len(list(clusters(engine))) == 1
     optimized = [s for s in statements if s.startswith("OPTIMIZE TABLE")]
     if engine.dialect.name == "sqlite":
