@@ -32,7 +32,7 @@ from zeroarchive.core.items import ArticleLinks, FailedFetch
 from zeroarchive.core.owners import queued_owner, run_owner
 from zeroarchive.core.request_meta import META_KEY
 from zeroarchive.core.schedule import DAY
-from zeroarchive.core.services import is_unreachable, set_pauses_from
+from zeroarchive.core.services import is_unreachable, reason, set_pauses_from
 from zeroarchive.core.signals import articles_stored, walk_pages_done, work_returned, work_taken
 from zeroarchive.core.stats import count, site_metrics
 from zeroarchive.crawl.due_work import (
@@ -650,7 +650,7 @@ class ArchiveSpider(scrapy.Spider):
                 logger.warning(
                     "Site #%d: could not note that its list pages answer (%s); crawling on",
                     site.site_id,
-                    exc.orig,
+                    reason(exc),
                 )
                 return
             self._list_ok_at[site.site_id] = clock
