@@ -277,7 +277,11 @@ class BackgroundServer:
                     return
                 kind, *values = line.split()
                 if kind == "pid":
-                    self._pids.append(int(values[0]))
+                    pid = int(values[0])
+                    # pid_max is 32,768 here and a test run starts more processes than
+                    # that: an earlier child's exit under the same pid is not this one's.
+                    self._exits.pop(pid, None)
+                    self._pids.append(pid)
                 else:
                     self._exits[int(values[0])] = int(values[1])
                 self._changed.notify_all()

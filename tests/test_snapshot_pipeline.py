@@ -224,9 +224,11 @@ class ReadyWriter:
         return snapshot_batches.write_batch(self.pipeline.archive, batch, sites, 0, None)
 
 
-async def written(store: GatedStore, n: int) -> None:
-    for _ in range(250):
-        if len(store.batches) >= n:
+async def written(store: GatedStore, n: int, pipeline: SnapshotsPipeline | None = None) -> None:
+    """Until ``n`` batches are in the store (and, given ``pipeline``, its write is over: the
+    store has the batch a moment before the pipeline's task ends)."""
+    for _ in range(1500):
+        if len(store.batches) >= n and not (pipeline and pipeline._writes):
             return
         await asyncio.sleep(0.02)
 
@@ -253,7 +255,7 @@ def test_pending_pages_are_written_when_there_is_nothing_to_download(tmp_path: P
         nothing_to_download()  # a write is under way: 2 waits for the next one
         assert pipeline.pending == [fetched(2)]
         store.gate.set()
-        await written(store, 1)
+        await written(store, 1, pipeline)
         assert store.batches == [[1]]
         nothing_to_download()
         await written(store, 2)
