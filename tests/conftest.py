@@ -168,6 +168,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # One test at a time (two waiting per worker) spreads them.
     if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk") is None:
         config.option.maxschedchunk = 1
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        from tests.bytecode import compile_once
+
+        compile_once(config)
 
 
 @pytest.fixture(scope="session")
