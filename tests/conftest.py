@@ -14,22 +14,10 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-# Compiled modules kept between test processes. Where PYTHONDONTWRITEBYTECODE is set (as on
-# the machine these figures come from), every pytest-xdist worker and every `scrapy` a test
-# starts compiled each module it imports from source again: collecting alone cost a worker
-# 12 s of CPU instead of 7. They are kept in a folder of their own, never beside the sources.
-if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
-    os.environ.setdefault(
-        "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "zeroarchive-test-pycache")
-    )
-    sys.pycache_prefix = sys.pycache_prefix or os.environ["PYTHONPYCACHEPREFIX"]
-    sys.dont_write_bytecode = False
 
 # Every crawl here fetches saved pages served on 127.0.0.1, which the archive refuses by
 # default (zeroarchive/core/targets.py): the suite runs as a lab deployment does, with the
@@ -168,10 +156,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # One test at a time (two waiting per worker) spreads them.
     if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk") is None:
         config.option.maxschedchunk = 1
-    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
-        from tests.bytecode import compile_once
-
-        compile_once(config)
 
 
 @pytest.fixture(scope="session")
