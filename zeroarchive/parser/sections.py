@@ -55,18 +55,27 @@ def continued_sections(tree: HtmlElement, text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return text
-    start = _holding(tree, squeeze(lines[-1])[:_PREFIX])
+    start = _holding(tree, lines[-1])
     if start is None:
         return text
+    if not any(_may_follow(element) for element in (start, *start.iterancestors())):
+        return text  # no heading or block of the same template after any of them: most pages
     chosen = text_bigrams(text)
-    block = None
+    longest = len(squeeze(text)) / _CHOSEN
+    # The ancestors short enough to be 80 % the chosen text's, the highest first: the highest
+    # the chosen text holds is the block (mostly the first asked).
+    short = []
     for element in (start, *start.iterancestors()):
-        if element.tag in ("body", "html"):
+        squeezed = squeeze(element.text_content())
+        if element.tag in ("body", "html") or len(squeezed) > longest:
             break
-        found = bigrams(squeeze(element.text_content()))
-        if found and len(found & chosen) < _CHOSEN * len(found):
+        short.append((element, squeezed))
+    block = None
+    for element, squeezed in reversed(short):
+        found = bigrams(squeezed)
+        if not found or len(found & chosen) >= _CHOSEN * len(found):
+            block = element
             break
-        block = element
     level = block
     for _ in range(_CLIMB + 1):
         if level is None or level.tag in ("body", "html"):
@@ -80,20 +89,17 @@ def continued_sections(tree: HtmlElement, text: str) -> str:
     return text
 
 
-def _holding(tree: HtmlElement, prefix: str) -> HtmlElement | None:
-    """The last element whose own text (or a text right after its end, its parent's)
-    begins a line that starts with ``prefix``."""
-    if not prefix:
+def _holding(tree: HtmlElement, line: str) -> HtmlElement | None:
+    """The element whose text (or whose child's tail) holds the last occurrence in the page of
+    the first word of ``line`` (its first characters up to a space, at most twelve)."""
+    words = line.split()
+    if not words:
         return None
-    found = None
-    for element in tree.iter():
-        if not isinstance(element.tag, str):
-            continue
-        if element.text and prefix in squeeze(element.text):
-            found = element
-        elif element.tail and prefix in squeeze(element.tail):
-            found = element.getparent()
-    return found
+    # Found by libxml2 (a walk of every text node in Python was a tenth of a parse).
+    found = tree.xpath("(//text()[contains(., $word)])[last()]", word=words[0][:_PREFIX])
+    if not found:
+        return None
+    return found[0].getparent()
 
 
 def _signature(element: HtmlElement) -> tuple[str, str] | None:
@@ -136,6 +142,19 @@ def _following(block: HtmlElement, chosen: frozenset[str]) -> list[str]:
         added += [*pending, text]
         pending = []
     return added
+
+
+def _may_follow(element: HtmlElement) -> bool:
+    """Whether a heading or a block of ``element``'s template comes after it (the cheap test
+    before the texts are compared)."""
+    template = _signature(element)
+    if template is None:
+        return False
+    return any(
+        later.tag in _HEADINGS or _signature(later) == template
+        for later in element.itersiblings()
+        if isinstance(later.tag, str)
+    )
 
 
 def _starts_with_heading(block: HtmlElement) -> bool:
