@@ -48,6 +48,7 @@ def test_every_page_is_in_one_part_with_its_saved_page_and_gold() -> None:
         "unseen6",
         "unseen7",
         "unseen8",
+        "unseen9",
     }
     assert len(names) == len(set(names))
     assert sorted(names) == sorted(gold())
@@ -161,3 +162,20 @@ def test_the_unseen8_part_is_htmldate_pages_no_other_part_took() -> None:
         if part != "unseen8" and len(gold()[name]["source"].split()) > 1
     }
     assert mine & others == set()
+
+
+def test_the_unseen9_part_is_gne_pages_unseen3_left_out() -> None:
+    """build_unseen9.py's pages: GeneralNewsExtractor's saved pages of sites unseen3 left out,
+    hand-annotated, none of them a file unseen3 took."""
+    unseen = [name for part, name in parts() if part == "unseen9"]
+    assert len(unseen) >= 25
+    repository = "GeneralNewsExtractor/GeneralNewsExtractor"
+    assert {gold()[name]["source"].split()[0] for name in unseen} == {repository}
+    assert all("annotated by hand" in gold()[name]["source"] for name in unseen)
+    mine = {gold()[name]["source"].split()[1] for name in unseen}
+    theirs = {
+        gold()[name]["source"].split()[1].rstrip(",;")
+        for part, name in parts()
+        if part != "unseen9" and gold()[name]["source"].startswith(repository)
+    }
+    assert theirs and mine & theirs == set()
