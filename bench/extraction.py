@@ -35,6 +35,10 @@ changed, read by class for it), ``--part unseen6`` the seventh (build_unseen6.py
 Finance pages of a repository no other part used, made after 2026.11, read by class for it),
 ``--part unseen7`` the eighth (build_unseen7.py: Chinese news pages of a repository no other
 part used, made after 2026.11's last rule change and scored once, never read for a rule),
+``--part unseen8`` the ninth (build_unseen8.py: Japanese and Taiwanese news pages of htmldate's
+tests no other part took, made before parser 2026.12 was changed and scored once before it),
+``--part unseen9`` the tenth (build_unseen9.py: GeneralNewsExtractor's pages unseen3 left out,
+made after parser 2026.12's rule and scored once with it),
 ``--cjk-only`` leaves out the English benchmark, the dates and the speed.
 
 Usage: python bench/extraction.py [--tree DIR] [--json FILE] [--worst 10] [--part both]
@@ -188,7 +192,7 @@ def outside_pages(where: Path) -> dict[str, tuple[str, str]]:
 
 def cjk_pages(part: str) -> dict[str, tuple[str, str]]:
     """{name: (html, gold body)} of one part ("tune", "heldout", "unseen2", "unseen3",
-    "unseen4", "unseen6", "unseen7") of the CJK pages in the repository."""
+    "unseen4", "unseen6", "unseen7", "unseen8", "unseen9") of the CJK pages in the repository."""
     gold = json.loads((CJK / "gold.json").read_text(encoding="utf-8"))
     names = [
         line.split()[1]
@@ -364,11 +368,13 @@ def main() -> None:
             "unseen5",
             "unseen6",
             "unseen7",
+            "unseen8",
+            "unseen9",
         ),
         default="both",
         help="the CJK parts scored: while tuning, `tune` only (the held-out part is never "
-        "looked at page by page); `unseen2` to `unseen7` the pages of "
-        "build_unseen2.py to build_unseen7.py, scored apart (`unseen5` with --pages)",
+        "looked at page by page); `unseen2` to `unseen9` the pages of "
+        "build_unseen2.py to build_unseen9.py, scored apart (`unseen5` with --pages)",
     )
     parser.add_argument(
         "--pages",

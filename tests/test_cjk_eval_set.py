@@ -47,6 +47,8 @@ def test_every_page_is_in_one_part_with_its_saved_page_and_gold() -> None:
         "unseen4",
         "unseen6",
         "unseen7",
+        "unseen8",
+        "unseen9",
     }
     assert len(names) == len(set(names))
     assert sorted(names) == sorted(gold())
@@ -142,3 +144,38 @@ def test_the_unseen7_part_is_pages_of_a_repository_no_other_part_used() -> None:
     assert all("annotated by hand" in gold()[name]["source"] for name in unseen)
     others = {gold()[name]["source"].split()[0] for part, name in parts() if part != "unseen7"}
     assert "crawlerclub/ce" not in others
+
+
+def test_the_unseen8_part_is_htmldate_pages_no_other_part_took() -> None:
+    """build_unseen8.py's pages: adbar/htmldate's (three of its Korean pages are held out, its
+    NHK page is trafilatura's in unseen4), hand-annotated, Japanese and Taiwanese, none of
+    them a file another part took."""
+    unseen = [name for part, name in parts() if part == "unseen8"]
+    assert len(unseen) == 9
+    assert {gold()[name]["source"].split()[0] for name in unseen} == {"adbar/htmldate"}
+    assert all("annotated by hand" in gold()[name]["source"] for name in unseen)
+    assert {gold()[name]["lang"] for name in unseen} == {"ja", "zh"}
+    mine = {gold()[name]["source"].split()[1] for name in unseen}
+    others = {
+        gold()[name]["source"].split()[1].rstrip(",;")
+        for part, name in parts()
+        if part != "unseen8" and len(gold()[name]["source"].split()) > 1
+    }
+    assert mine & others == set()
+
+
+def test_the_unseen9_part_is_gne_pages_unseen3_left_out() -> None:
+    """build_unseen9.py's pages: GeneralNewsExtractor's saved pages of sites unseen3 left out,
+    hand-annotated, none of them a file unseen3 took."""
+    unseen = [name for part, name in parts() if part == "unseen9"]
+    assert len(unseen) >= 25
+    repository = "GeneralNewsExtractor/GeneralNewsExtractor"
+    assert {gold()[name]["source"].split()[0] for name in unseen} == {repository}
+    assert all("annotated by hand" in gold()[name]["source"] for name in unseen)
+    mine = {gold()[name]["source"].split()[1] for name in unseen}
+    theirs = {
+        gold()[name]["source"].split()[1].rstrip(",;")
+        for part, name in parts()
+        if part != "unseen9" and gold()[name]["source"].startswith(repository)
+    }
+    assert theirs and mine & theirs == set()

@@ -101,6 +101,33 @@ def test_a_header_readability_takes_is_not_the_body() -> None:
     assert f1 >= 0.6
 
 
+def test_the_sections_after_the_first_block_of_a_long_body_stay() -> None:
+    """ipa.go.jp: the notice's lead is a block of the page's "text" template, then come a
+    heading and a second block of that template (a consultation example) and a heading and
+    a third (the contact). Both extractors took the first block only (recall 0.33)."""
+    text, f1 = body("mercury-www.ipa.go.jp")
+    assert text.startswith("ゴールデンウィークまで1ヶ月を切りました。")
+    assert "ご参考：最近多く寄せられる相談事例" in text
+    assert "宅配便業者をかたる、偽のSMSです。" in text
+    assert text.rstrip().endswith("セキュリティセンター 中島／加賀谷")
+    assert f1 >= 0.9
+
+
+def test_a_block_of_another_template_after_the_body_is_not_a_section() -> None:
+    """The same page with its second block's class changed: a box of another template after a
+    heading is not more of the article."""
+    raw = gzip.decompress((PAGES / "html" / "mercury-www.ipa.go.jp.html.gz").read_bytes())
+    html = decode_body(raw, detect_encoding(raw))
+    marker = '<h3 id="section1">'
+    assert html.count(marker) == 1
+    head, tail = html.split(marker)
+    tail = tail.replace('<div class="text">', '<div class="related">', 1)
+    changed = (head + marker + tail).encode()
+    text = parse_snapshot("Article", changed, "utf-8", "https://www.ipa.go.jp/a").text
+    assert "宅配便業者をかたる、偽のSMSです。" not in text
+    assert "被害に遭わないためにも" in text
+
+
 def test_a_list_of_links_inside_a_post_stays() -> None:
     """techlog.iij.ad.jp: readability's text leaves out the post's list of reports (links)
     that trafilatura holds between lines both take: the list is the post's."""

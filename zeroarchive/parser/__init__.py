@@ -24,7 +24,7 @@ from zeroarchive.core.errors import ParseError
 from zeroarchive.core.items import Parsed
 from zeroarchive.sources import source_for_article_type
 
-PARSER_VERSION = "2026.11"
+PARSER_VERSION = "2026.12"
 DEFAULT_TIMEZONE = "Asia/Taipei"
 
 __all__ = ["DEFAULT_TIMEZONE", "PARSER_VERSION", "ParseError", "Parsed", "parse_snapshot"]

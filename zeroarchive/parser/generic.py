@@ -40,6 +40,7 @@ from zeroarchive.parser.evidence import (
 from zeroarchive.parser.listing import listing_links
 from zeroarchive.parser.metadata import PageMetadata, page_metadata, split_keywords
 from zeroarchive.parser.readable import readability_text
+from zeroarchive.parser.sections import continued_sections
 from zeroarchive.parser.text import element_text, hashtags, link_urls
 
 # Chinese and Japanese are written without spaces: each Han or kana character is a token of
@@ -371,6 +372,10 @@ def main_text(
                 and place.closer(found, text)
             ):
                 text = found
+    if isinstance(page, HtmlElement):
+        # The block the text ends in may be the first of several sections (a heading, then
+        # a block of the same template): the article goes on in them.
+        text = continued_sections(page, text)
     return strip_prompts(text), hrefs
 
 
