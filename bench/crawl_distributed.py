@@ -377,6 +377,7 @@ def fetch_only_run(server: ReplayServer, paths: list[str], work: Path) -> Timing
 
 
 def main() -> None:
+    global SITE_CONCURRENCY  # the crawls read it
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
@@ -391,7 +392,6 @@ def main() -> None:
         help="requests at once per site (below 16, a queue forms in the site's slot)",
     )
     options = parser.parse_args()
-    global SITE_CONCURRENCY
     SITE_CONCURRENCY = options.site_concurrency
     # From compiled bytecode, as an installed project runs (bench/crawl_embedded.py): a
     # writer process starts inside the timed crawl, and compiled each module it imports.
