@@ -12,10 +12,15 @@ request), with every process already started; the totals with process start-up a
 printed too.
 
     python bench/crawl_distributed.py [--copies 20] [--rounds 5] [--profile DIR]
+        [--media] [--site-concurrency N]
 
 ``--profile DIR`` samples the scheduler and each worker (its writer process too) with
 py-spy while zeroarchive crawls, into DIR as collapsed stacks (one file a process and
-round; `py-spy` must be installed): where a worker's CPU goes.
+round; `py-spy` must be installed): where a worker's CPU goes. ``--site-concurrency N``
+(16 unless given) is each crawl's concurrency per site (zeroarchive's
+SITE_POLICY_CONCURRENCY, the others' CONCURRENT_REQUESTS_PER_DOMAIN): below
+CONCURRENT_REQUESTS (16) a queue forms in the site's download slot, as on a fleet's
+sites (2 by default).
 
 Needs MariaDB at 127.0.0.1:3306 (root) and Redis at 127.0.0.1:6379 (uses database 1 and
 flushes it); BENCH_REDIS_URL and BENCH_DB name others.
@@ -63,6 +68,8 @@ from tests.replay import ReplayServer, Route  # noqa: E402
 # Another Redis or database name from the environment, for a machine others share.
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")
 DB = os.environ.get("BENCH_DB", "zeroarchive_bench")
+# Requests at once per site, each crawl (--site-concurrency).
+SITE_CONCURRENCY = 16
 # A site config walks at most 50 list pages deep; bigger runs get longer list pages.
 MAX_DEPTH = 50
 LIST_LINKS = 50
@@ -242,7 +249,14 @@ def zeroarchive_run(
     (work / "sites.json").write_text(json.dumps([site]))
     scrapy = [sys.executable, "-m", "scrapy"]
     run([*scrapy, "migrate"], REPO, env)
-    worker_args = [*scrapy, "crawl", "generic", "-s", "SITE_POLICY_CONCURRENCY=16", *BENCH_SETTINGS]
+    worker_args = [
+        *scrapy,
+        "crawl",
+        "generic",
+        "-s",
+        f"SITE_POLICY_CONCURRENCY={SITE_CONCURRENCY}",
+        *BENCH_SETTINGS,
+    ]
     server.reset_hits()
     launched = time.perf_counter()
     processes = [start([*scrapy, "schedule", "--interval", "0.5"], REPO, env, work / "sched.log")]
@@ -309,7 +323,7 @@ def stock_run(server: ReplayServer, articles: int, work: Path, media: bool = Fal
         "-s",
         'ITEM_PIPELINES={"stock_redis_spider.StockPipeline": 300}',
         "-s",
-        "CONCURRENT_REQUESTS_PER_DOMAIN=16",
+        f"CONCURRENT_REQUESTS_PER_DOMAIN={SITE_CONCURRENCY}",
         *BENCH_SETTINGS,
     ]
     server.reset_hits()
@@ -349,7 +363,7 @@ def fetch_only_run(server: ReplayServer, paths: list[str], work: Path) -> Timing
             "-a",
             f"urls_file={urls}",
             "-s",
-            "CONCURRENT_REQUESTS_PER_DOMAIN=16",
+            f"CONCURRENT_REQUESTS_PER_DOMAIN={SITE_CONCURRENCY}",
             *BENCH_SETTINGS,
         ],
         work,
@@ -363,6 +377,7 @@ def fetch_only_run(server: ReplayServer, paths: list[str], work: Path) -> Timing
 
 
 def main() -> None:
+    global SITE_CONCURRENCY  # the crawls read it
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
@@ -370,7 +385,14 @@ def main() -> None:
     parser.add_argument(
         "--media", action="store_true", help="pages with their images and stylesheets served"
     )
+    parser.add_argument(
+        "--site-concurrency",
+        type=int,
+        default=SITE_CONCURRENCY,
+        help="requests at once per site (below 16, a queue forms in the site's slot)",
+    )
     options = parser.parse_args()
+    SITE_CONCURRENCY = options.site_concurrency
     # From compiled bytecode, as an installed project runs (bench/crawl_embedded.py): a
     # writer process starts inside the timed crawl, and compiled each module it imports.
     for package in PACKAGES:
@@ -420,6 +442,7 @@ def main() -> None:
                             for name, seconds in rounds[-1]["zeroarchive_2_workers"].cpu_parts
                         },
                         "load": round(os.getloadavg()[0], 1),
+                        "site_concurrency": SITE_CONCURRENCY,
                     }
                 ),
                 flush=True,

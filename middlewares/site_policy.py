@@ -2,6 +2,11 @@
 a time), its user agent and cookies (its ``cookies``, and a browser session's from its
 ``cookies_file``), and may opt out of robots.txt.
 
+A walk's page (a list page, a login) goes ahead of the site's snapshots waiting in its slot
+(``WalkFirstQueue``): Scrapy's slot queue is first in, first out, and a walk's next page
+handed to the downloader behind 30 snapshots of a site with a delay of 1 s waited half a
+minute, though every snapshot after it waited for it.
+
 A page's media items (zeroarchive/media/) are fetched as a browser loads them after the
 page: a slot per host of its own (``media-<host>``), without the site's delay, at most
 ``MEDIA_CONNECTIONS`` at once; the site's ``delay`` paces its pages, and one page's items
@@ -16,6 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -26,12 +32,38 @@ from scrapy.http import Request
 from scrapy.settings import BaseSettings
 
 from zeroarchive.core.request_meta import archive_meta
+from zeroarchive.distributed.walks import WALK_KINDS
 from zeroarchive.sites.proxies import SessionCookies, cookies_for
 from zeroarchive.sites.record import DEFAULT_DELAY, Site
 
 logger = logging.getLogger(__name__)
 # Browsers open six connections per host over HTTP/1.1 (Chrome, Firefox).
 MEDIA_CONNECTIONS = 6
+
+
+class WalkFirstQueue(deque[Any]):
+    """A site slot's queue of (request, deferred) in which a walk's page is put behind the
+    walk pages already waiting but ahead of every other request (Scrapy's slot takes from
+    the left); the slot's delay and concurrency pace them all as before.
+
+    >>> def entry(kind):
+    ...     return Request("https://a.example/", meta={"zeroarchive": {"kind": kind}}), kind
+    >>> queue = WalkFirstQueue([entry("snapshot"), entry("snapshot")])
+    >>> queue.append(entry("list")); queue.append(entry("snapshot")); queue.append(entry("login"))
+    >>> [kind for _, kind in queue]
+    ['list', 'login', 'snapshot', 'snapshot', 'snapshot']
+    """
+
+    def append(self, entry: Any) -> None:
+        if archive_meta(entry[0]).get("kind") not in WALK_KINDS:
+            super().append(entry)
+            return
+        ahead = 0
+        for queued, _ in self:
+            if archive_meta(queued).get("kind") not in WALK_KINDS:
+                break
+            ahead += 1
+        self.insert(ahead, entry)
 
 
 @runtime_checkable
@@ -117,6 +149,12 @@ class SitePolicyDownloaderMiddleware:
             live = downloader.slots.get(slot)
             if live is not None:
                 live.delay = wanted["delay"]
+        if not media and downloader is not None:
+            # Scrapy makes the slot for its first request, after this: its second one
+            # finds it. Taken over with what waits in it, in its order.
+            live = downloader.slots.get(slot)
+            if live is not None and not isinstance(live.queue, WalkFirstQueue):
+                live.queue = WalkFirstQueue(live.queue)
         if site.config.ua:
             request.headers["User-Agent"] = site.config.ua
         if not media or _same_host(site.url, host):

@@ -301,6 +301,8 @@ ZEROARCHIVE_RETRY_PAUSE_SECONDS = 1.0
 # --- Operations ------------------------------------------------------------------------
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
+# Scrapy's, without its two DEBUG records a page when the crawl does not show DEBUG.
+LOG_FORMATTER = "zeroarchive.crawl.log_formatter.QuietLogFormatter"
 # A crawl's start-up detail (Scrapy's banner, its lists of components and overridden
 # settings, Alembic's migration steps) at INFO; otherwise at DEBUG unless -L is given.
 ZEROARCHIVE_LOG_START_UP = False

@@ -97,3 +97,31 @@ def test_a_level_in_production_s_environment_asks_for_it(
     prod = importlib.import_module("settings.prod")
     settings = Settings({k: v for k, v in vars(prod).items() if k.isupper()}, "project")
     assert asked_for(settings) is shown
+
+
+@pytest.mark.parametrize("shown", [logging.INFO, logging.DEBUG])
+def test_scrapys_two_debug_records_a_page_are_made_only_where_debug_is_shown(
+    monkeypatch: pytest.MonkeyPatch, shown: int
+) -> None:
+    """ "Crawled (200)" for each answer and "Scraped from" for each item: made when a handler
+    shows DEBUG (-L DEBUG), not at all otherwise (the crawl's handler dropped them)."""
+    from scrapy import Spider
+    from scrapy.http import HtmlResponse, Request
+    from scrapy.utils.test import get_crawler
+
+    from zeroarchive.crawl import log_formatter
+
+    monkeypatch.setattr(log_formatter, "lowest_shown_level", lambda: shown)
+    formatter = log_formatter.QuietLogFormatter()
+    request = Request("https://a.example/1")
+    response = HtmlResponse(request.url, body=b"<p>1</p>", request=request)
+    spider = Spider.from_crawler(get_crawler(Spider), "s")
+    crawled = formatter.crawled(request, response, spider)
+    scraped = formatter.scraped({"page": 1}, response, spider)
+    if shown == logging.DEBUG:
+        assert crawled is not None and crawled["level"] == logging.DEBUG
+        assert scraped is not None and "Scraped from" in scraped["msg"]
+    else:
+        assert crawled is None and scraped is None
+    # Other records are Scrapy's as ever (a dropped item is a warning).
+    assert formatter.dropped({"page": 1}, ValueError("x"), response, spider) is not None

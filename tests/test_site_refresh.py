@@ -4,6 +4,7 @@ at hand in use), and a new ``delay`` reaches the site's live download slot."""
 
 from __future__ import annotations
 
+from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -141,3 +142,48 @@ def test_the_snapshot_pipeline_holds_pages_against_the_spiders_site_records(
     # Read again by the spider, the one holder of site records in a crawl.
     assert pipeline._site(site_id).config.delay == 30.0  # type: ignore[union-attr]
     assert pipeline._site(site_id) is crawler.spider.sites[site_id]
+
+
+def test_a_walks_page_goes_ahead_of_the_snapshots_waiting_in_its_sites_slot() -> None:
+    """Scrapy's slot queue is first in, first out: a walk's next page handed to the
+    downloader behind a site's queued snapshots waited for all of them (at a delay of 1 s,
+    half a minute behind 30). The slot takes walk pages first, in their own order."""
+    site = SimpleNamespace(
+        site_id=7,
+        url="https://farm.example/",
+        config=SimpleNamespace(delay=1.0, ua=None, cookies={}, cookies_file=None, robots=True),
+    )
+    downloader = SimpleNamespace(per_slot_settings={}, slots={})
+    crawler = SimpleNamespace(
+        spider=SimpleNamespace(site_of=lambda request: site),
+        engine=SimpleNamespace(downloader=downloader),
+        stats=None,
+    )
+    middleware = SitePolicyDownloaderMiddleware(crawler, SitePolicyConfig(2))  # type: ignore[arg-type]
+
+    def request(path: str, kind: str) -> Request:
+        return Request(f"https://farm.example{path}", meta={META_KEY: {"site_id": 7, "kind": kind}})
+
+    middleware.process_request(request("/a/1", "snapshot"))
+    slot = downloader.slots["site-7"] = Slot(2, 1.0)  # Scrapy makes it for the first
+    slot.queue.append((request("/a/1", "snapshot"), None))
+    arriving = [
+        request("/a/2", "snapshot"),
+        request("/list/2", "list"),
+        request("/a/3", "snapshot"),
+        request("/list/3", "list"),
+        request("/login", "login"),
+    ]
+    for each in arriving:
+        middleware.process_request(each)  # then Scrapy's downloader queues it
+        downloader.slots["site-7"].queue.append((each, None))
+    taken = []
+    while downloader.slots["site-7"].queue:
+        taken.append(downloader.slots["site-7"].queue.popleft()[0].url.split("example")[1])
+    assert taken == ["/list/2", "/list/3", "/login", "/a/1", "/a/2", "/a/3"]
+    # A page's media items have slots of their own, left as Scrapy makes them.
+    media = Request("https://img.example/1.png", meta={META_KEY: {"site_id": 7, "kind": "media"}})
+    middleware.process_request(media)
+    downloader.slots["media-img.example"] = Slot(6, 0.0)
+    middleware.process_request(media)
+    assert type(downloader.slots["media-img.example"].queue) is deque
