@@ -29,6 +29,7 @@ from graphql import (
     GraphQLScalarType,
     GraphQLSchema,
     get_named_type,
+    print_ast,
 )
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
@@ -36,7 +37,7 @@ from starlette.testclient import TestClient
 from tests.monitor_archive import NOW, Built
 from tests.test_monitor import config
 from tests.test_search_monitor import indexed
-from zeroarchive.monitor import save_page
+from zeroarchive.monitor import graphql_api, save_page
 from zeroarchive.monitor.app import create_app
 from zeroarchive.storage.archive import open_archive
 from zeroarchive.storage.site_stats import SiteStatsConfig
@@ -366,3 +367,33 @@ def test_every_graphql_argument_with_hostile_values(
     assert {("search", "after"), ("events", "after"), ("hist", "days"), ("save", "url")} <= reached
     assert problems(caplog) == []
     assert time.monotonic() - started < 120
+
+
+def test_a_query_is_validated_once_and_checked_with_every_value(
+    walked: Walked, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The validation of a query's text is kept (graphql_api.VALIDATED_QUERIES): sent again
+    with other variables, hostile or not, it is not validated again, its variables are still
+    checked each time, and an invalid query is refused each time it comes."""
+    validated: list[str] = []
+    real = graphql_api.validate
+
+    def counted(schema: GraphQLSchema, document: Any, **kwargs: Any) -> Any:
+        validated.append(print_ast(document))
+        return real(schema, document, **kwargs)
+
+    monkeypatch.setattr(graphql_api, "validate", counted)
+    # A text of its own: the module's other tests may have validated any other.
+    query = "query Kept($id: ID!) { kept: article(id: $id) { url } }"
+    article_id = str(walked.built.article_id)
+    sent = [{"query": query, "variables": {"id": value}} for value in (article_id, "²", [1])]
+    unknown = "query Wrong { kept: article(id: 1) { noSuchField } }"
+    sent += [{"query": unknown}, {"query": unknown}]
+    got = answers(walked.client, [("POST", "/graphql", {"json": body}) for body in sent])
+    assert [answer.status_code for answer in got] == [200, 200, 400, 400, 400], [
+        answer.text[:200] for answer in got
+    ]
+    assert got[0].json()["data"]["kept"]["url"]
+    assert got[1].json()["data"]["kept"] is None
+    assert "noSuchField" in got[3].text and got[3].json() == got[4].json()
+    assert len(validated) == 2, validated

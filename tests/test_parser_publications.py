@@ -3,6 +3,7 @@ incremental, idempotent, versioned; the publication tables and the real CLI."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import json
@@ -427,10 +428,11 @@ def _date_languages_loaded() -> int:
 
 def test_parser_processes_start_with_dateparser_languages_loaded() -> None:
     """Loaded once in the process they are forked from, not by each on its first undated
-    page (about 1.8 CPU s a process)."""
+    page (about 1.8 CPU s a process), and frozen there: no collection walks them."""
     with _parser_processes(2) as pool:
         assert pool is not None
         assert pool.submit(_date_languages_loaded).result() >= 200
+        assert pool.submit(gc.get_freeze_count).result() > 0
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,6 +38,11 @@ logger = logging.getLogger(__name__)
 #: Tokens a query may hold per field it may select (``hist(days: 3)`` is 6).
 TOKENS_PER_FIELD = 10
 MAX_VALIDATION_ERRORS = 10
+#: Queries whose validation is kept, by their text: validation depends on the schema and
+#: the query alone, not on its variables or operation, and the monitor's pages send the
+#: same few queries again and again. Validating took three quarters of a small query's
+#: CPU (py-spy over the ~1,000 queries of tests/test_monitor_hostile.py).
+VALIDATED_QUERIES = 256
 OUT_OF_TIME = "the request ran out of time (MONITOR_REQUEST_SECONDS)"
 
 
@@ -87,6 +93,8 @@ class GraphQLEndpoint:
         self.stopping = stopping
         #: MONITOR_WORKERS, shared with the pages (pages.timed).
         self.running = running
+        self._validated: OrderedDict[str, list[GraphQLError]] = OrderedDict()
+        self._validated_lock = threading.Lock()
 
     async def handle(self, request: Request) -> Response:
         scope, refuse = request.scope, self.refusals.graphql
@@ -140,7 +148,7 @@ class GraphQLEndpoint:
 
         def work() -> tuple[int, dict[str, Any], bool]:
             try:
-                return self._run(document, variables, operation, self.context(scope))
+                return self._run(query, document, variables, operation, self.context(scope))
             except RecursionError:
                 return 400, {"errors": [{"message": "the query is nested too deep"}]}, False
             finally:
@@ -164,15 +172,31 @@ class GraphQLEndpoint:
             )
         return JSONResponse(answer, status_code=status)
 
+    def _validation_errors(self, query: str, document: DocumentNode) -> list[GraphQLError]:
+        """graphql-core's validation of ``document`` (parsed from ``query``), kept for the
+        last VALIDATED_QUERIES texts."""
+        with self._validated_lock:
+            errors = self._validated.get(query)
+            if errors is not None:
+                self._validated.move_to_end(query)
+                return errors
+        errors = validate(self.schema, document, max_errors=MAX_VALIDATION_ERRORS)
+        with self._validated_lock:
+            self._validated[query] = errors
+            while len(self._validated) > VALIDATED_QUERIES:
+                self._validated.popitem(last=False)
+        return errors
+
     def _run(
         self,
+        query: str,
         document: DocumentNode,
         variables: dict[str, Any] | None,
         operation: str | None,
         context: Any,
     ) -> tuple[int, dict[str, Any], bool]:
         """(status, answer, out of time) of a checked query, in the request's thread."""
-        errors = validate(self.schema, document, max_errors=MAX_VALIDATION_ERRORS)
+        errors = self._validation_errors(query, document)
         if errors:
             return 400, {"errors": [_formatted(error) for error in errors]}, False
         result = execute_sync(
