@@ -100,16 +100,6 @@ class CopyIndex:
         # object's learning drops its site's (other writers' lines show on a new object).
         self._boilerplate: dict[int, frozenset[int]] = {}
 
-    def learn(self, conn: Connection, site_id: int, folded: Folded) -> set[int]:
-        """Count the body's edge lines towards its site's boilerplate; return those that
-        have just become boilerplate."""
-        blocks = edge_blocks(folded)
-        store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
-        reached = store.reached(conn, site_id, blocks, self.config.boilerplate_articles)
-        if reached:
-            self._boilerplate.pop(site_id, None)
-        return reached
-
     def boilerplate(self, conn: Connection, site_id: int) -> frozenset[int]:
         found = self._boilerplate.get(site_id)
         if found is None:
@@ -174,23 +164,43 @@ class CopyIndex:
         old, first_snapshot = store.doc_and_first_snapshot(conn, article_id)
         folded = fold(text)
         self._note_lines(article_id, publication_id, folded)
-        if learn and old is None:
-            reached = self.learn(conn, site_id, folded)
-            if reached:
-                self.recheck_site(conn, site_id, reached)
+        # Its edge lines counted now; which of them that makes the site's boilerplate is
+        # asked with its candidates (one statement), those taken as if none did: the rare
+        # body that makes one rechecks the site and asks for its candidates again.
+        blocks = edge_blocks(folded) if learn and old is None else set()
+        if blocks:
+            store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
+        asked = (site_id, blocks, self.config.boilerplate_articles) if blocks else None
         mine = self.shingles_of(conn, site_id, folded)
-        if old is not None:
-            store.drop_bands(conn, article_id, keys_from_bytes(old.bands))
+        keys: list[int] = []
+        found = store.Sharing({}, {}, set())
+        if len(mine) >= MIN_SHINGLES:
+            values = sketch(mine)
+            keys = band_keys(values).tolist()
+            found = store.sharing_docs(conn, keys, article_id, asked)
+        elif asked is not None:
+            found = store.Sharing({}, {}, store.reached(conn, *asked))
+        if found.reached:
+            self._boilerplate.pop(site_id, None)
+            self.recheck_site(conn, site_id, found.reached)
+            mine = self.shingles_of(conn, site_id, folded)
+            found = store.Sharing({}, {}, set())
+            if len(mine) >= MIN_SHINGLES:
+                values = sketch(mine)
+                keys = band_keys(values).tolist()
+                found = store.sharing_docs(conn, keys, article_id)
+        old_keys = keys_from_bytes(old.bands) if old is not None else []
         if len(mine) < MIN_SHINGLES:
             if old is not None:
+                store.drop_bands(conn, article_id, old_keys)
                 self._leave(conn, old)
                 store.drop_doc(conn, article_id)
             return
         self._remember(article_id, publication_id, mine)
-        values = sketch(mine)
-        keys = band_keys(values).tolist()
-        candidates = store.sharing_docs(conn, keys, article_id)
-        store.add_bands(conn, article_id, keys)
+        # A new version's band rows: only those that changed are written.
+        kept = set(keys) & set(old_keys)
+        store.drop_bands(conn, article_id, [key for key in old_keys if key not in kept])
+        store.add_bands(conn, article_id, [key for key in keys if key not in kept])
         if first_seen is None:
             first_seen = min(first_snapshot, seen_at) if first_snapshot else seen_at
         if old is not None:
@@ -205,14 +215,38 @@ class CopyIndex:
             old.cluster_id if old is not None else None,
             old.similarity if old is not None else None,
         )
-        store.put_doc(conn, doc, replace=old is not None)
-        self._place(conn, doc, mine, candidates, int(time.time()) if now is None else now)
+        if old is not None:
+            store.put_doc(conn, doc, replace=True)
+        # A new article's row is written once its cluster is known (``unwritten``): an
+        # INSERT then an UPDATE of its cluster were two statements and two writes of each
+        # of ``copy_doc``'s indexes.
+        self._place(
+            conn,
+            doc,
+            mine,
+            found,
+            int(time.time()) if now is None else now,
+            unwritten=old is None,
+        )
 
     def _place(
-        self, conn: Connection, doc: Doc, mine: np.ndarray, candidates: Mapping[int, Doc], now: int
+        self,
+        conn: Connection,
+        doc: Doc,
+        mine: np.ndarray,
+        found: store.Sharing,
+        now: int,
+        unwritten: bool = False,
     ) -> None:
-        """Check the candidates exactly, then put the article in its cluster."""
-        self._cluster(conn, doc, self._copies(conn, mine, _near(doc, candidates)), now)
+        """Check the candidates exactly, then put the article in its cluster (``unwritten``:
+        its ``copy_doc`` row is written here, with its cluster)."""
+        copies = self._copies(conn, mine, _near(doc, found.docs))
+        firsts = {
+            cluster: found.docs[first]
+            for cluster, first in found.firsts.items()
+            if first in found.docs
+        }
+        self._cluster(conn, doc, copies, now, firsts, doc if unwritten else None)
 
     def _copies(self, conn: Connection, mine: np.ndarray, near: Sequence[Doc]) -> list[Doc]:
         """Those of the near candidates that are copies: every one in no cluster, and of
@@ -292,8 +326,21 @@ class CopyIndex:
         self._remember(doc.article_id, doc.publication_id, value)
         return value
 
-    def _cluster(self, conn: Connection, doc: Doc, copies: list[Doc], now: int) -> None:
+    def _cluster(
+        self,
+        conn: Connection,
+        doc: Doc,
+        copies: list[Doc],
+        now: int,
+        firsts: Mapping[int, Doc],
+        unwritten: Doc | None,
+    ) -> None:
+        """``firsts``: the rows of clusters' firsts at hand (a cluster's first named in
+        ``copy_cluster`` is its member first seen); ``unwritten``: ``doc``, when its row
+        is not written yet."""
         if not copies:
+            if unwritten is not None:
+                store.put_doc(conn, unwritten, replace=False)
             if doc.cluster_id is not None:
                 self._leave(conn, doc)
             return
@@ -306,7 +353,15 @@ class CopyIndex:
         else:
             keep, named = store.new_cluster(conn, doc.article_id, now), doc.article_id
         joining = [doc] + [other for other in copies if other.cluster_id is None]
-        self._settle(conn, keep, full=len(clusters) > 1, joining=joining, named=named)
+        self._settle(
+            conn,
+            keep,
+            full=len(clusters) > 1,
+            joining=joining,
+            named=named,
+            named_row=firsts.get(keep) if len(clusters) == 1 else None,
+            unwritten=unwritten,
+        )
 
     def _settle(
         self,
@@ -315,14 +370,32 @@ class CopyIndex:
         full: bool,
         joining: Sequence[Doc] = (),
         named: int | None = None,
+        named_row: Doc | None = None,
+        unwritten: Doc | None = None,
     ) -> None:
         """Name the cluster's first and fill in its members' similarity to it: every
         member's when the first changed (or clusters merged), else the new members'.
         ``joining``: members that join it now, written with their similarity in one
         statement each (their cluster, then their similarity, were two); ``named``: the
-        first of a cluster just made by them (none of its members is written yet)."""
+        first of a cluster just made by them (none of its members is written yet);
+        ``named_row``: the row of the first the cluster names, when at hand: if every joining
+        member was seen after it, it stays the first and no other member is read;
+        ``unwritten``: a joining member whose row is not written yet (it is inserted with
+        its cluster and similarity)."""
         if named is None:
-            present, named = store.cluster_docs(conn, cluster_id)
+            if (
+                named_row is not None
+                and not full
+                and named_row.cluster_id == cluster_id
+                and all(
+                    (member.first_seen_at, member.article_id)
+                    > (named_row.first_seen_at, named_row.article_id)
+                    for member in joining
+                )
+            ):
+                present, named = [named_row], named_row.article_id
+            else:
+                present, named = store.cluster_docs(conn, cluster_id)
         else:
             present = []
         new = {member.article_id: replace(member, similarity=None) for member in joining}
@@ -353,9 +426,15 @@ class CopyIndex:
                 continue
             if similarity != member.similarity or member.cluster_id != cluster_id:
                 changed.append((member.article_id, cluster_id, similarity))
+        if unwritten is not None:
+            mine = [row for row in changed if row[0] == unwritten.article_id]
+            changed = [row for row in changed if row[0] != unwritten.article_id]
+            if mine:
+                unwritten = replace(unwritten, cluster_id=mine[0][1], similarity=mine[0][2])
+            store.put_doc(conn, unwritten, replace=False)
         if len(changed) == 1:
             store.set_membership(conn, *changed[0])
-        else:
+        elif changed:
             store.set_memberships(conn, changed)
 
     def _leave(self, conn: Connection, doc: Doc) -> None:
