@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +50,8 @@ MIN_AGREEMENT = 7
 _RECHECK_BATCH = 500
 #: Shingle sets kept per index object (a cluster's first is checked against each newcomer).
 _CACHE = 4096
+#: Lines whose being boilerplate the hook keeps noted (``CopyIndex._known``; ~100 bytes each).
+_KNOWN = 500_000
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,15 @@ class CopyIndex:
         # The short lines' hashes of the bodies this object folded (they do not depend on
         # the boilerplate): a site's recheck reads only the bodies it has not folded.
         self._lines: OrderedDict[tuple[int, int], frozenset[int]] = OrderedDict()
-        # Each site's boilerplate as last read; a line that becomes boilerplate through this
-        # object's learning drops its site's (other writers' lines show on a new object).
+        # Each site's boilerplate as last read whole (a rebuild's); a line that becomes
+        # boilerplate through this object's learning drops its site's (other writers'
+        # lines show on a new object).
         self._boilerplate: dict[int, frozenset[int]] = {}
+        # The hook's: by site, whether each short line asked about is boilerplate (only the
+        # lines of the bodies it folds are asked, with the statements it makes anyway where
+        # it can: a site's whole boilerplate is a scan of all its ``copy_block`` rows).
+        self._known: dict[int, dict[int, bool]] = {}
+        self._known_lines = 0
 
     def boilerplate(self, conn: Connection, site_id: int) -> frozenset[int]:
         found = self._boilerplate.get(site_id)
@@ -141,9 +149,39 @@ class CopyIndex:
                         learn=False,
                     )
 
-    def shingles_of(self, conn: Connection, site_id: int, folded: Folded) -> np.ndarray:
-        """The body's shingles without the lines its site has as boilerplate."""
-        return shingles(body(folded, self.boilerplate(conn, site_id)))
+    def shingles_of(
+        self, conn: Connection, site_id: int, folded: Folded, lines: frozenset[int]
+    ) -> np.ndarray:
+        """The body's shingles without the lines its site has as boilerplate (``lines``:
+        its short lines' hashes, ``line_blocks``)."""
+        self._ask(conn, {site_id: lines})
+        known = self._known.get(site_id, {})
+        return shingles(body(folded, {line for line in lines if known.get(line)}))
+
+    def _unknown(self, site_id: int, lines: Collection[int]) -> list[int]:
+        known = self._known.get(site_id, {})
+        return [line for line in lines if line not in known]
+
+    def _mark(self, site_id: int, lines: Collection[int], boilerplate: Collection[int]) -> None:
+        """Note which of ``lines`` are the site's boilerplate (``boilerplate``: those that
+        are); the notes are dropped all at once past ``_KNOWN``."""
+        if self._known_lines + len(lines) > _KNOWN:
+            self._known.clear()
+            self._known_lines = 0
+        known = self._known.setdefault(site_id, {})
+        before = len(known)
+        known.update((line, line in boilerplate) for line in lines)
+        self._known_lines += len(known) - before
+
+    def _ask(self, conn: Connection, lines: Mapping[int, Collection[int]]) -> None:
+        """Ask which of the sites' lines not noted yet are boilerplate, in one statement."""
+        unknown = {site: self._unknown(site, some) for site, some in lines.items()}
+        unknown = {site: some for site, some in unknown.items() if some}
+        if not unknown:
+            return
+        found = store.boilerplate_among(conn, unknown, self.config.boilerplate_articles)
+        for site, some in unknown.items():
+            self._mark(site, some, {block for other, block in found if other == site})
 
     def add(
         self,
@@ -161,9 +199,13 @@ class CopyIndex:
         ``seen_at``; ``first_seen``: when the article was first seen, if the caller knows).
         ``learn``: count its edge lines towards the site's boilerplate, once per article (a
         rebuild counts them first). A body too short to compare is left out."""
-        old, first_snapshot = store.doc_and_first_snapshot(conn, article_id)
         folded = fold(text)
-        self._note_lines(article_id, publication_id, folded)
+        lines = self._note_lines(article_id, publication_id, folded)
+        # Which of its lines are its site's boilerplate, asked with its row.
+        unknown = self._unknown(site_id, lines)
+        asked_lines = (site_id, unknown, self.config.boilerplate_articles) if unknown else None
+        old, first_snapshot, among = store.doc_and_first_snapshot(conn, article_id, asked_lines)
+        self._mark(site_id, unknown, among)
         # Its edge lines counted now; which of them that makes the site's boilerplate is
         # asked with its candidates (one statement), those taken as if none did: the rare
         # body that makes one rechecks the site and asks for its candidates again.
@@ -171,7 +213,7 @@ class CopyIndex:
         if blocks:
             store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
         asked = (site_id, blocks, self.config.boilerplate_articles) if blocks else None
-        mine = self.shingles_of(conn, site_id, folded)
+        mine = self.shingles_of(conn, site_id, folded, lines)
         keys: list[int] = []
         found = store.Sharing({}, {}, set())
         if len(mine) >= MIN_SHINGLES:
@@ -182,8 +224,9 @@ class CopyIndex:
             found = store.Sharing({}, {}, store.reached(conn, *asked))
         if found.reached:
             self._boilerplate.pop(site_id, None)
+            self._mark(site_id, found.reached, found.reached)
             self.recheck_site(conn, site_id, found.reached)
-            mine = self.shingles_of(conn, site_id, folded)
+            mine = self.shingles_of(conn, site_id, folded, lines)
             found = store.Sharing({}, {}, set())
             if len(mine) >= MIN_SHINGLES:
                 values = sketch(mine)
@@ -294,7 +337,8 @@ class CopyIndex:
 
     def _read(self, conn: Connection, docs: Sequence[Doc]) -> None:
         """The shingles of those of ``docs`` not at hand, their bodies read in one statement
-        (one each on MariaDB was a round trip per candidate or member)."""
+        (one each on MariaDB was a round trip per candidate or member), which of their lines
+        are boilerplate in one more."""
         missing = [
             doc for doc in docs if (doc.article_id, doc.publication_id) not in self._shingles
         ]
@@ -302,12 +346,20 @@ class CopyIndex:
             return
         texts = store.publication_texts(conn, [doc.publication_id for doc in missing])
         folded = fold_many([texts.get(doc.publication_id, "") for doc in missing])
-        for doc, one in zip(missing, folded, strict=True):
+        lines = [
             self._note_lines(doc.article_id, doc.publication_id, one)
+            for doc, one in zip(missing, folded, strict=True)
+        ]
+        asked: dict[int, set[int]] = {}
+        for doc, some in zip(missing, lines, strict=True):
+            if doc.publication_id in texts:
+                asked.setdefault(doc.site_id, set()).update(some)
+        self._ask(conn, asked)
+        for doc, one, some in zip(missing, folded, lines, strict=True):
             value = (
                 np.empty(0, np.uint32)
                 if doc.publication_id not in texts
-                else self.shingles_of(conn, doc.site_id, one)
+                else self.shingles_of(conn, doc.site_id, one, some)
             )
             self._remember(doc.article_id, doc.publication_id, value)
 
@@ -321,8 +373,8 @@ class CopyIndex:
         value = np.empty(0, np.uint32)
         if text is not None:
             folded = fold(text)
-            self._note_lines(doc.article_id, doc.publication_id, folded)
-            value = self.shingles_of(conn, doc.site_id, folded)
+            lines = self._note_lines(doc.article_id, doc.publication_id, folded)
+            value = self.shingles_of(conn, doc.site_id, folded, lines)
         self._remember(doc.article_id, doc.publication_id, value)
         return value
 
