@@ -34,7 +34,7 @@ from zeroarchive.copies.fingerprint import (
 from zeroarchive.copies.hook import copies_hook
 from zeroarchive.copies.index import CopiesConfig
 from zeroarchive.copies.read import Cluster, cluster_of, clusters
-from zeroarchive.copies.rebuild import rebuild
+from zeroarchive.copies.rebuild import rebuild, row_format
 from zeroarchive.core.items import FetchedPage, Parsed
 from zeroarchive.parser import PARSER_VERSION, parse_snapshot
 from zeroarchive.sites.record import parse_spec
@@ -586,7 +586,9 @@ def test_a_rebuild_on_mariadb_rewrites_the_tables_it_filled(archived: Archived) 
     """InnoDB leaves pages split by lengthened rows about half full: a rebuild ends by
     rewriting ``copy_doc``, whose rows its clusters pass lengthened, there (``copy_band``
     is written in key order, and ``copy_block``, compressed, came out larger rewritten;
-    SQLite's pages need no such pass)."""
+    SQLite's pages need no such pass). Where the index is compressed (migration 0034),
+    ``copy_doc`` is written uncompressed until that rewrite compresses it again (a
+    compressed page's update cost the server ~25 times as much)."""
     original = text("china_times_s2")
     archived.publish("news", original, NOW)
     archived.publish("farm", to_simplified(original), NOW + HOUR)
@@ -594,11 +596,20 @@ def test_a_rebuild_on_mariadb_rewrites_the_tables_it_filled(archived: Archived) 
     with recorded_statements(engine) as statements:
         done, _ = rebuild(engine)
     assert done == 2 and len(list(clusters(engine))) == 1
-    optimized = [s for s in statements if s.startswith("OPTIMIZE TABLE")]
+    rewrites = [s for s in statements if s.startswith(("OPTIMIZE TABLE", "ALTER TABLE"))]
     if engine.dialect.name == "sqlite":
-        assert optimized == []
+        assert rewrites == []
+        return
+    with engine.connect() as conn:
+        formats = {name: row_format(conn, name) for name in ("copy_doc", "copy_band")}
+    assert formats["copy_doc"] == formats["copy_band"]
+    if formats["copy_band"] == "Compressed":
+        assert rewrites == [
+            "ALTER TABLE copy_doc ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0",
+            "ALTER TABLE copy_doc ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
+        ]
     else:
-        assert optimized == ["OPTIMIZE TABLE copy_doc"]
+        assert rewrites == ["OPTIMIZE TABLE copy_doc"]
 
 
 def _page(archive: Archive, site: str, url: str, body: bytes, at: int) -> int:
