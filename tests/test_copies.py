@@ -27,19 +27,27 @@ from zeroarchive.copies.fingerprint import (
     Folded,
     containment,
     fold,
+    keys_from_bytes,
     shingles,
     signature,
 )
 from zeroarchive.copies.hook import copies_hook
 from zeroarchive.copies.index import CopiesConfig
 from zeroarchive.copies.read import Cluster, cluster_of, clusters
-from zeroarchive.copies.rebuild import rebuild
+from zeroarchive.copies.rebuild import rebuild, row_format
 from zeroarchive.core.items import FetchedPage, Parsed
 from zeroarchive.parser import PARSER_VERSION, parse_snapshot
 from zeroarchive.sites.record import parse_spec
 from zeroarchive.storage.archive import Archive, open_archive
 from zeroarchive.storage.publications import ArticleInfo, PublicationStore
-from zeroarchive.storage.schema import article, copy_block, copy_cluster, copy_doc, publication
+from zeroarchive.storage.schema import (
+    article,
+    copy_band,
+    copy_block,
+    copy_cluster,
+    copy_doc,
+    publication,
+)
 
 NOW = 1_700_000_000
 HOUR = 3600
@@ -322,6 +330,48 @@ def test_a_copy_of_a_cluster_reads_one_member_s_body_not_each(archived: Archived
     assert _bodies_read(engine, statements) == 1
 
 
+def test_a_new_copy_s_row_is_written_once_and_no_other_member_or_whole_boilerplate_read(
+    archived: Archived,
+) -> None:
+    """A new copy of a clustered story whose first is among its candidates: its
+    ``copy_doc`` row is inserted with its cluster and similarity (no UPDATE of it after),
+    the cluster's other members are not read (the first's row came with the candidates),
+    and no site's whole boilerplate is read (only the lines of the bodies it folds)."""
+    original = text("cna_s1")
+    ids = [archived.publish(f"farm{n}", original, NOW + n * HOUR) for n in range(4)]
+    archived.hooks = (copies_hook(),)  # nothing kept from the publishing above
+    engine = archived.archive.engine
+    with recorded_statements(engine) as statements:
+        newest = archived.publish("farm9", cut(original, 0.9), NOW + 9 * HOUR)
+    cluster = archived.cluster(newest)
+    assert members(cluster) == [*ids, newest] and cluster is not None
+    assert cluster.members[-1].similarity >= 0.8
+    hooked = [s for s in statements if "copy_" in s]
+    assert not [s for s in hooked if s.startswith("UPDATE copy_doc")]
+    assert not [s for s in hooked if "WHERE d.cluster_id" in s]
+    assert not [s for s in hooked if "copy_block" in s and "articles >=" in s and "IN (" not in s]
+    with engine.connect() as conn:
+        row = conn.execute(select(copy_doc).where(copy_doc.c.article_id == newest)).one()
+    assert row.cluster_id == cluster.cluster_id
+    assert row.similarity == cluster.members[-1].similarity
+
+
+def test_a_new_version_keeps_exactly_its_band_rows(archived: Archived) -> None:
+    """A new version writes only the band rows that changed: the article's rows are the
+    keys of its new sketch, none left of the old."""
+    article_id = archived.publish("ltn", text("cts_s1"), NOW)
+    url = f"https://ltn.example/a/{article_id}"
+    archived.edit(article_id, archived.sites["ltn"], url, cut(text("cts_s1"), 0.8), NOW + HOUR)
+    with archived.archive.engine.connect() as conn:
+        bands = conn.execute(
+            select(copy_doc.c.bands).where(copy_doc.c.article_id == article_id)
+        ).scalar_one()
+        rows = conn.execute(
+            select(copy_band.c.band_key).where(copy_band.c.article_id == article_id)
+        ).scalars()
+        assert sorted(rows) == sorted(keys_from_bytes(bands))
+
+
 def test_a_new_version_that_is_no_longer_a_copy_leaves_its_cluster(archived: Archived) -> None:
     original = archived.publish("ltn", text("cts_s1"), NOW)
     copy = archived.publish("farm", text("cts_s1"), NOW + HOUR)
@@ -536,7 +586,9 @@ def test_a_rebuild_on_mariadb_rewrites_the_tables_it_filled(archived: Archived) 
     """InnoDB leaves pages split by lengthened rows about half full: a rebuild ends by
     rewriting ``copy_doc``, whose rows its clusters pass lengthened, there (``copy_band``
     is written in key order, and ``copy_block``, compressed, came out larger rewritten;
-    SQLite's pages need no such pass)."""
+    SQLite's pages need no such pass). Where the index is compressed (migration 0034),
+    ``copy_doc`` is written uncompressed until that rewrite compresses it again (a
+    compressed page's update cost the server ~25 times as much)."""
     original = text("china_times_s2")
     archived.publish("news", original, NOW)
     archived.publish("farm", to_simplified(original), NOW + HOUR)
@@ -544,11 +596,20 @@ def test_a_rebuild_on_mariadb_rewrites_the_tables_it_filled(archived: Archived) 
     with recorded_statements(engine) as statements:
         done, _ = rebuild(engine)
     assert done == 2 and len(list(clusters(engine))) == 1
-    optimized = [s for s in statements if s.startswith("OPTIMIZE TABLE")]
+    rewrites = [s for s in statements if s.startswith(("OPTIMIZE TABLE", "ALTER TABLE"))]
     if engine.dialect.name == "sqlite":
-        assert optimized == []
+        assert rewrites == []
+        return
+    with engine.connect() as conn:
+        formats = {name: row_format(conn, name) for name in ("copy_doc", "copy_band")}
+    assert formats["copy_doc"] == formats["copy_band"]
+    if formats["copy_band"] == "Compressed":
+        assert rewrites == [
+            "ALTER TABLE copy_doc ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0",
+            "ALTER TABLE copy_doc ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8",
+        ]
     else:
-        assert optimized == ["OPTIMIZE TABLE copy_doc"]
+        assert rewrites == ["OPTIMIZE TABLE copy_doc"]
 
 
 def _page(archive: Archive, site: str, url: str, body: bytes, at: int) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +50,8 @@ MIN_AGREEMENT = 7
 _RECHECK_BATCH = 500
 #: Shingle sets kept per index object (a cluster's first is checked against each newcomer).
 _CACHE = 4096
+#: Lines whose being boilerplate the hook keeps noted (``CopyIndex._known``; ~100 bytes each).
+_KNOWN = 500_000
 
 
 @dataclass(frozen=True)
@@ -96,19 +98,15 @@ class CopyIndex:
         # The short lines' hashes of the bodies this object folded (they do not depend on
         # the boilerplate): a site's recheck reads only the bodies it has not folded.
         self._lines: OrderedDict[tuple[int, int], frozenset[int]] = OrderedDict()
-        # Each site's boilerplate as last read; a line that becomes boilerplate through this
-        # object's learning drops its site's (other writers' lines show on a new object).
+        # Each site's boilerplate as last read whole (a rebuild's); a line that becomes
+        # boilerplate through this object's learning drops its site's (other writers'
+        # lines show on a new object).
         self._boilerplate: dict[int, frozenset[int]] = {}
-
-    def learn(self, conn: Connection, site_id: int, folded: Folded) -> set[int]:
-        """Count the body's edge lines towards its site's boilerplate; return those that
-        have just become boilerplate."""
-        blocks = edge_blocks(folded)
-        store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
-        reached = store.reached(conn, site_id, blocks, self.config.boilerplate_articles)
-        if reached:
-            self._boilerplate.pop(site_id, None)
-        return reached
+        # The hook's: by site, whether each short line asked about is boilerplate (only the
+        # lines of the bodies it folds are asked, with the statements it makes anyway where
+        # it can: a site's whole boilerplate is a scan of all its ``copy_block`` rows).
+        self._known: dict[int, dict[int, bool]] = {}
+        self._known_lines = 0
 
     def boilerplate(self, conn: Connection, site_id: int) -> frozenset[int]:
         found = self._boilerplate.get(site_id)
@@ -151,9 +149,39 @@ class CopyIndex:
                         learn=False,
                     )
 
-    def shingles_of(self, conn: Connection, site_id: int, folded: Folded) -> np.ndarray:
-        """The body's shingles without the lines its site has as boilerplate."""
-        return shingles(body(folded, self.boilerplate(conn, site_id)))
+    def shingles_of(
+        self, conn: Connection, site_id: int, folded: Folded, lines: frozenset[int]
+    ) -> np.ndarray:
+        """The body's shingles without the lines its site has as boilerplate (``lines``:
+        its short lines' hashes, ``line_blocks``)."""
+        self._ask(conn, {site_id: lines})
+        known = self._known.get(site_id, {})
+        return shingles(body(folded, {line for line in lines if known.get(line)}))
+
+    def _unknown(self, site_id: int, lines: Collection[int]) -> list[int]:
+        known = self._known.get(site_id, {})
+        return [line for line in lines if line not in known]
+
+    def _mark(self, site_id: int, lines: Collection[int], boilerplate: Collection[int]) -> None:
+        """Note which of ``lines`` are the site's boilerplate (``boilerplate``: those that
+        are); the notes are dropped all at once past ``_KNOWN``."""
+        if self._known_lines + len(lines) > _KNOWN:
+            self._known.clear()
+            self._known_lines = 0
+        known = self._known.setdefault(site_id, {})
+        before = len(known)
+        known.update((line, line in boilerplate) for line in lines)
+        self._known_lines += len(known) - before
+
+    def _ask(self, conn: Connection, lines: Mapping[int, Collection[int]]) -> None:
+        """Ask which of the sites' lines not noted yet are boilerplate, in one statement."""
+        unknown = {site: self._unknown(site, some) for site, some in lines.items()}
+        unknown = {site: some for site, some in unknown.items() if some}
+        if not unknown:
+            return
+        found = store.boilerplate_among(conn, unknown, self.config.boilerplate_articles)
+        for site, some in unknown.items():
+            self._mark(site, some, {block for other, block in found if other == site})
 
     def add(
         self,
@@ -171,26 +199,51 @@ class CopyIndex:
         ``seen_at``; ``first_seen``: when the article was first seen, if the caller knows).
         ``learn``: count its edge lines towards the site's boilerplate, once per article (a
         rebuild counts them first). A body too short to compare is left out."""
-        old, first_snapshot = store.doc_and_first_snapshot(conn, article_id)
         folded = fold(text)
-        self._note_lines(article_id, publication_id, folded)
-        if learn and old is None:
-            reached = self.learn(conn, site_id, folded)
-            if reached:
-                self.recheck_site(conn, site_id, reached)
-        mine = self.shingles_of(conn, site_id, folded)
-        if old is not None:
-            store.drop_bands(conn, article_id, keys_from_bytes(old.bands))
+        lines = self._note_lines(article_id, publication_id, folded)
+        # Which of its lines are its site's boilerplate, asked with its row.
+        unknown = self._unknown(site_id, lines)
+        asked_lines = (site_id, unknown, self.config.boilerplate_articles) if unknown else None
+        old, first_snapshot, among = store.doc_and_first_snapshot(conn, article_id, asked_lines)
+        self._mark(site_id, unknown, among)
+        # Its edge lines counted now; which of them that makes the site's boilerplate is
+        # asked with its candidates (one statement), those taken as if none did: the rare
+        # body that makes one rechecks the site and asks for its candidates again.
+        blocks = edge_blocks(folded) if learn and old is None else set()
+        if blocks:
+            store.count_blocks(conn, {(site_id, block): 1 for block in blocks})
+        asked = (site_id, blocks, self.config.boilerplate_articles) if blocks else None
+        mine = self.shingles_of(conn, site_id, folded, lines)
+        keys: list[int] = []
+        found = store.Sharing({}, {}, set())
+        if len(mine) >= MIN_SHINGLES:
+            values = sketch(mine)
+            keys = band_keys(values).tolist()
+            found = store.sharing_docs(conn, keys, article_id, asked)
+        elif asked is not None:
+            found = store.Sharing({}, {}, store.reached(conn, *asked))
+        if found.reached:
+            self._boilerplate.pop(site_id, None)
+            self._mark(site_id, found.reached, found.reached)
+            self.recheck_site(conn, site_id, found.reached)
+            mine = self.shingles_of(conn, site_id, folded, lines)
+            found = store.Sharing({}, {}, set())
+            if len(mine) >= MIN_SHINGLES:
+                values = sketch(mine)
+                keys = band_keys(values).tolist()
+                found = store.sharing_docs(conn, keys, article_id)
+        old_keys = keys_from_bytes(old.bands) if old is not None else []
         if len(mine) < MIN_SHINGLES:
             if old is not None:
+                store.drop_bands(conn, article_id, old_keys)
                 self._leave(conn, old)
                 store.drop_doc(conn, article_id)
             return
         self._remember(article_id, publication_id, mine)
-        values = sketch(mine)
-        keys = band_keys(values).tolist()
-        candidates = store.sharing_docs(conn, keys, article_id)
-        store.add_bands(conn, article_id, keys)
+        # A new version's band rows: only those that changed are written.
+        kept = set(keys) & set(old_keys)
+        store.drop_bands(conn, article_id, [key for key in old_keys if key not in kept])
+        store.add_bands(conn, article_id, [key for key in keys if key not in kept])
         if first_seen is None:
             first_seen = min(first_snapshot, seen_at) if first_snapshot else seen_at
         if old is not None:
@@ -205,14 +258,38 @@ class CopyIndex:
             old.cluster_id if old is not None else None,
             old.similarity if old is not None else None,
         )
-        store.put_doc(conn, doc, replace=old is not None)
-        self._place(conn, doc, mine, candidates, int(time.time()) if now is None else now)
+        if old is not None:
+            store.put_doc(conn, doc, replace=True)
+        # A new article's row is written once its cluster is known (``unwritten``): an
+        # INSERT then an UPDATE of its cluster were two statements and two writes of each
+        # of ``copy_doc``'s indexes.
+        self._place(
+            conn,
+            doc,
+            mine,
+            found,
+            int(time.time()) if now is None else now,
+            unwritten=old is None,
+        )
 
     def _place(
-        self, conn: Connection, doc: Doc, mine: np.ndarray, candidates: Mapping[int, Doc], now: int
+        self,
+        conn: Connection,
+        doc: Doc,
+        mine: np.ndarray,
+        found: store.Sharing,
+        now: int,
+        unwritten: bool = False,
     ) -> None:
-        """Check the candidates exactly, then put the article in its cluster."""
-        self._cluster(conn, doc, self._copies(conn, mine, _near(doc, candidates)), now)
+        """Check the candidates exactly, then put the article in its cluster (``unwritten``:
+        its ``copy_doc`` row is written here, with its cluster)."""
+        copies = self._copies(conn, mine, _near(doc, found.docs))
+        firsts = {
+            cluster: found.docs[first]
+            for cluster, first in found.firsts.items()
+            if first in found.docs
+        }
+        self._cluster(conn, doc, copies, now, firsts, doc if unwritten else None)
 
     def _copies(self, conn: Connection, mine: np.ndarray, near: Sequence[Doc]) -> list[Doc]:
         """Those of the near candidates that are copies: every one in no cluster, and of
@@ -260,7 +337,8 @@ class CopyIndex:
 
     def _read(self, conn: Connection, docs: Sequence[Doc]) -> None:
         """The shingles of those of ``docs`` not at hand, their bodies read in one statement
-        (one each on MariaDB was a round trip per candidate or member)."""
+        (one each on MariaDB was a round trip per candidate or member), which of their lines
+        are boilerplate in one more."""
         missing = [
             doc for doc in docs if (doc.article_id, doc.publication_id) not in self._shingles
         ]
@@ -268,12 +346,20 @@ class CopyIndex:
             return
         texts = store.publication_texts(conn, [doc.publication_id for doc in missing])
         folded = fold_many([texts.get(doc.publication_id, "") for doc in missing])
-        for doc, one in zip(missing, folded, strict=True):
+        lines = [
             self._note_lines(doc.article_id, doc.publication_id, one)
+            for doc, one in zip(missing, folded, strict=True)
+        ]
+        asked: dict[int, set[int]] = {}
+        for doc, some in zip(missing, lines, strict=True):
+            if doc.publication_id in texts:
+                asked.setdefault(doc.site_id, set()).update(some)
+        self._ask(conn, asked)
+        for doc, one, some in zip(missing, folded, lines, strict=True):
             value = (
                 np.empty(0, np.uint32)
                 if doc.publication_id not in texts
-                else self.shingles_of(conn, doc.site_id, one)
+                else self.shingles_of(conn, doc.site_id, one, some)
             )
             self._remember(doc.article_id, doc.publication_id, value)
 
@@ -287,13 +373,26 @@ class CopyIndex:
         value = np.empty(0, np.uint32)
         if text is not None:
             folded = fold(text)
-            self._note_lines(doc.article_id, doc.publication_id, folded)
-            value = self.shingles_of(conn, doc.site_id, folded)
+            lines = self._note_lines(doc.article_id, doc.publication_id, folded)
+            value = self.shingles_of(conn, doc.site_id, folded, lines)
         self._remember(doc.article_id, doc.publication_id, value)
         return value
 
-    def _cluster(self, conn: Connection, doc: Doc, copies: list[Doc], now: int) -> None:
+    def _cluster(
+        self,
+        conn: Connection,
+        doc: Doc,
+        copies: list[Doc],
+        now: int,
+        firsts: Mapping[int, Doc],
+        unwritten: Doc | None,
+    ) -> None:
+        """``firsts``: the rows of clusters' firsts at hand (a cluster's first named in
+        ``copy_cluster`` is its member first seen); ``unwritten``: ``doc``, when its row
+        is not written yet."""
         if not copies:
+            if unwritten is not None:
+                store.put_doc(conn, unwritten, replace=False)
             if doc.cluster_id is not None:
                 self._leave(conn, doc)
             return
@@ -306,7 +405,15 @@ class CopyIndex:
         else:
             keep, named = store.new_cluster(conn, doc.article_id, now), doc.article_id
         joining = [doc] + [other for other in copies if other.cluster_id is None]
-        self._settle(conn, keep, full=len(clusters) > 1, joining=joining, named=named)
+        self._settle(
+            conn,
+            keep,
+            full=len(clusters) > 1,
+            joining=joining,
+            named=named,
+            named_row=firsts.get(keep) if len(clusters) == 1 else None,
+            unwritten=unwritten,
+        )
 
     def _settle(
         self,
@@ -315,14 +422,32 @@ class CopyIndex:
         full: bool,
         joining: Sequence[Doc] = (),
         named: int | None = None,
+        named_row: Doc | None = None,
+        unwritten: Doc | None = None,
     ) -> None:
         """Name the cluster's first and fill in its members' similarity to it: every
         member's when the first changed (or clusters merged), else the new members'.
         ``joining``: members that join it now, written with their similarity in one
         statement each (their cluster, then their similarity, were two); ``named``: the
-        first of a cluster just made by them (none of its members is written yet)."""
+        first of a cluster just made by them (none of its members is written yet);
+        ``named_row``: the row of the first the cluster names, when at hand: if every joining
+        member was seen after it, it stays the first and no other member is read;
+        ``unwritten``: a joining member whose row is not written yet (it is inserted with
+        its cluster and similarity)."""
         if named is None:
-            present, named = store.cluster_docs(conn, cluster_id)
+            if (
+                named_row is not None
+                and not full
+                and named_row.cluster_id == cluster_id
+                and all(
+                    (member.first_seen_at, member.article_id)
+                    > (named_row.first_seen_at, named_row.article_id)
+                    for member in joining
+                )
+            ):
+                present, named = [named_row], named_row.article_id
+            else:
+                present, named = store.cluster_docs(conn, cluster_id)
         else:
             present = []
         new = {member.article_id: replace(member, similarity=None) for member in joining}
@@ -353,9 +478,15 @@ class CopyIndex:
                 continue
             if similarity != member.similarity or member.cluster_id != cluster_id:
                 changed.append((member.article_id, cluster_id, similarity))
+        if unwritten is not None:
+            mine = [row for row in changed if row[0] == unwritten.article_id]
+            changed = [row for row in changed if row[0] != unwritten.article_id]
+            if mine:
+                unwritten = replace(unwritten, cluster_id=mine[0][1], similarity=mine[0][2])
+            store.put_doc(conn, unwritten, replace=False)
         if len(changed) == 1:
             store.set_membership(conn, *changed[0])
-        else:
+        elif changed:
             store.set_memberships(conn, changed)
 
     def _leave(self, conn: Connection, doc: Doc) -> None:

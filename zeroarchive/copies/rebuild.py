@@ -153,6 +153,8 @@ def rebuild(
                     started_at=int(time.time()),
                 )
             )
+    if not resumed and engine.dialect.name != "sqlite":
+        _uncompress(engine)
     index = CopyIndex(config)
     stamp = int(time.time()) if now is None else now
     done = 0
@@ -500,15 +502,44 @@ def _bands(engine: Engine, after: int, stream: TextIO | None, docs: Sketches | N
 #: and ``copy_block``, compressed (migration 0034), came out a third larger rewritten than
 #: as its upserts left it (bench/README.md).
 COMPACTED = ("copy_doc",)
+#: Migration 0034's row format, as ``information_schema`` names it.
+_COMPRESSED = "Compressed"
+
+
+def row_format(conn: Connection, name: str) -> str:
+    return str(
+        conn.exec_driver_sql(
+            "SELECT ROW_FORMAT FROM information_schema.TABLES"
+            " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            (name,),
+        ).scalar_one()
+    )
+
+
+def _uncompress(engine: Engine) -> None:
+    """A MariaDB rebuild writes ``copy_doc``, emptied, uncompressed; its end (``_compact``)
+    writes it compressed again: the clusters pass lengthens a fifth of its rows (a
+    cluster and a similarity where there were NULLs), and each such update of a compressed
+    page cost the server ~280 µs (1.2 CPU s for 4,335 rows, 0.05 s uncompressed;
+    bench/README.md). A rebuild stopped before its end leaves it uncompressed until one
+    ends."""
+    with engine.connect() as conn:
+        if row_format(conn, "copy_doc") == _COMPRESSED:
+            conn.exec_driver_sql("ALTER TABLE copy_doc ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0")
 
 
 def _compact(engine: Engine) -> None:
     """Rewrite ``copy_doc``, whose rows the clusters pass lengthened (a cluster and a
-    similarity where there were NULLs): compressed pages split under those updates and
-    were left about half full (bench/README.md)."""
+    similarity where there were NULLs): pages split under those updates were left about
+    half full (bench/README.md). Written compressed again when the index is (migration
+    0034: ``copy_band`` tells), else rewritten as it is."""
     with engine.connect() as conn:
+        compressed = row_format(conn, "copy_band") == _COMPRESSED
         for name in COMPACTED:
-            conn.exec_driver_sql(f"OPTIMIZE TABLE {name}").all()
+            if compressed and row_format(conn, name) != _COMPRESSED:
+                conn.exec_driver_sql(f"ALTER TABLE {name} ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8")
+            else:
+                conn.exec_driver_sql(f"OPTIMIZE TABLE {name}").all()
 
 
 def _batches(engine: Engine, parser_version: str, after: int, size: int) -> Iterator[Sequence[Any]]:

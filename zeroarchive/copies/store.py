@@ -130,35 +130,108 @@ _SELECT_DOC = "SELECT " + ", ".join(column.name for column in _DOC_COLUMNS) + " 
 _DOC_OF_D = ", ".join("d." + column.name for column in _DOC_COLUMNS)
 
 
-def doc_and_first_snapshot(conn: Connection, article_id: int) -> tuple[Doc | None, int | None]:
-    """The article's ``copy_doc`` row (None: not fingerprinted) and when it was first
-    snapshotted (None: not known), in one statement (two were two round trips a body)."""
+def doc_and_first_snapshot(
+    conn: Connection,
+    article_id: int,
+    lines: tuple[int, Collection[int], int] | None = None,
+) -> tuple[Doc | None, int | None, set[int]]:
+    """The article's ``copy_doc`` row (None: not fingerprinted), when it was first
+    snapshotted (None: not known) and, given ``lines`` (site, line hashes, count), those of
+    the lines that at least ``count`` of the site's articles had at either end (its
+    boilerplate among them), in one statement (were three round trips a body; reading the
+    site's whole boilerplate scanned all of its ``copy_block`` rows, 18,000 a site at
+    200,000 publications)."""
     number = int(article_id)
-    row = _run(
-        conn,
-        f"SELECT (SELECT first_snapshot_at FROM Article WHERE article_id = {number}), {_DOC_OF_D}"
-        f" FROM (SELECT 1 AS one) AS one LEFT JOIN copy_doc d ON d.article_id = {number}",
-    ).one()
-    first = None if row[0] is None else int(row[0])
-    return (None if row[1] is None else _doc(row[1:])), first
+    nulls = ", NULL" * len(_DOC_COLUMNS)
+    sql = (
+        f"SELECT 0, (SELECT first_snapshot_at FROM Article WHERE article_id = {number}),"
+        f" {_DOC_OF_D} FROM (SELECT 1 AS one) AS one LEFT JOIN copy_doc d ON d.article_id ="
+        f" {number}"
+    )
+    if lines is not None and lines[1]:
+        sql += (
+            f" UNION ALL SELECT 1, block{nulls} FROM copy_block WHERE site_id = {int(lines[0])}"
+            f" AND block IN ({_ints(sorted(lines[1]))}) AND articles >= {int(lines[2])}"
+        )
+    doc, first, found = None, None, set()
+    for row in _run(conn, sql):
+        if row[0]:
+            found.add(int(row[1]))
+            continue
+        first = None if row[1] is None else int(row[1])
+        doc = None if row[2] is None else _doc(row[2:])
+    return doc, first, found
 
 
-def sharing_docs(conn: Connection, keys: Sequence[int], article_id: int) -> dict[int, Doc]:
+def boilerplate_among(
+    conn: Connection, lines: Mapping[int, Collection[int]], least: int
+) -> set[tuple[int, int]]:
+    """(site, line hash) of those of ``lines`` (by site) that at least ``least`` of the
+    site's articles had: a site's boilerplate among them, one statement for all."""
+    asked = [(int(site), sorted(blocks)) for site, blocks in sorted(lines.items()) if blocks]
+    if not asked:
+        return set()
+    where = " OR ".join(
+        f"(site_id = {site} AND block IN ({_ints(blocks)}))" for site, blocks in asked
+    )
+    rows = _run(
+        conn, f"SELECT site_id, block FROM copy_block WHERE ({where}) AND articles >= {int(least)}"
+    )
+    return {(int(site), int(block)) for site, block in rows}
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """What ``sharing_docs`` found: the candidates by article id, the first article of
+    each of their clusters, and the edge lines asked about that have just reached the
+    boilerplate count (``reached``; empty when none were asked about)."""
+
+    docs: dict[int, Doc]
+    firsts: dict[int, int]
+    reached: set[int]
+
+
+def sharing_docs(
+    conn: Connection,
+    keys: Sequence[int],
+    article_id: int,
+    blocks: tuple[int, Collection[int], int] | None = None,
+) -> Sharing:
     """The other articles with a band key among ``keys``, as their ``copy_doc`` rows, by
     article id: one statement, each article once (a join gave a verbatim copy's row once
-    per band, 18 times, and a story with 20 copies 360 rows for PyMySQL to decode)."""
-    found: dict[int, Doc] = {}
+    per band, 18 times, and a story with 20 copies 360 rows for PyMySQL to decode), with
+    the first article of each one's cluster (the cluster's row joined: a body joining a
+    cluster whose first is among them reads no other member). ``blocks`` (site, edge
+    lines, count): ``reached`` of them asked in the same statement (a ``UNION ALL``, its
+    rows told apart by their first column), one round trip less a body."""
+    docs: dict[int, Doc] = {}
+    firsts: dict[int, int] = {}
+    found: set[int] = set()
     ordered = sorted({int(key) for key in keys})
-    for start in range(0, len(ordered), _IN_LIMIT):
-        rows = _run(
-            conn,
-            f"SELECT {_DOC_OF_D} FROM copy_doc d WHERE d.article_id IN (SELECT b.article_id"
-            f" FROM copy_band b WHERE b.band_key IN ({_ints(ordered[start : start + _IN_LIMIT])}))"
-            " AND d.article_id <> ?",
-            (int(article_id),),
+    lines = sorted({int(block) for block in blocks[1]}) if blocks is not None else []
+    nulls = ", NULL" * len(_DOC_COLUMNS)
+    for number, start in enumerate(range(0, max(len(ordered), 1), _IN_LIMIT)):
+        part = ordered[start : start + _IN_LIMIT]
+        sql = (
+            f"SELECT 0, {_DOC_OF_D}, c.first_article_id FROM copy_doc d"
+            " LEFT JOIN copy_cluster c ON c.cluster_id = d.cluster_id"
+            " WHERE d.article_id IN (SELECT b.article_id FROM copy_band b"
+            f" WHERE b.band_key IN ({_ints(part) or 'NULL'})) AND d.article_id <> {int(article_id)}"
         )
-        found.update((int(row[0]), _doc(row)) for row in rows)
-    return found
+        if blocks is not None and lines and number == 0:
+            sql += (
+                f" UNION ALL SELECT 1, block{nulls} FROM copy_block WHERE site_id ="
+                f" {int(blocks[0])} AND block IN ({_ints(lines)}) AND articles = {int(blocks[2])}"
+            )
+        for row in _run(conn, sql):
+            if row[0]:
+                found.add(int(row[1]))
+                continue
+            doc = _doc(row[1:-1])
+            docs[doc.article_id] = doc
+            if doc.cluster_id is not None and row[-1] is not None:
+                firsts[int(doc.cluster_id)] = int(row[-1])
+    return Sharing(docs, firsts, found)
 
 
 def cluster_docs(conn: Connection, cluster_id: int) -> tuple[list[Doc], int | None]:
