@@ -44,12 +44,20 @@ PRELOAD = (
     "queuelib",
     "sqlite3",
     "sqlalchemy.orm",
+    # The copies (MinHash), the Bloom filters and what reads them: parse_snapshots, copies,
+    # search, the monitor, a crawl with Redis. Each such child imported it, 0.1-0.15 CPU s
+    # (test_copies forks nine of them a test). The server's OpenBLAS starts no thread of
+    # its own (OPENBLAS_NUM_THREADS=1 below), so the fork copies a whole process.
+    "numpy",
 )
 #: What some commands import when they run, which most test processes never start: the
 #: server imports it before the first such command's fork, so that only its first child pays
 #: (CPU s in each child: pyairtable's pydantic models 1.2, cdxj-indexer's pyamf with
 #: pkg_resources 0.8, the wacz tool's frictionless 0.7 more).
 WARM = {
+    # The parser's libraries (trafilatura and what it imports, 0.07 CPU s).
+    "parse_snapshots": ("trafilatura",),
+    "recheck": ("trafilatura",),
     "export_warc": ("cdxj_indexer.main",),
     "rotate_snapshots": ("cdxj_indexer.main",),
     "sync_sites": ("pyairtable",),
@@ -96,6 +104,8 @@ for name, function in PREFILL:
         pass  # an older release of the project (tests/test_upgrade.py) without it
 # A fork copies one thread only, and the reactor is chosen by each command's settings.
 assert threading.active_count() == 1, "a preload started a thread"
+if os.path.isdir("/proc/self/task"):  # a native library's thread (OpenBLAS's) too
+    assert len(os.listdir("/proc/self/task")) == 1, "a preload started a native thread"
 assert "twisted.internet.reactor" not in sys.modules, "a preload installed the reactor"
 # Children neither collect nor copy what the server holds.
 import gc
@@ -212,6 +222,9 @@ class ForkServer:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            # Read when numpy is imported, by the server only: each child's environment is
+            # its command's own.
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
         )
         if self._read_line(timeout=120) != "ready":
             raise RuntimeError("the fork server did not start")
