@@ -10,7 +10,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
-from zeroarchive.core.quiet_log import quiet_start_up
+from zeroarchive.core.quiet_log import lowest_shown_level, quiet_start_up
 from zeroarchive.core.services import one_line_errors, set_pauses_from, should_wait, wait_for
 from zeroarchive.core.stats import PREFIX
 from zeroarchive.distributed.redis_client import reachable, redis_url_from
@@ -51,7 +51,7 @@ def every_request_failed(stats: dict[str, Any]) -> bool:
     return failed > 0 and answered == 0
 
 
-def freeze_start_up_objects(settings: BaseSettings) -> None:
+def freeze_start_up_objects() -> None:
     """Take the objects start-up made (modules, settings, the crawler and its components)
     out of the garbage collector's full passes; log how many there are at DEBUG.
 
@@ -62,10 +62,7 @@ def freeze_start_up_objects(settings: BaseSettings) -> None:
     CPU a crawl), so it is done only when the log shows DEBUG lines.
     """
     gc.freeze()
-    level = settings.get("LOG_LEVEL")
-    if isinstance(level, str):
-        level = logging.getLevelName(level.upper())
-    if settings.getbool("LOG_ENABLED") and isinstance(level, int) and level <= logging.DEBUG:
+    if lowest_shown_level() <= logging.DEBUG:
         logger.debug(
             "%d start-up objects left out of the garbage collector's passes",
             gc.get_freeze_count(),
@@ -112,7 +109,7 @@ class Command(ScrapyCrawlCommand):
             servers_answer(settings)
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
-        freeze_start_up_objects(settings)
+        freeze_start_up_objects()
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1

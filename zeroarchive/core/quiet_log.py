@@ -95,3 +95,19 @@ def quiet_start_up(settings: BaseSettings) -> bool:
         if not any(type(f) is type(added) for f in logger.filters):
             logger.addFilter(added)
     return True
+
+
+def lowest_shown_level() -> int:
+    """The lowest level a record handled in this process may be shown at: its loggers'
+    handlers' lowest (a handler without a level shows every record; with no handler at
+    all, logging's last resort shows warnings). The child makes no record below it."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    levels = [
+        handler.level
+        for each in loggers
+        if isinstance(each, logging.Logger)
+        for handler in each.handlers
+    ]
+    if not levels:
+        return logging.lastResort.level if logging.lastResort else logging.WARNING
+    return min(levels) or logging.DEBUG

@@ -18,7 +18,7 @@ from scrapy.logformatter import LogFormatter, LogFormatterResult
 from scrapy.spiders import Spider
 from twisted.python.failure import Failure
 
-from zeroarchive.crawl.writer_process import lowest_shown_level
+from zeroarchive.core.quiet_log import lowest_shown_level
 
 
 class QuietLogFormatter(LogFormatter):

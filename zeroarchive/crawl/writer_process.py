@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
+from zeroarchive.core.quiet_log import lowest_shown_level
 from zeroarchive.core.services import pauses, set_pauses, wait_for
 from zeroarchive.core.shown import mask_logs
 from zeroarchive.crawl.snapshot_batches import Answer, Count, Sites, write_batch
@@ -142,22 +143,6 @@ class WriterProcess:
             )
             self.process.kill()
             self.process.wait()
-
-
-def lowest_shown_level() -> int:
-    """The lowest level a record handled in this process may be shown at: its loggers'
-    handlers' lowest (a handler without a level shows every record; with no handler at
-    all, logging's last resort shows warnings). The child makes no record below it."""
-    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-    levels = [
-        handler.level
-        for each in loggers
-        if isinstance(each, logging.Logger)
-        for handler in each.handlers
-    ]
-    if not levels:
-        return logging.lastResort.level if logging.lastResort else logging.WARNING
-    return min(levels) or logging.DEBUG
 
 
 class _ToCrawl:
