@@ -38,7 +38,6 @@ _INSERT_NEW = (
     .prefix_with("IGNORE", dialect="mysql")
     .prefix_with("IGNORE", dialect="mariadb")
 )
-_INSERT_CHUNK = insert(media_chunk)
 # The same, for the rows a crawl's batches write (many a batch): compiled once, their
 # values as plain tuples (zeroarchive/storage/dialect.py).
 _PLAIN_NEW = PlainInsert(_INSERT_NEW, ("sha256", "size", "content_type", "stored_at"))
