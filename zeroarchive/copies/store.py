@@ -142,17 +142,13 @@ def doc_and_first_snapshot(
     site's whole boilerplate scanned all of its ``copy_block`` rows, 18,000 a site at
     200,000 publications)."""
     number = int(article_id)
-    nulls = ", NULL" * len(_DOC_COLUMNS)
     sql = (
         f"SELECT 0, (SELECT first_snapshot_at FROM Article WHERE article_id = {number}),"
         f" {_DOC_OF_D} FROM (SELECT 1 AS one) AS one LEFT JOIN copy_doc d ON d.article_id ="
         f" {number}"
     )
     if lines is not None and lines[1]:
-        sql += (
-            f" UNION ALL SELECT 1, block{nulls} FROM copy_block WHERE site_id = {int(lines[0])}"
-            f" AND block IN ({_ints(sorted(lines[1]))}) AND articles >= {int(lines[2])}"
-        )
+        sql += _site_lines(lines, ">=", len(_DOC_COLUMNS))
     doc, first, found = None, None, set()
     for row in _run(conn, sql):
         if row[0]:
@@ -161,6 +157,19 @@ def doc_and_first_snapshot(
         first = None if row[1] is None else int(row[1])
         doc = None if row[2] is None else _doc(row[2:])
     return doc, first, found
+
+
+def _site_lines(lines: tuple[int, Collection[int], int], compare: str, nulls: int) -> str:
+    """A ``UNION ALL`` of those of ``lines`` (site, line hashes, count) whose article count
+    compares so to the count, as rows of a 1, the line's hash and ``nulls`` NULLs (the
+    statement's own rows start with 0)."""
+    site, hashes, count = lines
+    padding = ", NULL" * nulls
+    return (
+        f" UNION ALL SELECT 1, block{padding} FROM copy_block WHERE site_id = {int(site)}"
+        f" AND block IN ({_ints(sorted({int(h) for h in hashes}))}) AND articles {compare}"
+        f" {int(count)}"
+    )
 
 
 def boilerplate_among(
@@ -208,8 +217,6 @@ def sharing_docs(
     firsts: dict[int, int] = {}
     found: set[int] = set()
     ordered = sorted({int(key) for key in keys})
-    lines = sorted({int(block) for block in blocks[1]}) if blocks is not None else []
-    nulls = ", NULL" * len(_DOC_COLUMNS)
     for number, start in enumerate(range(0, max(len(ordered), 1), _IN_LIMIT)):
         part = ordered[start : start + _IN_LIMIT]
         sql = (
@@ -218,11 +225,8 @@ def sharing_docs(
             " WHERE d.article_id IN (SELECT b.article_id FROM copy_band b"
             f" WHERE b.band_key IN ({_ints(part) or 'NULL'})) AND d.article_id <> {int(article_id)}"
         )
-        if blocks is not None and lines and number == 0:
-            sql += (
-                f" UNION ALL SELECT 1, block{nulls} FROM copy_block WHERE site_id ="
-                f" {int(blocks[0])} AND block IN ({_ints(lines)}) AND articles = {int(blocks[2])}"
-            )
+        if blocks is not None and blocks[1] and number == 0:
+            sql += _site_lines(blocks, "=", len(_DOC_COLUMNS))
         for row in _run(conn, sql):
             if row[0]:
                 found.add(int(row[1]))
